@@ -1,0 +1,191 @@
+//! The `warren` command line: argument parsing and the subcommands.
+//!
+//! Exit codes: 0 success; 1 the tool (or agent) failed; 2 bad usage or configuration.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
+use crate::plugin::{ToolAccess, ToolRegistry};
+use crate::sandbox::Sandbox;
+
+/// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
+#[derive(Debug, Parser)]
+#[command(name = "warren", version, about, long_about = None)]
+struct Cli {
+    /// The configuration file (plugins, defaults, profiles).
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "WARREN_CONFIG",
+        default_value = "warren.toml"
+    )]
+    config: PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools a profile can call, with their argument schemas.
+    Tools(ToolsArgs),
+    /// Run one tool under a profile's capabilities and print its result.
+    ///
+    /// The result goes to stdout. A failure (denied, timeout, out of fuel, memory or
+    /// output limit, crash, bad input) goes to stderr with the limit and the profile
+    /// key that raises it, and the exit code is 1.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+struct ToolsArgs {
+    /// The profile whose tools to list.
+    #[arg(long, short, default_value = DEFAULT_PROFILE)]
+    profile: String,
+    /// Print JSON (an array of {name, plugin, description, input_schema}).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// The tool to call, e.g. read_file.
+    tool: String,
+    /// The arguments, a JSON object; `-` reads them from stdin.
+    #[arg(default_value = "{}")]
+    arguments: String,
+    /// The profile whose tools and capabilities apply.
+    #[arg(long, short, default_value = DEFAULT_PROFILE)]
+    profile: String,
+}
+
+/// Why a command ended badly; decides the exit code.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// Bad configuration or usage: exit code 2.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The work itself failed: exit code 1.
+    #[error(transparent)]
+    Run(#[from] anyhow::Error),
+}
+
+/// Parses the command line, runs the command and reports its error, if any.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(error)) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(error)) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` selects them (default: warnings, which include
+/// every sandbox denial).
+fn init_logging() {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let config = Config::load(&cli.config)?;
+    match cli.command {
+        Command::Tools(args) => {
+            let profile = config.profile(&args.profile)?;
+            let registry = load_registry(&config).await?;
+            print_tools(&registry, &profile, args.json)?;
+        }
+        Command::Call(args) => {
+            let profile = config.profile(&args.profile)?;
+            let arguments = if args.arguments == "-" {
+                let mut buffer = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut buffer)
+                    .context("reading arguments from stdin")?;
+                buffer
+            } else {
+                args.arguments
+            };
+            let registry = load_registry(&config).await?;
+            let access = ToolAccess::new(profile)?;
+            let output = registry
+                .call(&access, &args.tool, &arguments)
+                .await
+                .map_err(anyhow::Error::from)?;
+            println!("{output}");
+        }
+    }
+    Ok(())
+}
+
+async fn load_registry(config: &Config) -> anyhow::Result<ToolRegistry> {
+    let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
+    ToolRegistry::load(sandbox, &config.plugin_files, &config.cache).await
+}
+
+fn print_tools(
+    registry: &ToolRegistry,
+    profile: &crate::config::Profile,
+    json: bool,
+) -> anyhow::Result<()> {
+    let tools: Vec<_> = registry.tools_for(profile).collect();
+    if json {
+        let list: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|(spec, plugin)| {
+                serde_json::json!({
+                    "name": spec.name,
+                    "plugin": plugin.name,
+                    "description": spec.description,
+                    "input_schema": serde_json::from_str::<serde_json::Value>(&spec.input_schema).unwrap_or_default(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    if tools.is_empty() {
+        println!(
+            "profile `{}` has no tools (plugins loaded: {})",
+            profile.name,
+            registry.plugins().len()
+        );
+        return Ok(());
+    }
+    for (spec, plugin) in tools {
+        println!(
+            "{}  [{}]\n  {}\n  arguments: {}\n",
+            spec.name, plugin.name, spec.description, spec.input_schema
+        );
+    }
+    Ok(())
+}

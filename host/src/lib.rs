@@ -1,0 +1,20 @@
+//! warren: a host for LLM agents that spawn sub-agents, where every tool any agent
+//! calls is a WebAssembly component run in a sandbox whose capabilities come from the
+//! agent's profile.
+//!
+//! Layout:
+//! - [`config`]: `warren.toml`, profiles and their capability sets, strictly validated;
+//! - [`sandbox`]: the wasmtime engine, a fresh store per call, capabilities → WASI,
+//!   network policy, limits and the errors a call can end with;
+//! - [`plugin`]: loading plugin components (with an on-disk compile cache) and the
+//!   tool registry;
+//! - [`cli`]: the `warren` command line.
+
+pub mod cli;
+pub mod config;
+pub mod plugin;
+pub mod sandbox;
+
+pub use config::{Config, ConfigError, Profile};
+pub use plugin::{ToolAccess, ToolRegistry};
+pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};

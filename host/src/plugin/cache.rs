@@ -1,0 +1,137 @@
+//! On-disk cache of compiled components.
+//!
+//! Compiling a large guest (a Python or JavaScript interpreter) takes many seconds;
+//! loading its compiled artifact takes milliseconds. An entry is keyed by the SHA-256
+//! of the component and of the engine's compatibility hash (wasmtime version, target,
+//! compiler settings), and stores a SHA-256 of its own bytes: an entry that fails the
+//! check, or that the engine rejects, is rebuilt, never trusted.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use sha2::{Digest, Sha256};
+use tracing::{debug, warn};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// Length of the checksum that prefixes every cache entry.
+const CHECKSUM_LEN: usize = 32;
+
+/// How a component was obtained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from a valid cache entry.
+    Hit,
+    /// Compiled; no entry existed (or caching is off).
+    Compiled,
+    /// Compiled because the entry was unusable, for the reason given.
+    Rebuilt(String),
+}
+
+/// A directory of compiled components, or none (always compile).
+#[derive(Clone, Debug)]
+pub struct CompileCache {
+    /// Where entries live; `None` disables caching.
+    dir: Option<PathBuf>,
+}
+
+impl CompileCache {
+    /// A cache in `dir`, created on first write.
+    pub fn new(dir: PathBuf) -> Self {
+        CompileCache { dir: Some(dir) }
+    }
+
+    /// No caching: every load compiles.
+    pub fn disabled() -> Self {
+        CompileCache { dir: None }
+    }
+
+    /// The per-user default: `$XDG_CACHE_HOME/warren` or `~/.cache/warren`.
+    pub fn default_dir() -> Option<PathBuf> {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+            .map(|base| base.join("warren").join("components"))
+    }
+
+    /// The directory in use, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// Loads the component at `path`, from the cache when a valid entry exists.
+    pub fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
+        let wasm = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let Some(dir) = &self.dir else {
+            return Ok((compile(engine, &wasm, path)?, CacheOutcome::Compiled));
+        };
+        let entry = dir.join(format!("{}.cwasm", cache_key(engine, &wasm)));
+        let outcome = match std::fs::read(&entry) {
+            Ok(bytes) => match deserialize_checked(engine, &bytes) {
+                Ok(component) => {
+                    debug!(plugin = %path.display(), entry = %entry.display(), "compile cache hit");
+                    return Ok((component, CacheOutcome::Hit));
+                }
+                Err(reason) => {
+                    warn!(plugin = %path.display(), entry = %entry.display(), "discarding cache entry: {reason}");
+                    CacheOutcome::Rebuilt(reason)
+                }
+            },
+            Err(_) => CacheOutcome::Compiled,
+        };
+        let component = compile(engine, &wasm, path)?;
+        if let Err(error) = store(&entry, &component) {
+            warn!(entry = %entry.display(), "could not write compile cache entry: {error:#}");
+        }
+        Ok((component, outcome))
+    }
+}
+
+fn compile(engine: &Engine, wasm: &[u8], path: &Path) -> anyhow::Result<Component> {
+    Component::new(engine, wasm)
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("{} is not a valid WebAssembly component", path.display()))
+}
+
+fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+    let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
+    engine
+        .precompile_compatibility_hash()
+        .hash(&mut engine_hash);
+    let mut key = Sha256::new();
+    key.update(engine_hash.finish().to_le_bytes());
+    key.update(wasm);
+    hex::encode(key.finalize())
+}
+
+fn deserialize_checked(engine: &Engine, bytes: &[u8]) -> Result<Component, String> {
+    if bytes.len() < CHECKSUM_LEN {
+        return Err("entry is truncated".into());
+    }
+    let (checksum, artifact) = bytes.split_at(CHECKSUM_LEN);
+    if Sha256::digest(artifact).as_slice() != checksum {
+        return Err("entry checksum does not match (corrupt or partly written)".into());
+    }
+    // SAFETY: `Component::deserialize` requires bytes produced by `serialize` of a
+    // compatible engine and not modified since. The checksum above proves the bytes
+    // are exactly what this process family wrote to a per-user cache directory, the
+    // key covers the engine's compatibility hash, and wasmtime re-checks the header.
+    #[allow(unsafe_code)]
+    let component = unsafe { Component::deserialize(engine, artifact) };
+    component.map_err(|e| format!("engine rejected the entry: {e}"))
+}
+
+fn store(entry: &Path, component: &Component) -> anyhow::Result<()> {
+    let dir = entry.parent().context("cache entry has no directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let artifact = component.serialize()?;
+    let mut bytes = Vec::with_capacity(CHECKSUM_LEN + artifact.len());
+    bytes.extend_from_slice(&Sha256::digest(&artifact));
+    bytes.extend_from_slice(&artifact);
+    // Write then rename, so a reader never sees half an entry.
+    let temp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(temp.path(), &bytes)?;
+    temp.persist(entry)?;
+    Ok(())
+}

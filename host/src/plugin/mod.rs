@@ -1,0 +1,229 @@
+//! Plugins: loading component files (through the compile cache), asking each for its
+//! tools, and routing a tool call to the plugin that offers it.
+//!
+//! Layout: [`cache`] (compiled artifacts on disk). The [`ToolRegistry`] owns one
+//! `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
+
+mod cache;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tracing::info;
+
+pub use self::cache::{CacheOutcome, CompileCache};
+use crate::config::Profile;
+use crate::sandbox::{CallState, PluginPre, Sandbox, ToolCallError, ToolRequest, ToolSpec};
+
+/// One loaded plugin file.
+pub struct Plugin {
+    /// The file name without `.wasm`, used in reports.
+    pub name: String,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// The tools it offers, as it listed them.
+    pub tools: Vec<ToolSpec>,
+    /// How the compiled code was obtained, and how long loading took.
+    pub load: (CacheOutcome, Duration),
+    /// Imports resolved once; instantiated per call.
+    pre: PluginPre<CallState>,
+}
+
+/// Every loaded tool, by name, and the sandbox that runs them.
+pub struct ToolRegistry {
+    /// Runs every call.
+    sandbox: Arc<Sandbox>,
+    /// Plugins in load order.
+    plugins: Vec<Plugin>,
+    /// Tool name → (plugin index, tool index).
+    index: BTreeMap<String, (usize, usize)>,
+}
+
+/// A profile's view of the registry: which tools it sees and what they may touch.
+/// Owns the profile's scratch directory, removed when this is dropped.
+pub struct ToolAccess {
+    /// The profile whose tools and capabilities apply.
+    pub profile: Profile,
+    /// The private writable directory, when the profile grants `scratch`.
+    scratch: Option<tempfile::TempDir>,
+}
+
+impl ToolAccess {
+    /// Access for `profile`, creating its scratch directory if it has one.
+    pub fn new(profile: Profile) -> anyhow::Result<Self> {
+        let scratch = if profile.capabilities.scratch {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("warren-scratch-")
+                    .tempdir()
+                    .context("creating scratch directory")?,
+            )
+        } else {
+            None
+        };
+        Ok(ToolAccess { profile, scratch })
+    }
+
+    /// The scratch directory on the host, if any.
+    pub fn scratch_dir(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(tempfile::TempDir::path)
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl ToolRegistry {
+    /// Loads `files` in order. A file that is not a plugin, a bad tool name or schema,
+    /// or two plugins offering the same tool is an error naming the file(s).
+    pub async fn load(
+        sandbox: Arc<Sandbox>,
+        files: &[PathBuf],
+        cache: &CompileCache,
+    ) -> anyhow::Result<Self> {
+        let mut plugins: Vec<Plugin> = Vec::new();
+        let mut index = BTreeMap::new();
+        for path in files {
+            let started = Instant::now();
+            let name = path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            let (component, outcome) = {
+                let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
+                tokio::task::spawn_blocking(move || cache.load(&engine, &path)).await??
+            };
+            let pre = sandbox.prepare(&component).with_context(|| {
+                format!(
+                    "{} does not fit the warren:plugin/plugin world (see wit/plugin.wit)",
+                    path.display()
+                )
+            })?;
+            let tools = sandbox
+                .list_tools(&pre, &name)
+                .await
+                .with_context(|| format!("loading {}", path.display()))?;
+            for (position, spec) in tools.iter().enumerate() {
+                if !valid_tool_name(&spec.name) {
+                    anyhow::bail!(
+                        "{}: tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                        path.display(),
+                        spec.name
+                    );
+                }
+                match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
+                    Ok(serde_json::Value::Object(_)) => {}
+                    Ok(_) => anyhow::bail!(
+                        "{}: input schema of `{}` is not a JSON object",
+                        path.display(),
+                        spec.name
+                    ),
+                    Err(e) => anyhow::bail!(
+                        "{}: input schema of `{}` is not valid JSON: {e}",
+                        path.display(),
+                        spec.name
+                    ),
+                }
+                if let Some((other, _)) = index.insert(spec.name.clone(), (plugins.len(), position))
+                {
+                    anyhow::bail!(
+                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins",
+                        spec.name,
+                        plugins[other].path.display(),
+                        path.display()
+                    );
+                }
+            }
+            let elapsed = started.elapsed();
+            info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded");
+            plugins.push(Plugin {
+                name,
+                path: path.clone(),
+                tools,
+                load: (outcome, elapsed),
+                pre,
+            });
+        }
+        Ok(ToolRegistry {
+            sandbox,
+            plugins,
+            index,
+        })
+    }
+
+    /// The loaded plugins, in load order.
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// The sandbox running the calls.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Every tool `profile` may call, sorted by name, with the plugin offering it.
+    pub fn tools_for<'a>(
+        &'a self,
+        profile: &'a Profile,
+    ) -> impl Iterator<Item = (&'a ToolSpec, &'a Plugin)> + 'a {
+        self.index
+            .iter()
+            .filter(|(name, _)| profile.tools.allows(name))
+            .map(|(_, &(p, t))| {
+                let plugin = &self.plugins[p];
+                (&plugin.tools[t], plugin)
+            })
+    }
+
+    /// Runs `tool` with JSON `arguments` under `access`.
+    pub async fn call(
+        &self,
+        access: &ToolAccess,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<String, ToolCallError> {
+        let profile = &access.profile;
+        let Some(&(p, _)) = self.index.get(tool).filter(|_| profile.tools.allows(tool)) else {
+            return Err(ToolCallError::UnknownTool {
+                tool: tool.to_string(),
+                profile: profile.name.clone(),
+                available: self
+                    .tools_for(profile)
+                    .map(|(spec, _)| spec.name.clone())
+                    .collect(),
+            });
+        };
+        match serde_json::from_str::<serde_json::Value>(arguments) {
+            Ok(serde_json::Value::Object(_)) => {}
+            Ok(_) => {
+                return Err(ToolCallError::InvalidInput {
+                    tool: tool.into(),
+                    message: "arguments must be a JSON object".into(),
+                })
+            }
+            Err(e) => {
+                return Err(ToolCallError::InvalidInput {
+                    tool: tool.into(),
+                    message: format!("arguments are not valid JSON: {e}"),
+                })
+            }
+        }
+        let plugin = &self.plugins[p];
+        let request = ToolRequest {
+            tool,
+            arguments,
+            plugin: &plugin.name,
+            profile: &profile.name,
+            capabilities: &profile.capabilities,
+            scratch: access.scratch_dir(),
+        };
+        self.sandbox.call(&plugin.pre, request).await
+    }
+}

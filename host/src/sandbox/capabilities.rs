@@ -1,0 +1,176 @@
+//! What a profile lets its tools touch, in validated form, and how one tool call's
+//! WASI context is built from it.
+//!
+//! Deny by default: a [`CapabilitySet::default()`] grants no files, no scratch
+//! directory, no environment variables and no network, and sets the limits below.
+//! Nothing from the host's environment or argv reaches a guest unless named here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+
+use super::limits::CappedPipe;
+use super::net::{DenialLog, NetPolicy};
+
+/// Default `capabilities.fuel`: instructions per tool call (a few seconds of work).
+pub const DEFAULT_FUEL: u64 = 5_000_000_000;
+/// Default `capabilities.tool_timeout_ms`: wall time per tool call.
+pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 10_000;
+/// Default `capabilities.memory_mb`: linear memory per tool call.
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+/// Default `capabilities.max_output_kb`: cap on the result and on stdout and stderr.
+pub const DEFAULT_MAX_OUTPUT_KB: u64 = 1024;
+/// Largest `capabilities.memory_mb` a profile may set (the engine reserves this much
+/// address space per instance slot).
+pub const MAX_MEMORY_MB: u64 = 4096;
+/// Where a profile's scratch directory appears inside the guest.
+pub const SCRATCH_GUEST_PATH: &str = "/scratch";
+
+/// Access mode of a preopened directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+pub enum FsMode {
+    /// Read only: writes, renames, deletes and metadata changes are refused.
+    #[serde(rename = "ro")]
+    ReadOnly,
+    /// Read and write.
+    #[serde(rename = "rw")]
+    ReadWrite,
+}
+
+/// One directory a tool may see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The directory on the host, absolute and canonical.
+    pub host: PathBuf,
+    /// Where the guest sees it, e.g. `/docs`.
+    pub guest: String,
+    /// Whether the guest may change it.
+    pub mode: FsMode,
+}
+
+/// One environment variable a tool may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvGrant {
+    /// The variable's name.
+    pub name: String,
+    /// A literal value, or `None` to pass the host's value (when it is set).
+    pub value: Option<String>,
+}
+
+/// Everything one profile's tool calls may touch, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapabilitySet {
+    /// Preopened directories.
+    pub fs: Vec<FsGrant>,
+    /// Whether the agent gets a private writable directory at [`SCRATCH_GUEST_PATH`].
+    pub scratch: bool,
+    /// Environment variables passed to the guest.
+    pub env: Vec<EnvGrant>,
+    /// Hosts reachable over HTTP and addresses over raw sockets.
+    pub net: Arc<NetPolicy>,
+    /// Instructions per call.
+    pub fuel: u64,
+    /// Wall time per call, in milliseconds.
+    pub tool_timeout_ms: u64,
+    /// Linear memory cap, in MiB.
+    pub memory_mb: u64,
+    /// Cap on the result and on each of stdout and stderr, in KiB.
+    pub max_output_kb: u64,
+}
+
+impl Default for CapabilitySet {
+    fn default() -> Self {
+        CapabilitySet {
+            fs: Vec::new(),
+            scratch: false,
+            env: Vec::new(),
+            net: Arc::default(),
+            fuel: DEFAULT_FUEL,
+            tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
+            memory_mb: DEFAULT_MEMORY_MB,
+            max_output_kb: DEFAULT_MAX_OUTPUT_KB,
+        }
+    }
+}
+
+impl CapabilitySet {
+    /// The wall-time limit as a duration.
+    pub fn tool_timeout(&self) -> Duration {
+        Duration::from_millis(self.tool_timeout_ms)
+    }
+
+    /// The output cap in bytes.
+    pub fn max_output_bytes(&self) -> usize {
+        usize::try_from(self.max_output_kb.saturating_mul(1024)).unwrap_or(usize::MAX)
+    }
+
+    /// The memory cap in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        usize::try_from(self.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+
+    /// Builds the WASI context of one call: preopens, scratch, env, sockets and the
+    /// capped stdout/stderr pipes. No argv, no inherited env, no stdin.
+    pub(crate) fn wasi_ctx(
+        &self,
+        scratch: Option<&Path>,
+        stdout: &CappedPipe,
+        stderr: &CappedPipe,
+        denials: &DenialLog,
+    ) -> anyhow::Result<WasiCtx> {
+        let mut builder = WasiCtxBuilder::new();
+        builder.stdout(stdout.clone()).stderr(stderr.clone());
+        for grant in &self.fs {
+            let perms = match grant.mode {
+                FsMode::ReadOnly => FsPerms::ReadOnly,
+                FsMode::ReadWrite => FsPerms::ReadWrite,
+            };
+            builder
+                .preopened_dir(&grant.host, &grant.guest, perms)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("opening {} for {}", grant.host.display(), grant.guest))?;
+        }
+        if let (true, Some(dir)) = (self.scratch, scratch) {
+            builder
+                .preopened_dir(dir, SCRATCH_GUEST_PATH, FsPerms::ReadWrite)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("opening scratch directory {}", dir.display()))?;
+        }
+        for grant in &self.env {
+            let value = match &grant.value {
+                Some(literal) => Some(literal.clone()),
+                None => std::env::var(&grant.name).ok(),
+            };
+            if let Some(value) = value {
+                builder.env(&grant.name, value);
+            }
+        }
+        // Name lookups are never offered: a lookup is itself a way out (DNS
+        // exfiltration) and raw sockets only match literal addresses anyway.
+        // TCP itself is on so that every connect reaches `socket_addr_check`, which
+        // refuses (and records) any address the policy does not list.
+        builder
+            .allow_ip_name_lookup(false)
+            .allow_udp(false)
+            .allow_tcp(true);
+        let policy = self.net.clone();
+        let denials = denials.clone();
+        builder.socket_addr_check(move |addr, usage| {
+            let verdict = policy.check_socket(addr, usage);
+            let denials = denials.clone();
+            Box::pin(async move {
+                match verdict {
+                    Ok(()) => true,
+                    Err(denial) => {
+                        denials.record(denial);
+                        false
+                    }
+                }
+            })
+        });
+        Ok(builder.build())
+    }
+}

@@ -1,0 +1,152 @@
+//! The ways a tool call can fail, each naming the limit, its value and the profile key
+//! that raises it, so both the model and the person reading the log know what to change.
+
+use std::fmt;
+
+/// Which output passed `capabilities.max_output_kb`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// The tool's returned result (or error message).
+    Result,
+    /// What the guest wrote to stdout.
+    Stdout,
+    /// What the guest wrote to stderr.
+    Stderr,
+}
+
+impl fmt::Display for OutputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OutputKind::Result => "result",
+            OutputKind::Stdout => "stdout",
+            OutputKind::Stderr => "stderr",
+        })
+    }
+}
+
+/// Why a tool call produced no result.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolCallError {
+    /// No loaded plugin offers the tool, or the profile may not use it.
+    #[error("no tool `{tool}` is available to profile `{profile}` (available: {})", available.join(", "))]
+    UnknownTool {
+        /// The requested name.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// What the profile may call instead.
+        available: Vec<String>,
+    },
+    /// The call ran longer than `capabilities.tool_timeout_ms`.
+    #[error("{tool} timed out after {limit_ms} ms (raise capabilities.tool_timeout_ms = {limit_ms} in profile `{profile}`)")]
+    Timeout {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// The limit that was reached.
+        limit_ms: u64,
+    },
+    /// The call executed more instructions than `capabilities.fuel`.
+    #[error("{tool} ran out of fuel after {fuel} instructions (raise capabilities.fuel = {fuel} in profile `{profile}`)")]
+    OutOfFuel {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// The fuel the call was given.
+        fuel: u64,
+    },
+    /// The guest tried to grow its memory past `capabilities.memory_mb`.
+    #[error("{tool} hit the memory limit of {limit_mb} MiB (raise capabilities.memory_mb = {limit_mb} in profile `{profile}`)")]
+    MemoryLimit {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// The limit that was reached.
+        limit_mb: u64,
+    },
+    /// A result, stdout or stderr passed `capabilities.max_output_kb`.
+    #[error("{tool} produced a {kind} larger than {limit_kb} KiB{} (raise capabilities.max_output_kb = {limit_kb} in profile `{profile}`)", size.map(|s| format!(" ({s} bytes)")).unwrap_or_default())]
+    OutputTooLarge {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// Which output was too large.
+        kind: OutputKind,
+        /// The limit that was passed.
+        limit_kb: u64,
+        /// The size the guest produced, when known.
+        size: Option<usize>,
+    },
+    /// The sandbox refused something the guest asked for.
+    #[error(
+        "{tool} was denied {request}: {reason} (capability {capability} of profile `{profile}`)"
+    )]
+    Denied {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// What the guest asked for.
+        request: String,
+        /// The profile key that would allow it.
+        capability: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The guest crashed (a panic, an abort, an invalid instruction).
+    #[error("plugin {plugin} crashed in {tool}: {message}")]
+    Trap {
+        /// The tool called.
+        tool: String,
+        /// The plugin file that trapped.
+        plugin: String,
+        /// The trap, with what the guest wrote to stderr last.
+        message: String,
+    },
+    /// The tool rejected its arguments; the model should fix the call.
+    #[error("invalid input for {tool}: {message}")]
+    InvalidInput {
+        /// The tool called.
+        tool: String,
+        /// The tool's explanation.
+        message: String,
+    },
+    /// The tool ran and could not do what was asked.
+    #[error("{tool} failed: {message}")]
+    Failed {
+        /// The tool called.
+        tool: String,
+        /// The tool's explanation.
+        message: String,
+    },
+    /// The host could not run the call (not the guest's fault).
+    #[error("host error running {tool}: {source:#}")]
+    Host {
+        /// The tool called.
+        tool: String,
+        /// The underlying failure.
+        source: anyhow::Error,
+    },
+}
+
+impl ToolCallError {
+    /// A short, stable name for the kind of failure (for JSON output and traces).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolCallError::UnknownTool { .. } => "unknown_tool",
+            ToolCallError::Timeout { .. } => "timeout",
+            ToolCallError::OutOfFuel { .. } => "out_of_fuel",
+            ToolCallError::MemoryLimit { .. } => "memory_limit",
+            ToolCallError::OutputTooLarge { .. } => "output_too_large",
+            ToolCallError::Denied { .. } => "denied",
+            ToolCallError::Trap { .. } => "trap",
+            ToolCallError::InvalidInput { .. } => "invalid_input",
+            ToolCallError::Failed { .. } => "failed",
+            ToolCallError::Host { .. } => "host_error",
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The `warren` binary: `tools`, `call`, exit codes, configuration errors and `--help`.
+
+use std::process::{Command, Output};
+
+use crate::support::World;
+
+fn warren(world: &World, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const PROFILES: &str = r#"
+[profiles.main]
+tools = ["read_file", "list_dir", "write_file", "search_text", "http_get"]
+[profiles.main.capabilities]
+fs = [{ host = "docs", guest = "/docs" }]
+
+[profiles.crawler]
+tools = ["http_get"]
+"#;
+
+#[test]
+fn tools_lists_a_profiles_tools_with_schemas() {
+    let world = World::new();
+    world.config(PROFILES);
+    let output = warren(&world, &["tools", "--profile", "crawler", "--json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(tools.as_array().unwrap().len(), 1);
+    assert_eq!(tools[0]["name"], "http_get");
+    assert_eq!(tools[0]["plugin"], "http");
+    assert_eq!(tools[0]["input_schema"]["required"][0], "url");
+
+    let output = warren(&world, &["tools"]);
+    let listing = text(&output.stdout);
+    for tool in [
+        "read_file",
+        "list_dir",
+        "write_file",
+        "search_text",
+        "http_get",
+    ] {
+        assert!(listing.contains(&format!("{tool}  [")), "{listing}");
+    }
+    assert!(
+        !listing.contains("spin"),
+        "hostile tools are outside the profile: {listing}"
+    );
+}
+
+#[test]
+fn call_prints_the_result_or_the_error_with_exit_code_1() {
+    let world = World::new();
+    world.config(PROFILES);
+    let output = warren(
+        &world,
+        &["call", "read_file", r#"{"path":"/docs/notes.md"}"#],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "alpha\nthe quick brown fox\nomega\n\n"
+    );
+
+    let output = warren(
+        &world,
+        &["call", "write_file", r#"{"path":"/docs/x","content":"x"}"#],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("error: write_file failed: denied"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+
+    let output = warren(
+        &world,
+        &[
+            "call",
+            "http_get",
+            r#"{"url":"http://example.com/"}"#,
+            "--profile",
+            "crawler",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("denied") && stderr.contains("capabilities.net"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn configuration_errors_exit_2_naming_file_line_and_key() {
+    let world = World::new();
+    world.config("[profiles.main.capabilities]\nfuel = -5\n");
+    let output = warren(&world, &["tools"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("warren.toml: TOML parse error at line 6")
+            && stderr.contains("fuel = -5")
+            && stderr.contains("must be between"),
+        "{stderr}"
+    );
+
+    world.config(PROFILES);
+    let output = warren(&world, &["call", "read_file", "{}", "--profile", "nobody"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("no profile `nobody` (defined: crawler, main)"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let output = warren(&world, &["--config", "missing.toml", "tools"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("cannot read missing.toml"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn every_command_has_help() {
+    let world = World::new();
+    for args in [&["--help"][..], &["tools", "--help"], &["call", "--help"]] {
+        let output = warren(&world, args);
+        assert!(output.status.success(), "{args:?}");
+        assert!(text(&output.stdout).contains("Usage: warren"), "{args:?}");
+    }
+}

@@ -1,0 +1,9 @@
+//! warren's integration tests: one binary, a module per topic.
+//!
+//! Guest plugins (the bundled ones and the hostile fixtures) are built from source for
+//! `wasm32-wasip2` on first use; see [`support::guests`].
+
+mod cli;
+mod plugins;
+mod sandbox;
+mod support;

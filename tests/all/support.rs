@@ -1,0 +1,174 @@
+//! Shared test helpers: building the guest plugins, writing configs, a tiny HTTP
+//! server on 127.0.0.1:0, and a digest of a directory tree to prove nothing changed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use warren::{Config, Sandbox, ToolAccess, ToolRegistry};
+
+/// The repository root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Paths of the built guest components.
+pub(crate) struct Guests {
+    pub(crate) files: PathBuf,
+    pub(crate) http: PathBuf,
+    pub(crate) hostile: PathBuf,
+}
+
+/// Builds `plugins/` and `tests/fixtures/` for wasm32-wasip2 once per test process.
+pub(crate) fn guests() -> &'static Guests {
+    static GUESTS: OnceLock<Guests> = OnceLock::new();
+    GUESTS.get_or_init(|| {
+        let root = root();
+        let target = root.join("target").join("wasm");
+        for manifest in ["plugins/Cargo.toml", "tests/fixtures/Cargo.toml"] {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let output = Command::new(cargo)
+                .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+                .arg(root.join(manifest))
+                .env("CARGO_TARGET_DIR", &target)
+                .output()
+                .expect("running cargo to build the guest plugins");
+            assert!(
+                output.status.success(),
+                "building {manifest} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`):\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let dir = target.join("wasm32-wasip2").join("release");
+        Guests { files: dir.join("files.wasm"), http: dir.join("http.wasm"), hostile: dir.join("hostile.wasm") }
+    })
+}
+
+/// A shared compile cache so tests do not recompile the same components.
+pub(crate) fn cache_dir() -> PathBuf {
+    root().join("target").join("test-compile-cache")
+}
+
+/// A scratch world for one test: `docs/` (read-only material), `out/` (writable),
+/// `secret.txt` beside them (must never be read or changed), and `warren.toml`.
+pub(crate) struct World {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl World {
+    pub(crate) fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("docs")).unwrap();
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        std::fs::write(
+            dir.path().join("docs/notes.md"),
+            "alpha\nthe quick brown fox\nomega\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("docs/sub")).unwrap();
+        std::fs::write(
+            dir.path().join("docs/sub/deep.txt"),
+            "a fox in a subdirectory\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOP SECRET").unwrap();
+        World { dir }
+    }
+
+    pub(crate) fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    /// Writes `warren.toml` loading all three guests, then `profiles`.
+    pub(crate) fn config(&self, profiles: &str) -> PathBuf {
+        let guests = guests();
+        let text = format!(
+            "[plugins]\nfiles = [{:?}, {:?}, {:?}]\ncache_dir = {:?}\n\n{profiles}",
+            guests.files,
+            guests.http,
+            guests.hostile,
+            cache_dir()
+        );
+        let path = self.path("warren.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Loads the config and the registry, and gives access as `profile`.
+    pub(crate) async fn load(
+        &self,
+        profiles: &str,
+        profile: &str,
+    ) -> (Arc<ToolRegistry>, ToolAccess) {
+        let config = Config::load(&self.config(profiles)).unwrap();
+        let sandbox = Arc::new(Sandbox::new().unwrap());
+        let registry = ToolRegistry::load(sandbox, &config.plugin_files, &config.cache)
+            .await
+            .unwrap();
+        let access = ToolAccess::new(config.profile(profile).unwrap()).unwrap();
+        (Arc::new(registry), access)
+    }
+}
+
+/// Every file under `dir` with its contents (symlinks as their targets), sorted: equal
+/// digests before and after mean nothing was created, changed or removed.
+pub(crate) fn tree_digest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.file_type().is_symlink() {
+                out.push((
+                    path.clone(),
+                    std::fs::read_link(&path)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
+            } else if meta.is_dir() {
+                out.push((path.clone(), Vec::new()));
+                stack.push(path);
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Serves `body` with status 200 to every request on 127.0.0.1:0; returns the port
+/// and a counter of requests served.
+pub(crate) async fn http_server(body: &'static str) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 8192];
+                let mut request = Vec::new();
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-noise: hidden\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (port, served)
+}
