@@ -4,6 +4,7 @@
 //! `wasm32-wasip2` on first use; see [`support::guests`].
 
 mod cli;
+mod guests;
 mod plugins;
 mod sandbox;
 mod support;

@@ -2,8 +2,7 @@
 //! server on 127.0.0.1:0, and a digest of a directory tree to prove nothing changed.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use warren::{Config, Sandbox, ToolAccess, ToolRegistry};
 
@@ -15,37 +14,7 @@ pub(crate) fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Paths of the built guest components.
-pub(crate) struct Guests {
-    pub(crate) files: PathBuf,
-    pub(crate) http: PathBuf,
-    pub(crate) hostile: PathBuf,
-}
-
-/// Builds `plugins/` and `tests/fixtures/` for wasm32-wasip2 once per test process.
-pub(crate) fn guests() -> &'static Guests {
-    static GUESTS: OnceLock<Guests> = OnceLock::new();
-    GUESTS.get_or_init(|| {
-        let root = root();
-        let target = root.join("target").join("wasm");
-        for manifest in ["plugins/Cargo.toml", "tests/fixtures/Cargo.toml"] {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let output = Command::new(cargo)
-                .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
-                .arg(root.join(manifest))
-                .env("CARGO_TARGET_DIR", &target)
-                .output()
-                .expect("running cargo to build the guest plugins");
-            assert!(
-                output.status.success(),
-                "building {manifest} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`):\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let dir = target.join("wasm32-wasip2").join("release");
-        Guests { files: dir.join("files.wasm"), http: dir.join("http.wasm"), hostile: dir.join("hostile.wasm") }
-    })
-}
+pub(crate) use crate::guests::guests;
 
 /// A shared compile cache so tests do not recompile the same components.
 pub(crate) fn cache_dir() -> PathBuf {

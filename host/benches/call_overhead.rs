@@ -1,0 +1,101 @@
+//! Per-call cost of a fresh sandbox plus a trivial tool call, beside spawning a native
+//! process that does the same trivial work (echo its arguments).
+//!
+//! Run with: `cargo bench --bench call_overhead` (prints p50/p99 and the ratio).
+
+#[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
+#[path = "../../tests/all/guests.rs"]
+mod guests;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warren::config::{Profile, ToolSelection};
+use warren::plugin::CompileCache;
+use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
+
+const SANDBOX_CALLS: usize = 2_000;
+const NATIVE_CALLS: usize = 500;
+const ARGUMENTS: &str = r#"{"n":1}"#;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    let (p50, p99) = (percentile(&samples, 0.50), percentile(&samples, 0.99));
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    println!(
+        "{name:<34} n={:<5} p50 {:>9.1} µs  p99 {:>9.1} µs  mean {:>9.1} µs",
+        samples.len(),
+        us(p50),
+        us(p99),
+        us(mean)
+    );
+    p50
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() -> anyhow::Result<()> {
+    let hostile = guests::guests().hostile.clone();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let sandbox = Arc::new(Sandbox::new()?);
+        println!(
+            "pooling allocator: {}",
+            if sandbox.uses_pooling() {
+                "on"
+            } else {
+                "off (fallback)"
+            }
+        );
+        let cache_dir = tempfile::tempdir()?;
+        let cache = CompileCache::new(cache_dir.path().to_path_buf());
+        for label in ["load, cold (compile + cache write)", "load, cached"] {
+            let started = Instant::now();
+            ToolRegistry::load(sandbox.clone(), std::slice::from_ref(&hostile), &cache).await?;
+            println!(
+                "{label:<34} {:>9.1} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        let registry = ToolRegistry::load(sandbox, std::slice::from_ref(&hostile), &cache).await?;
+        let profile = Profile {
+            name: "bench".into(),
+            description: None,
+            tools: ToolSelection::all(),
+            capabilities: CapabilitySet::default(),
+        };
+        let access = ToolAccess::new(profile)?;
+        for _ in 0..100 {
+            registry.call(&access, "echo", ARGUMENTS).await?;
+        }
+        let mut samples = Vec::with_capacity(SANDBOX_CALLS);
+        for _ in 0..SANDBOX_CALLS {
+            let started = Instant::now();
+            let output = registry.call(&access, "echo", ARGUMENTS).await?;
+            samples.push(started.elapsed());
+            assert_eq!(output, ARGUMENTS);
+        }
+        let sandbox_p50 = report("sandbox: fresh store + echo call", samples);
+
+        let mut samples = Vec::with_capacity(NATIVE_CALLS);
+        for _ in 0..NATIVE_CALLS {
+            let started = Instant::now();
+            let output = Command::new("echo").arg(ARGUMENTS).output()?;
+            samples.push(started.elapsed());
+            assert!(output.status.success());
+        }
+        let native_p50 = report("native: spawn `echo` process", samples);
+        println!(
+            "sandbox call is {:.1}x faster than a process spawn (p50)",
+            us(native_p50) / us(sandbox_p50)
+        );
+        Ok(())
+    })
+}

@@ -1,0 +1,38 @@
+//! Builds the guest components (bundled plugins and test fixtures) for wasm32-wasip2,
+//! once per process. Shared by the integration tests and the benchmarks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Paths of the built guest components.
+pub(crate) struct Guests {
+    pub(crate) files: PathBuf,
+    pub(crate) http: PathBuf,
+    pub(crate) hostile: PathBuf,
+}
+
+/// Builds `plugins/` and `tests/fixtures/` for wasm32-wasip2 once per test process.
+pub(crate) fn guests() -> &'static Guests {
+    static GUESTS: OnceLock<Guests> = OnceLock::new();
+    GUESTS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let target = root.join("target").join("wasm");
+        for manifest in ["plugins/Cargo.toml", "tests/fixtures/Cargo.toml"] {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let output = Command::new(cargo)
+                .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+                .arg(root.join(manifest))
+                .env("CARGO_TARGET_DIR", &target)
+                .output()
+                .expect("running cargo to build the guest plugins");
+            assert!(
+                output.status.success(),
+                "building {manifest} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`):\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let dir = target.join("wasm32-wasip2").join("release");
+        Guests { files: dir.join("files.wasm"), http: dir.join("http.wasm"), hostile: dir.join("hostile.wasm") }
+    })
+}
