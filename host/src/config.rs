@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::llm::{ModelConfig, ProviderKind};
 use crate::plugin::CompileCache;
 use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
 use crate::sandbox::net::{NetPattern, NetPolicy};
@@ -127,6 +128,8 @@ pub struct Config {
     pub plugin_files: Vec<PathBuf>,
     /// Where compiled plugins are cached.
     pub cache: CompileCache,
+    /// Models by name (`[models.NAME]`), script paths resolved.
+    pub models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
     pub profiles: BTreeMap<String, Profile>,
     /// Capabilities of the implicit profile used when the file defines none.
@@ -163,6 +166,29 @@ impl Config {
             (_, Some(dir)) => CompileCache::new(base.join(dir.get_ref())),
             _ => CompileCache::default_dir().map_or_else(CompileCache::disabled, CompileCache::new),
         };
+        let mut models = BTreeMap::new();
+        for (name, model) in &raw.models {
+            let key = format!("models.{}", name.0);
+            let mut config = model.get_ref().clone();
+            if config.provider != ProviderKind::Scripted && config.model.is_empty() {
+                return cx.invalid(
+                    model.span(),
+                    &key,
+                    "`model` is required (the name the API expects)".into(),
+                );
+            }
+            if config.provider == ProviderKind::Scripted {
+                let Some(script) = &config.script else {
+                    return cx.invalid(
+                        model.span(),
+                        &key,
+                        "a scripted model needs `script = \"file.toml\"`".into(),
+                    );
+                };
+                config.script = Some(base.join(script));
+            }
+            models.insert(name.0.clone(), config);
+        }
         let default_capabilities =
             cx.capabilities(&raw.defaults.capabilities, None, "defaults.capabilities")?;
         let mut profiles = BTreeMap::new();
@@ -193,6 +219,7 @@ impl Config {
             path: path.to_path_buf(),
             plugin_files,
             cache,
+            models,
             profiles,
             default_capabilities,
         })
@@ -386,6 +413,8 @@ impl Resolver<'_> {
 struct RawConfig {
     #[serde(default)]
     plugins: RawPlugins,
+    #[serde(default)]
+    models: BTreeMap<ProfileName, Spanned<ModelConfig>>,
     #[serde(default)]
     defaults: RawDefaults,
     #[serde(default)]
@@ -631,6 +660,50 @@ net = []
         assert!(
             missing.contains("warren.toml:3: profiles.a.capabilities.fs[0].host"),
             "{missing}"
+        );
+    }
+
+    #[test]
+    fn models_parse_with_defaults_and_resolved_scripts() {
+        let config = parse(
+            r#"
+[models.default]
+provider = "openai"
+base_url = "http://127.0.0.1:9/v1"
+model = "gpt-4o-mini"
+price = { input_per_mtok = 0.15, output_per_mtok = 0.60 }
+[models.offline]
+provider = "scripted"
+script = "demo.toml"
+"#,
+        )
+        .unwrap();
+        let default = &config.models["default"];
+        assert!(default.stream && default.max_retries == 3);
+        assert_eq!(default.price.output_per_mtok, 0.60);
+        assert!(config.models["offline"]
+            .script
+            .as_ref()
+            .unwrap()
+            .ends_with("demo.toml"));
+        assert!(config.models["offline"]
+            .script
+            .as_ref()
+            .unwrap()
+            .is_absolute());
+        let error = parse("[models.x]\nprovider = \"anthropic\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(":1: models.x: `model` is required"),
+            "{error}"
+        );
+        let error = parse("[models.x]\nprovider = \"gemini\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("line 2") && error.contains("unknown variant `gemini`"),
+            "{error}"
         );
     }
 

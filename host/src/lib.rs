@@ -8,10 +8,13 @@
 //!   network policy, limits and the errors a call can end with;
 //! - [`plugin`]: loading plugin components (with an on-disk compile cache) and the
 //!   tool registry;
+//! - [`llm`]: model providers (OpenAI-compatible, Anthropic, scripted) with streaming,
+//!   usage, cost and retries;
 //! - [`cli`]: the `warren` command line.
 
 pub mod cli;
 pub mod config;
+pub mod llm;
 pub mod plugin;
 pub mod sandbox;
 

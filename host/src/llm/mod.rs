@@ -1,0 +1,287 @@
+//! LLM providers: one [`Provider`] trait over OpenAI-compatible Chat Completions,
+//! the Anthropic Messages API and a scripted replay, with streaming, usage, cost and
+//! retries.
+//!
+//! Layout: [`openai`], [`anthropic`] and [`scripted`] implement the trait; `transport`
+//! holds the HTTP client, retries and error classification shared by the two HTTP
+//! providers; `sse` parses server-sent events.
+
+pub mod anthropic;
+mod error;
+pub mod openai;
+pub mod scripted;
+mod sse;
+mod transport;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+pub use self::error::LlmError;
+
+/// A tool the model may call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolDefinition {
+    /// Unique name (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments object.
+    pub input_schema: serde_json::Value,
+}
+
+/// A tool call the model made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The provider's id, echoed in the result message.
+    pub id: String,
+    /// Which tool.
+    pub name: String,
+    /// The arguments, a JSON text (as assembled from the stream; may be invalid).
+    pub arguments: String,
+}
+
+/// What the assistant said in one turn.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssistantMessage {
+    /// Text, possibly empty.
+    pub text: String,
+    /// Tool calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// One message of a conversation (the system prompt is separate).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// From the user (or the host speaking for it).
+    User(String),
+    /// A previous assistant turn.
+    Assistant(AssistantMessage),
+    /// The result of a tool call.
+    ToolResult {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The result or error text.
+        content: String,
+        /// Whether the call failed.
+        is_error: bool,
+    },
+}
+
+/// Who is asking, so a scripted model can answer per agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requester {
+    /// The agent's profile.
+    pub profile: String,
+    /// The agent's id.
+    pub agent_id: String,
+}
+
+/// One request to a model.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far, oldest first.
+    pub messages: Vec<Message>,
+    /// The tools offered.
+    pub tools: Vec<ToolDefinition>,
+    /// Who asks.
+    pub requester: Requester,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It wants tool results.
+    ToolCalls,
+    /// It hit the output token limit.
+    Length,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// Anything else the provider reported.
+    Other(String),
+}
+
+/// Tokens of one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Of those, tokens read from the provider's prompt cache.
+    pub cached_input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Sum of two usages.
+    pub fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+        }
+    }
+}
+
+/// Prices in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Uncached prompt tokens.
+    pub input_per_mtok: f64,
+    /// Generated tokens.
+    pub output_per_mtok: f64,
+    /// Prompt tokens read from cache (default: the input price).
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+impl Price {
+    /// What `usage` costs.
+    pub fn cost(&self, usage: Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let uncached = usage.input_tokens - cached;
+        (uncached as f64 * self.input_per_mtok
+            + cached as f64 * self.cached_input_per_mtok.unwrap_or(self.input_per_mtok)
+            + usage.output_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// Something that happened while the answer streamed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of text.
+    TextDelta(String),
+    /// A tool call, complete (arguments assembled from every fragment).
+    ToolCall(ToolCall),
+    /// Token counts, as reported.
+    Usage(Usage),
+    /// Why the model stopped.
+    Finish(FinishReason),
+}
+
+/// Where stream events go; `None` discards them.
+pub type EventSink = Option<UnboundedSender<StreamEvent>>;
+
+pub(crate) fn emit(sink: &EventSink, event: StreamEvent) {
+    if let Some(sink) = sink {
+        // A receiver that went away only means nobody is watching.
+        let _ = sink.send(event);
+    }
+}
+
+/// The final answer of one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    /// What the assistant said.
+    pub message: AssistantMessage,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// Tokens used.
+    pub usage: Usage,
+    /// What the call cost, from the model's configured price.
+    pub cost_usd: f64,
+}
+
+/// A model behind an API.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
+    /// The model name sent to the API (for traces and reports).
+    fn model(&self) -> &str;
+
+    /// Sends `request`; streams events to `events` and returns the final message.
+    /// Dropping the future aborts the HTTP request.
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError>;
+}
+
+/// Which wire format a model speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions, and every server speaking it (Ollama, vLLM, …).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Replays a script file (offline demos and tests).
+    Scripted,
+}
+
+/// `[models.NAME]` in `warren.toml`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The wire format.
+    pub provider: ProviderKind,
+    /// API root, e.g. `https://api.openai.com/v1` (the default per provider).
+    pub base_url: Option<String>,
+    /// The model name the API expects.
+    #[serde(default)]
+    pub model: String,
+    /// Environment variable holding the API key (default `OPENAI_API_KEY` or
+    /// `ANTHROPIC_API_KEY`; with the default, a missing variable means no key, for
+    /// local servers).
+    pub api_key_env: Option<String>,
+    /// Extra request headers (e.g. OpenRouter's `HTTP-Referer`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Prices, for cost accounting (default: free).
+    #[serde(default)]
+    pub price: Price,
+    /// Output token limit per call (required by Anthropic; default 4096).
+    pub max_tokens: Option<u32>,
+    /// Stream responses (default true).
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Seconds to wait for a connection (default 10).
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_s: f64,
+    /// Seconds to wait for response headers or the next chunk (default 120).
+    #[serde(default = "default_read_timeout")]
+    pub read_timeout_s: f64,
+    /// Retries on 429, 5xx and connection errors (default 3).
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+    /// First backoff delay in milliseconds, doubled per retry, with jitter (default 500).
+    #[serde(default = "default_retry_base")]
+    pub retry_base_ms: u64,
+    /// The script file of a scripted model (relative to the config file).
+    pub script: Option<PathBuf>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_connect_timeout() -> f64 {
+    10.0
+}
+fn default_read_timeout() -> f64 {
+    120.0
+}
+fn default_retries() -> u32 {
+    3
+}
+fn default_retry_base() -> u64 {
+    500
+}
+
+/// Builds the provider for model `name`.
+pub fn connect(name: &str, config: &ModelConfig) -> Result<Arc<dyn Provider>, LlmError> {
+    Ok(match config.provider {
+        ProviderKind::Openai => Arc::new(openai::OpenAi::new(name, config)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(name, config)?),
+        ProviderKind::Scripted => Arc::new(scripted::Scripted::new(name, config)?),
+    })
+}

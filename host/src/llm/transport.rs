@@ -1,0 +1,268 @@
+//! HTTP for the providers: one client with connect and read timeouts, retries with
+//! exponential backoff and jitter (honouring `Retry-After`) on 429, 5xx and
+//! connection errors, and classification of error statuses into [`LlmError`].
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use tracing::{debug, warn};
+
+use super::{LlmError, ModelConfig};
+
+/// Longest body excerpt quoted in an error.
+const EXCERPT_BYTES: usize = 400;
+/// Longest wait honoured from a `Retry-After` header.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Longest backoff between retries.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A configured HTTP client for one model.
+pub(crate) struct Transport {
+    /// Shared connection pool.
+    client: reqwest::Client,
+    /// `openai` or `anthropic`, for messages.
+    pub(crate) provider: &'static str,
+    /// The model requested, for messages.
+    pub(crate) model: String,
+    /// Idle limit for the response headers and between body chunks.
+    read_timeout: Duration,
+    /// Retries after the first attempt.
+    max_retries: u32,
+    /// First backoff delay.
+    retry_base: Duration,
+}
+
+/// What one attempt ended with.
+enum Attempt {
+    Done(reqwest::Response),
+    Retry {
+        error: LlmError,
+        after: Option<Duration>,
+    },
+    Fail(LlmError),
+}
+
+impl Transport {
+    pub(crate) fn new(provider: &'static str, config: &ModelConfig) -> Result<Self, LlmError> {
+        let invalid = |message: String| LlmError::Config {
+            model: config.model.clone(),
+            message,
+        };
+        if !(config.connect_timeout_s > 0.0 && config.read_timeout_s > 0.0) {
+            return Err(invalid(
+                "connect_timeout_s and read_timeout_s must be positive".into(),
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs_f64(config.connect_timeout_s))
+            .build()
+            .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Transport {
+            client,
+            provider,
+            model: config.model.clone(),
+            read_timeout: Duration::from_secs_f64(config.read_timeout_s),
+            max_retries: config.max_retries,
+            retry_base: Duration::from_millis(config.retry_base_ms),
+        })
+    }
+
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends the request `build` makes, retrying as configured; returns a response
+    /// with a success status.
+    pub(crate) async fn send(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut retries = 0;
+        loop {
+            let attempt = match tokio::time::timeout(self.read_timeout, build().send()).await {
+                Err(_) => Attempt::Retry {
+                    error: self.connection(
+                        format!("no response within {:?}", self.read_timeout),
+                        retries,
+                    ),
+                    after: None,
+                },
+                Ok(Err(e)) if e.is_connect() || e.is_timeout() || e.is_request() => {
+                    Attempt::Retry {
+                        error: self.connection(describe(&e), retries),
+                        after: None,
+                    }
+                }
+                Ok(Err(e)) => Attempt::Fail(self.connection(describe(&e), retries)),
+                Ok(Ok(response)) if response.status().is_success() => Attempt::Done(response),
+                Ok(Ok(response)) => self.classify(response, retries).await,
+            };
+            match attempt {
+                Attempt::Done(response) => return Ok(response),
+                Attempt::Fail(error) => return Err(error),
+                Attempt::Retry { error, .. } if retries >= self.max_retries => return Err(error),
+                Attempt::Retry { error, after } => {
+                    let delay = after.unwrap_or_else(|| self.backoff(retries));
+                    warn!(provider = self.provider, model = %self.model, retry = retries + 1, ?delay, "retrying model call: {error}");
+                    tokio::time::sleep(delay).await;
+                    retries += 1;
+                }
+            }
+        }
+    }
+
+    /// Reads the next body chunk within the read timeout.
+    pub(crate) async fn chunk(
+        &self,
+        response: &mut reqwest::Response,
+        position: usize,
+    ) -> Result<Option<bytes::Bytes>, LlmError> {
+        match tokio::time::timeout(self.read_timeout, response.chunk()).await {
+            Ok(Ok(chunk)) => Ok(chunk),
+            Ok(Err(e)) => Err(LlmError::Malformed {
+                provider: self.provider,
+                offset: position,
+                detail: format!("the response body broke off: {}", describe(&e)),
+            }),
+            Err(_) => Err(LlmError::Malformed {
+                provider: self.provider,
+                offset: position,
+                detail: format!("no data for {:?} (read timeout)", self.read_timeout),
+            }),
+        }
+    }
+
+    fn connection(&self, what: String, retries: u32) -> LlmError {
+        LlmError::Connection {
+            provider: self.provider,
+            what,
+            retries,
+        }
+    }
+
+    fn backoff(&self, retries: u32) -> Duration {
+        let exponential = self
+            .retry_base
+            .saturating_mul(1 << retries.min(16))
+            .min(MAX_BACKOFF);
+        // Full jitter in [50%, 100%] of the delay, so retrying clients spread out.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(retries);
+        let fraction = 0.5 + (hasher.finish() % 1000) as f64 / 2000.0;
+        exponential.mul_f64(fraction)
+    }
+
+    async fn classify(&self, response: reqwest::Response, retries: u32) -> Attempt {
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
+        let body = response.text().await.unwrap_or_default();
+        let excerpt = excerpt(&body);
+        debug!(provider = self.provider, status, %excerpt, "model call failed");
+        let lower = body.to_ascii_lowercase();
+        let (provider, model) = (self.provider, self.model.clone());
+        match status {
+            401 | 403 => Attempt::Fail(LlmError::Auth {
+                provider,
+                model,
+                status,
+                excerpt,
+            }),
+            404 => Attempt::Fail(LlmError::UnknownModel {
+                provider,
+                model,
+                status,
+                excerpt,
+            }),
+            429 => Attempt::Retry {
+                error: LlmError::RateLimited {
+                    provider,
+                    model,
+                    retries,
+                    excerpt,
+                },
+                after: retry_after,
+            },
+            500..=599 => Attempt::Retry {
+                error: LlmError::Server {
+                    provider,
+                    status,
+                    retries,
+                    excerpt,
+                },
+                after: retry_after,
+            },
+            _ if [
+                "context length",
+                "context_length",
+                "too long",
+                "maximum context",
+                "prompt is too long",
+            ]
+            .iter()
+            .any(|p| lower.contains(p)) =>
+            {
+                Attempt::Fail(LlmError::ContextTooLong {
+                    provider,
+                    model,
+                    excerpt,
+                })
+            }
+            400 if lower.contains("model")
+                && (lower.contains("not found")
+                    || lower.contains("does not exist")
+                    || lower.contains("unknown")) =>
+            {
+                Attempt::Fail(LlmError::UnknownModel {
+                    provider,
+                    model,
+                    status,
+                    excerpt,
+                })
+            }
+            _ => Attempt::Fail(LlmError::BadRequest {
+                provider,
+                status,
+                excerpt,
+            }),
+        }
+    }
+}
+
+/// A reqwest error without its URL (query strings can carry keys).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = if error.is_connect() {
+        "connection failed"
+    } else if error.is_timeout() {
+        "timed out"
+    } else if error.is_body() || error.is_decode() {
+        "reading the body failed"
+    } else {
+        "request failed"
+    }
+    .to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The start of a response body, for error messages.
+pub(crate) fn excerpt(body: &str) -> String {
+    let trimmed = body.trim();
+    if trimmed.len() <= EXCERPT_BYTES {
+        return trimmed.to_string();
+    }
+    format!(
+        "{}…",
+        &trimmed[..trimmed.floor_char_boundary(EXCERPT_BYTES)]
+    )
+}
