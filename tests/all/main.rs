@@ -4,7 +4,9 @@
 //! `wasm32-wasip2` on first use; see [`support::guests`].
 
 mod cli;
+mod fake_llm;
 mod guests;
+mod llm;
 mod plugins;
 mod sandbox;
 mod support;

@@ -121,9 +121,10 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
-impl Usage {
-    /// Sum of two usages.
-    pub fn add(self, other: Usage) -> Usage {
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
         Usage {
             input_tokens: self.input_tokens + other.input_tokens,
             cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,

@@ -1,0 +1,234 @@
+//! A fake LLM server on 127.0.0.1:0: real HTTP/1.1, scripted replies in either wire
+//! format (JSON or SSE streams), faults (error statuses, Retry-After, malformed JSON,
+//! a stream cut mid-event, a hang), and a record of every request it got.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// What the server answers to one request.
+pub(crate) enum Reply {
+    /// A complete response.
+    Full {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+    /// `text/event-stream`, each piece written (and flushed) separately, then close.
+    Stream {
+        pieces: Vec<String>,
+        delay: Duration,
+    },
+    /// Headers never come; the connection stays open until the client drops it.
+    Hang,
+}
+
+impl Reply {
+    pub(crate) fn json(body: Value) -> Reply {
+        Reply::Full {
+            status: 200,
+            headers: vec![("content-type", "application/json".into())],
+            body: body.to_string(),
+        }
+    }
+
+    pub(crate) fn status(status: u16, body: &str) -> Reply {
+        Reply::Full {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: body.to_string(),
+        }
+    }
+
+    pub(crate) fn retry_after(seconds: u32) -> Reply {
+        Reply::Full {
+            status: 429,
+            headers: vec![("retry-after", seconds.to_string())],
+            body: r#"{"error":{"message":"slow down"}}"#.into(),
+        }
+    }
+
+    /// An OpenAI stream: `data: {chunk}` per value, then `data: [DONE]`.
+    pub(crate) fn openai_stream(chunks: Vec<Value>) -> Reply {
+        let mut pieces: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        pieces.push("data: [DONE]\n\n".into());
+        Reply::Stream {
+            pieces,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// An Anthropic stream: `event: {type}` and `data: {value}` per value.
+    pub(crate) fn anthropic_stream(events: Vec<Value>) -> Reply {
+        let pieces = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        Reply::Stream {
+            pieces,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Raw stream pieces, for malformed and cut streams.
+    pub(crate) fn raw_stream(pieces: &[&str]) -> Reply {
+        Reply::Stream {
+            pieces: pieces.iter().map(|p| p.to_string()).collect(),
+            delay: Duration::ZERO,
+        }
+    }
+}
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub(crate) struct Recorded {
+    pub(crate) path: String,
+    /// Header names lower-cased.
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: Value,
+}
+
+/// The running server.
+pub(crate) struct FakeLlm {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub(crate) base_url: String,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Set when a hung connection was closed by the client.
+    pub(crate) hang_dropped: Arc<AtomicBool>,
+}
+
+impl FakeLlm {
+    pub(crate) async fn start() -> FakeLlm {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = FakeLlm {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            replies: Arc::default(),
+            requests: Arc::default(),
+            hang_dropped: Arc::default(),
+        };
+        let (replies, requests, dropped) = (
+            server.replies.clone(),
+            server.requests.clone(),
+            server.hang_dropped.clone(),
+        );
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (replies, requests, dropped) =
+                    (replies.clone(), requests.clone(), dropped.clone());
+                tokio::spawn(async move { serve(socket, replies, requests, dropped).await });
+            }
+        });
+        server
+    }
+
+    pub(crate) fn push(&self, reply: Reply) {
+        self.replies.lock().unwrap().push_back(reply);
+    }
+
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut socket: TcpStream,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    dropped: Arc<AtomicBool>,
+) {
+    let mut data = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let header_end = loop {
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buffer[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..header_end]).into_owned();
+    let mut lines = head.lines();
+    let path = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while data.len() < header_end + length {
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let body =
+        serde_json::from_slice(&data[header_end..header_end + length]).unwrap_or(Value::Null);
+    requests.lock().unwrap().push(Recorded {
+        path,
+        headers,
+        body,
+    });
+    let reply = replies.lock().unwrap().pop_front();
+    match reply {
+        None => {
+            let _ = socket.write_all(b"HTTP/1.1 599 No Reply Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+        }
+        Some(Reply::Full {
+            status,
+            headers,
+            body,
+        }) => {
+            let mut response = format!(
+                "HTTP/1.1 {status} Scripted\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                response.push_str(&format!("{name}: {value}\r\n"));
+            }
+            response.push_str("\r\n");
+            response.push_str(&body);
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+        Some(Reply::Stream { pieces, delay }) => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if socket.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            for piece in pieces {
+                tokio::time::sleep(delay).await;
+                if socket.write_all(piece.as_bytes()).await.is_err()
+                    || socket.flush().await.is_err()
+                {
+                    return;
+                }
+            }
+        }
+        Some(Reply::Hang) => {
+            // Wait for the client to give up; a read of 0 bytes means it closed.
+            while let Ok(n) = socket.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            dropped.store(true, Ordering::SeqCst);
+        }
+    }
+    let _ = socket.shutdown().await;
+}
