@@ -106,8 +106,50 @@ fn glob_match(pattern: &str, text: &str) -> bool {
     }
 }
 
-/// A named set of tools and capabilities.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Limits of one agent; spawn arguments may only tighten them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgentLimits {
+    /// LLM turns before the agent stops with `max_turns` (default 10).
+    pub max_turns: u32,
+    /// Wall time of the whole agent in seconds (default 60).
+    pub timeout_s: u64,
+    /// Cost cap of the agent alone, in US dollars.
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_turns: 10,
+            timeout_s: 60,
+            max_cost_usd: None,
+        }
+    }
+}
+
+/// Limits of a whole run: the root agent and every sub-agent below it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunLimits {
+    /// Sub-agents running at once; more are queued (default 3).
+    pub max_concurrent: usize,
+    /// How deep agents may nest: 1 means the root's children get no spawn tools.
+    pub max_depth: u32,
+    /// Cost cap of the whole tree, in US dollars.
+    pub budget_usd: Option<f64>,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            max_concurrent: 3,
+            max_depth: 1,
+            budget_usd: None,
+        }
+    }
+}
+
+/// A named set of tools, capabilities, prompt, model and limits.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
     /// The key under `[profiles]`.
     pub name: String,
@@ -117,6 +159,12 @@ pub struct Profile {
     pub tools: ToolSelection,
     /// What those tools may touch.
     pub capabilities: CapabilitySet,
+    /// Bootstrap files, then `system_prompt_file`, then `system_prompt`, joined.
+    pub system_prompt: String,
+    /// The `[models]` entry it uses (`None`: no model configured).
+    pub model: Option<String>,
+    /// Turn, time and cost limits.
+    pub limits: AgentLimits,
 }
 
 /// A loaded, validated `warren.toml`.
@@ -132,8 +180,10 @@ pub struct Config {
     pub models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
     pub profiles: BTreeMap<String, Profile>,
-    /// Capabilities of the implicit profile used when the file defines none.
-    default_capabilities: CapabilitySet,
+    /// Limits of every run.
+    pub run_limits: RunLimits,
+    /// The implicit profile used when the file defines none.
+    implicit: Profile,
 }
 
 impl Config {
@@ -191,6 +241,31 @@ impl Config {
         }
         let default_capabilities =
             cx.capabilities(&raw.defaults.capabilities, None, "defaults.capabilities")?;
+        let defaults = &raw.defaults;
+        let default_model = match &defaults.model {
+            Some(model) => Some(cx.model_name(model, &models, "defaults.model")?),
+            None if models.len() == 1 => models.keys().next().cloned(),
+            None => None,
+        };
+        let default_limits = AgentLimits {
+            max_turns: defaults
+                .max_turns
+                .map_or(AgentLimits::default().max_turns, |v| v.0 as u32),
+            timeout_s: defaults
+                .timeout_s
+                .map_or(AgentLimits::default().timeout_s, |v| v.0),
+            max_cost_usd: None,
+        };
+        let run_limits = RunLimits {
+            max_concurrent: defaults
+                .max_concurrent
+                .map_or(RunLimits::default().max_concurrent, |v| v.0 as usize),
+            max_depth: defaults
+                .max_depth
+                .map_or(RunLimits::default().max_depth, |v| v.0 as u32),
+            budget_usd: defaults.budget_usd.map(|v| v.0),
+        };
+        let default_bootstrap = ["AGENTS.md", "ENVIRONMENT.md"];
         let mut profiles = BTreeMap::new();
         for (name, raw_profile) in &raw.profiles {
             let key = format!("profiles.{}.capabilities", name.0);
@@ -205,6 +280,37 @@ impl Config {
                 },
                 None => ToolSelection::all(),
             };
+            let key = format!("profiles.{}", name.0);
+            let mut prompt = Vec::new();
+            match &raw_profile.bootstrap_files {
+                Some(files) => {
+                    for file in files {
+                        prompt.push(cx.read_file(file, &format!("{key}.bootstrap_files"))?);
+                    }
+                }
+                None => prompt.extend(
+                    default_bootstrap
+                        .iter()
+                        .filter_map(|f| std::fs::read_to_string(base.join(f)).ok()),
+                ),
+            }
+            if let Some(file) = &raw_profile.system_prompt_file {
+                prompt.push(cx.read_file(file, &format!("{key}.system_prompt_file"))?);
+            }
+            prompt.extend(raw_profile.system_prompt.clone());
+            let model = match &raw_profile.model {
+                Some(model) => Some(cx.model_name(model, &models, &format!("{key}.model"))?),
+                None => default_model.clone(),
+            };
+            let limits = AgentLimits {
+                max_turns: raw_profile
+                    .max_turns
+                    .map_or(default_limits.max_turns, |v| v.0 as u32),
+                timeout_s: raw_profile
+                    .timeout_s
+                    .map_or(default_limits.timeout_s, |v| v.0),
+                max_cost_usd: raw_profile.max_cost_usd.map(|v| v.0),
+            };
             profiles.insert(
                 name.0.clone(),
                 Profile {
@@ -212,16 +318,38 @@ impl Config {
                     description: raw_profile.description.clone(),
                     tools,
                     capabilities,
+                    system_prompt: prompt
+                        .iter()
+                        .map(|p| p.trim())
+                        .filter(|p| !p.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("\n\n"),
+                    model,
+                    limits,
                 },
             );
         }
+        let implicit = Profile {
+            name: DEFAULT_PROFILE.to_string(),
+            description: None,
+            tools: ToolSelection::all(),
+            capabilities: default_capabilities.clone(),
+            system_prompt: default_bootstrap
+                .iter()
+                .filter_map(|f| std::fs::read_to_string(base.join(f)).ok())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            model: default_model,
+            limits: default_limits,
+        };
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
             cache,
             models,
             profiles,
-            default_capabilities,
+            run_limits,
+            implicit,
         })
     }
 
@@ -232,12 +360,7 @@ impl Config {
             return Ok(profile.clone());
         }
         if self.profiles.is_empty() && name == DEFAULT_PROFILE {
-            return Ok(Profile {
-                name: name.to_string(),
-                description: None,
-                tools: ToolSelection::all(),
-                capabilities: self.default_capabilities.clone(),
-            });
+            return Ok(self.implicit.clone());
         }
         Err(ConfigError::UnknownProfile {
             path: self.path.clone(),
@@ -270,6 +393,37 @@ impl Resolver<'_> {
             line,
             key: key.to_string(),
             message,
+        })
+    }
+
+    fn model_name(
+        &self,
+        name: &Spanned<String>,
+        models: &BTreeMap<String, ModelConfig>,
+        key: &str,
+    ) -> Result<String, ConfigError> {
+        if models.contains_key(name.get_ref()) {
+            return Ok(name.get_ref().clone());
+        }
+        let known = models.keys().cloned().collect::<Vec<_>>().join(", ");
+        self.invalid(
+            name.span(),
+            key,
+            format!(
+                "no model `{}` under [models] (defined: {known})",
+                name.get_ref()
+            ),
+        )
+    }
+
+    fn read_file(&self, file: &Spanned<String>, key: &str) -> Result<String, ConfigError> {
+        let path = self.base.join(file.get_ref());
+        std::fs::read_to_string(&path).or_else(|e| {
+            self.invalid(
+                file.span(),
+                key,
+                format!("cannot read {}: {e}", path.display()),
+            )
         })
     }
 
@@ -437,14 +591,45 @@ struct RawPlugins {
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDefaults {
+    model: Option<Spanned<String>>,
+    max_turns: Option<Bounded<1, 1000>>,
+    timeout_s: Option<Bounded<1, 86_400>>,
+    max_concurrent: Option<Bounded<1, 256>>,
+    max_depth: Option<Bounded<0, 16>>,
+    budget_usd: Option<Dollars>,
     #[serde(default)]
     capabilities: RawCapabilities,
+}
+
+/// A non-negative, finite amount of US dollars.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(try_from = "f64")]
+struct Dollars(f64);
+
+impl TryFrom<f64> for Dollars {
+    type Error = String;
+    fn try_from(value: f64) -> Result<Self, String> {
+        if value.is_finite() && value >= 0.0 {
+            Ok(Dollars(value))
+        } else {
+            Err(format!(
+                "must be a non-negative amount of dollars, got {value}"
+            ))
+        }
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawProfile {
     description: Option<String>,
+    system_prompt: Option<String>,
+    system_prompt_file: Option<Spanned<String>>,
+    bootstrap_files: Option<Vec<Spanned<String>>>,
+    model: Option<Spanned<String>>,
+    max_turns: Option<Bounded<1, 1000>>,
+    timeout_s: Option<Bounded<1, 86_400>>,
+    max_cost_usd: Option<Dollars>,
     tools: Option<Vec<ToolPattern>>,
     #[serde(default)]
     capabilities: RawCapabilities,

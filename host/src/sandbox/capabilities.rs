@@ -97,6 +97,54 @@ impl Default for CapabilitySet {
 }
 
 impl CapabilitySet {
+    /// What a sub-agent with profile capabilities `self` may use under a parent with
+    /// `parent`: every grant must also be the parent's (a directory inside one of the
+    /// parent's, read-only unless both allow writing; variables and hosts the parent
+    /// has), and every limit is the smaller of the two.
+    pub fn intersect(&self, parent: &CapabilitySet) -> CapabilitySet {
+        let fs = self
+            .fs
+            .iter()
+            .filter_map(|grant| {
+                let covering: Vec<&FsGrant> = parent
+                    .fs
+                    .iter()
+                    .filter(|p| grant.host.starts_with(&p.host))
+                    .collect();
+                if covering.is_empty() {
+                    return None;
+                }
+                let writable = grant.mode == FsMode::ReadWrite
+                    && covering.iter().any(|p| p.mode == FsMode::ReadWrite);
+                Some(FsGrant {
+                    host: grant.host.clone(),
+                    guest: grant.guest.clone(),
+                    mode: if writable {
+                        FsMode::ReadWrite
+                    } else {
+                        FsMode::ReadOnly
+                    },
+                })
+            })
+            .collect();
+        let env = self
+            .env
+            .iter()
+            .filter(|g| parent.env.iter().any(|p| p.name == g.name))
+            .cloned()
+            .collect();
+        CapabilitySet {
+            fs,
+            scratch: self.scratch && parent.scratch,
+            env,
+            net: Arc::new(self.net.intersect(&parent.net)),
+            fuel: self.fuel.min(parent.fuel),
+            tool_timeout_ms: self.tool_timeout_ms.min(parent.tool_timeout_ms),
+            memory_mb: self.memory_mb.min(parent.memory_mb),
+            max_output_kb: self.max_output_kb.min(parent.max_output_kb),
+        }
+    }
+
     /// The wall-time limit as a duration.
     pub fn tool_timeout(&self) -> Duration {
         Duration::from_millis(self.tool_timeout_ms)
@@ -172,5 +220,56 @@ impl CapabilitySet {
             })
         });
         Ok(builder.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_never_exceeds_its_parent() {
+        let grant = |host: &str, mode| FsGrant {
+            host: host.into(),
+            guest: "/g".into(),
+            mode,
+        };
+        let env = |name: &str| EnvGrant {
+            name: name.into(),
+            value: None,
+        };
+        let parent = CapabilitySet {
+            fs: vec![
+                grant("/data", FsMode::ReadOnly),
+                grant("/work", FsMode::ReadWrite),
+            ],
+            env: vec![env("LANG")],
+            fuel: 100,
+            memory_mb: 64,
+            ..CapabilitySet::default()
+        };
+        let child = CapabilitySet {
+            fs: vec![
+                grant("/data/docs", FsMode::ReadWrite),
+                grant("/work/out", FsMode::ReadWrite),
+                grant("/etc", FsMode::ReadOnly),
+            ],
+            scratch: true,
+            env: vec![env("LANG"), env("HOME")],
+            fuel: 1000,
+            memory_mb: 32,
+            ..CapabilitySet::default()
+        };
+        let effective = child.intersect(&parent);
+        assert_eq!(
+            effective.fs,
+            vec![
+                grant("/data/docs", FsMode::ReadOnly),
+                grant("/work/out", FsMode::ReadWrite)
+            ]
+        );
+        assert!(!effective.scratch);
+        assert_eq!(effective.env, vec![env("LANG")]);
+        assert_eq!((effective.fuel, effective.memory_mb), (100, 32));
     }
 }

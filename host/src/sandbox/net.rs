@@ -47,6 +47,24 @@ impl NetPattern {
         }
     }
 
+    /// Whether everything `other` admits, `self` admits too.
+    fn covers(&self, other: &NetPattern) -> bool {
+        let port = match (self.port, other.port) {
+            (None, _) => true,
+            (Some(a), Some(b)) => a == b,
+            (Some(_), None) => false,
+        };
+        let host = match (&self.host, &other.host) {
+            (a, b) if a == b => true,
+            (
+                HostPattern::Subdomains(suffix),
+                HostPattern::Name(name) | HostPattern::Subdomains(name),
+            ) => name.ends_with(&format!(".{suffix}")),
+            _ => false,
+        };
+        port && host
+    }
+
     fn admits_port(&self, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
     }
@@ -253,6 +271,18 @@ impl NetPolicy {
     /// The allow-list.
     pub fn patterns(&self) -> &[NetPattern] {
         &self.patterns
+    }
+
+    /// The entries of `self` that `parent` also admits: a sub-agent never reaches
+    /// a host its parent could not.
+    pub fn intersect(&self, parent: &NetPolicy) -> NetPolicy {
+        let patterns = self
+            .patterns
+            .iter()
+            .filter(|p| parent.patterns.iter().any(|q| q.covers(p)))
+            .cloned()
+            .collect();
+        NetPolicy { patterns }
     }
 
     /// Decides an HTTP request to `host:port`; on success returns the addresses the
@@ -494,6 +524,29 @@ mod tests {
             .check_http("127.0.0.1", 8081)
             .await
             .is_err());
+    }
+
+    #[test]
+    fn intersection_keeps_only_what_the_parent_admits() {
+        let parent = policy(&["*.example.com", "api.github.com:443", "10.0.0.5"]);
+        let child = policy(&[
+            "docs.example.com",
+            "example.com",
+            "api.github.com",
+            "api.github.com:443",
+            "10.0.0.5:22",
+            "evil.org",
+        ]);
+        let kept: Vec<String> = child
+            .intersect(&parent)
+            .patterns()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            kept,
+            ["docs.example.com", "api.github.com:443", "10.0.0.5:22"]
+        );
     }
 
     #[test]
