@@ -10,7 +10,10 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::agent::AgentState;
 use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
+use crate::host::{Host, RunReport};
+use crate::jobs::Phase;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
 
@@ -36,6 +39,13 @@ struct Cli {
 enum Command {
     /// List the tools a profile can call, with their argument schemas.
     Tools(ToolsArgs),
+    /// Run an agent on a task: it may spawn sub-agents; prints its answer and a usage
+    /// summary per agent.
+    ///
+    /// The answer goes to stdout, the summary to stderr. Ctrl-C cancels the whole tree
+    /// cleanly; a second Ctrl-C exits at once. Exit code 1 when the root agent did not
+    /// finish with an answer.
+    Run(RunArgs),
     /// Run one tool under a profile's capabilities and print its result.
     ///
     /// The result goes to stdout. A failure (denied, timeout, out of fuel, memory or
@@ -52,6 +62,18 @@ struct ToolsArgs {
     /// Print JSON (an array of {name, plugin, description, input_schema}).
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// What the agent should do.
+    task: String,
+    /// The root agent's profile.
+    #[arg(long, short, default_value = DEFAULT_PROFILE)]
+    profile: String,
+    /// Use this model (a [models] name) instead of the profile's.
+    #[arg(long, short)]
+    model: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +146,42 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let registry = load_registry(&config).await?;
             print_tools(&registry, &profile, args.json)?;
         }
+        Command::Run(args) => {
+            config.profile(&args.profile)?;
+            if let Some(model) = args
+                .model
+                .as_deref()
+                .filter(|m| !config.models.contains_key(*m))
+            {
+                return Err(Failure::Config(ConfigError::UnknownModel {
+                    path: config.path.clone(),
+                    name: model.to_string(),
+                    available: config.models.keys().cloned().collect(),
+                }));
+            }
+            let host = Host::load(config).await?;
+            let run = host.start(&args.profile, &args.task, args.model.as_deref())?;
+            let cancel = run.cancel_token();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\ncancelling every agent (Ctrl-C again to exit at once)…");
+                    cancel.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                }
+            });
+            let report = run.wait().await;
+            println!("{}", report.root.text);
+            eprint!("{}", summary(&report));
+            if report.root.state != AgentState::Ok {
+                return Err(Failure::Run(anyhow::anyhow!(
+                    "the root agent ended {}: {}",
+                    report.root.state.as_str(),
+                    report.root.reason()
+                )));
+            }
+        }
         Command::Call(args) => {
             let profile = config.profile(&args.profile)?;
             let arguments = if args.arguments == "-" {
@@ -188,4 +246,47 @@ fn print_tools(
         );
     }
     Ok(())
+}
+
+/// One line per agent: id, parent, profile, state, turns, tokens, cost, time.
+fn summary(report: &RunReport) -> String {
+    let mut out = format!(
+        "\n{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}\n",
+        "agent", "parent", "profile", "state", "turns", "tokens", "cost", "time"
+    );
+    for job in &report.agents {
+        let (state, turns, tokens, cost, time) = match &job.phase {
+            Phase::Done(o) => (
+                o.state.as_str().to_string(),
+                o.turns.to_string(),
+                (o.usage.input_tokens + o.usage.output_tokens).to_string(),
+                format!("${:.4}", o.cost_usd),
+                format!("{:.1} s", o.duration.as_secs_f64()),
+            ),
+            Phase::Running(_) => (
+                "running".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ),
+            Phase::Queued => (
+                "queued".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ),
+        };
+        let parent = job
+            .parent
+            .as_ref()
+            .map_or("-".to_string(), ToString::to_string);
+        out.push_str(&format!(
+            "{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}\n",
+            job.id, parent, job.profile, state, turns, tokens, cost, time
+        ));
+    }
+    out.push_str(&format!("total cost ${:.4}\n", report.cost_usd));
+    out
 }

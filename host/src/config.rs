@@ -53,6 +53,16 @@ pub enum ConfigError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A model was asked for that the file does not define.
+    #[error("{}: no model `{name}` (defined: {})", path.display(), if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+    UnknownModel {
+        /// The config file.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+        /// The names defined.
+        available: Vec<String>,
+    },
     /// A profile was asked for that the file does not define.
     #[error("{}: no profile `{name}` (defined: {})", path.display(), if available.is_empty() { "none".to_string() } else { available.join(", ") })]
     UnknownProfile {
@@ -78,6 +88,11 @@ impl ToolSelection {
         ToolSelection {
             patterns: vec!["*".into()],
         }
+    }
+
+    /// Exactly these tool names.
+    pub fn from_names(names: Vec<String>) -> Self {
+        ToolSelection { patterns: names }
     }
 
     /// The patterns as written.

@@ -10,14 +10,21 @@
 //!   tool registry;
 //! - [`llm`]: model providers (OpenAI-compatible, Anthropic, scripted) with streaming,
 //!   usage, cost and retries;
+//! - [`agent`]: the agent loop; [`jobs`]: the job tree, budget, concurrency and the
+//!   spawn tools; [`host`]: the library API (load once, start runs);
 //! - [`cli`]: the `warren` command line.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod host;
+pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod sandbox;
 
+pub use agent::{AgentOutcome, AgentState};
 pub use config::{Config, ConfigError, Profile};
+pub use host::{Host, Run, RunReport};
 pub use plugin::{ToolAccess, ToolRegistry};
 pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};

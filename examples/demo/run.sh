@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The offline demo: a scripted coordinator spawns three researchers in parallel over
+# docs/, one of which is denied a write; then it awaits them and summarises.
+# Run with: ./examples/demo/run.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+"$root/scripts/build-plugins" >/dev/null
+cargo build --quiet --manifest-path "$root/Cargo.toml" -p warren
+exec "$root/target/debug/warren" --config "$root/examples/demo/warren.toml" run \
+  "Summarise what the documents under /docs say about energy in 2025."

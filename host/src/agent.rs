@@ -1,0 +1,424 @@
+//! The agent loop: one isolated conversation per agent. Each turn it calls the
+//! profile's model with the tools the profile may use, runs the tool calls (several in
+//! one turn run concurrently) in the sandbox under the agent's capabilities, and stops
+//! with an [`AgentOutcome`] when the model answers, or a limit (turns, time, cost) or
+//! a cancellation ends it.
+//!
+//! Before each model turn, results of background children that finished are pushed
+//! into the conversation; an agent that would finish while children still run is told
+//! so and given their results, so nothing is abandoned.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, info_span, Instrument};
+
+use crate::config::{AgentLimits, Profile};
+use crate::host::HostParts;
+use crate::jobs::{result_block, JobId, Phase, Tree};
+use crate::llm::{ChatRequest, Message, Requester, ToolCall, ToolDefinition, Usage};
+use crate::plugin::ToolAccess;
+
+/// How an agent ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentState {
+    /// It answered.
+    Ok,
+    /// The model call or setup failed.
+    Error,
+    /// It (or an ancestor) was cancelled.
+    Cancelled,
+    /// It ran past `timeout_s`.
+    TimedOut,
+    /// It used `max_turns` turns without answering.
+    MaxTurns,
+    /// The run's budget or its own cost cap was used up.
+    BudgetExceeded,
+}
+
+impl AgentState {
+    /// Lower-case name, as in summaries and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Ok => "ok",
+            AgentState::Error => "error",
+            AgentState::Cancelled => "cancelled",
+            AgentState::TimedOut => "timed_out",
+            AgentState::MaxTurns => "max_turns",
+            AgentState::BudgetExceeded => "budget_exceeded",
+        }
+    }
+}
+
+/// What an agent produced and used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentOutcome {
+    /// How it ended.
+    pub state: AgentState,
+    /// Its final answer (or the last text it wrote).
+    pub text: String,
+    /// Why it did not end well, naming the limit where one was hit.
+    pub error: Option<String>,
+    /// Model turns used.
+    pub turns: u32,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Dollars spent.
+    pub cost_usd: f64,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+impl AgentOutcome {
+    /// A short reason for a result header: the error's first line, or the state.
+    pub fn reason(&self) -> String {
+        match &self.error {
+            Some(error) => error.lines().next().unwrap_or_default().to_string(),
+            None => self.state.as_str().to_string(),
+        }
+    }
+
+    pub(crate) fn cancelled_before_start() -> AgentOutcome {
+        AgentOutcome {
+            state: AgentState::Cancelled,
+            text: String::new(),
+            error: Some("cancelled before it started".into()),
+            turns: 0,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            duration: Duration::ZERO,
+        }
+    }
+}
+
+/// What the loop has done so far (kept outside it, so a timeout or a cancellation
+/// still reports turns, usage and the last text).
+#[derive(Default)]
+struct Progress {
+    turns: u32,
+    usage: Usage,
+    cost_usd: f64,
+    text: String,
+}
+
+/// One agent: its effective profile, place in the tree and limits.
+pub(crate) struct Agent {
+    /// Config, tools and models.
+    pub(crate) host: Arc<HostParts>,
+    /// The run it belongs to.
+    pub(crate) tree: Arc<Tree>,
+    /// Its job id.
+    pub(crate) id: JobId,
+    /// Its profile, with capabilities already intersected with its parent's.
+    pub(crate) profile: Profile,
+    /// The `system_prompt` its parent passed at spawn time.
+    pub(crate) extra_prompt: Option<String>,
+    /// 0 for the root.
+    pub(crate) depth: u32,
+    /// Effective limits.
+    pub(crate) limits: AgentLimits,
+    /// Cancels this agent (and, through `children_cancel`, its descendants).
+    pub(crate) cancel: CancellationToken,
+    /// Parent token of every child; cancelled when this agent ends.
+    pub(crate) children_cancel: CancellationToken,
+    /// Its tools' view of the sandbox (and its scratch directory).
+    pub(crate) access: ToolAccess,
+}
+
+impl Agent {
+    /// Whether this agent gets the spawn tools.
+    pub(crate) fn can_spawn(&self) -> bool {
+        self.depth < self.tree.limits.max_depth
+    }
+
+    /// Runs the loop to its end.
+    pub(crate) async fn run(&self, task: String) -> AgentOutcome {
+        let span = info_span!("invoke_agent", agent = %self.id, profile = %self.profile.name, depth = self.depth);
+        async {
+            let started = Instant::now();
+            let mut progress = Progress::default();
+            let ended = {
+                let body = self.converse(task, &mut progress);
+                tokio::pin!(body);
+                let limit = Duration::from_secs(self.limits.timeout_s);
+                tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
+                    ended = tokio::time::timeout(limit, &mut body) => ended.unwrap_or_else(|_| Err((
+                        AgentState::TimedOut,
+                        format!("timed out after {} s (timeout_s)", self.limits.timeout_s),
+                    ))),
+                }
+            };
+            // Whatever ended this agent ends its remaining children too.
+            self.children_cancel.cancel();
+            let (state, error) = match ended {
+                Ok(()) => (AgentState::Ok, None),
+                Err((state, error)) => (state, Some(error)),
+            };
+            info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
+            AgentOutcome {
+                state,
+                text: progress.text,
+                error,
+                turns: progress.turns,
+                usage: progress.usage,
+                cost_usd: progress.cost_usd,
+                duration: started.elapsed(),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn converse(
+        &self,
+        task: String,
+        progress: &mut Progress,
+    ) -> Result<(), (AgentState, String)> {
+        let model = self.profile.model.as_deref().ok_or_else(|| {
+            (
+                AgentState::Error,
+                format!(
+                    "profile `{}` has no model: add a [models.NAME] table and set `model`",
+                    self.profile.name
+                ),
+            )
+        })?;
+        let provider = self
+            .host
+            .providers
+            .get(model)
+            .cloned()
+            .ok_or_else(|| (AgentState::Error, format!("no model `{model}`")))?;
+        let request_base = ChatRequest {
+            system: self.system_prompt(),
+            messages: Vec::new(),
+            tools: self.tool_definitions(),
+            requester: Requester {
+                profile: self.profile.name.clone(),
+                agent_id: self.id.0.clone(),
+            },
+        };
+        let mut history = vec![Message::User(task)];
+        loop {
+            let notes = self.finished_children_notes();
+            if !notes.is_empty() {
+                history.push(Message::User(format!(
+                    "<agent_notifications>\nThese background sub-agents finished:\n\n{}\n</agent_notifications>",
+                    notes.join("\n\n")
+                )));
+            }
+            if progress.turns >= self.limits.max_turns {
+                return Err((
+                    AgentState::MaxTurns,
+                    format!("max turns ({}) reached", self.limits.max_turns),
+                ));
+            }
+            if let Some(budget) = self
+                .tree
+                .limits
+                .budget_usd
+                .filter(|_| self.tree.over_budget())
+            {
+                return Err((
+                    AgentState::BudgetExceeded,
+                    format!("the run's budget of ${budget:.4} is used up (spent ${:.4}; defaults.budget_usd)", self.tree.spent()),
+                ));
+            }
+            if let Some(cap) = self
+                .limits
+                .max_cost_usd
+                .filter(|cap| progress.cost_usd >= *cap)
+            {
+                return Err((
+                    AgentState::BudgetExceeded,
+                    format!("this agent's cost cap of ${cap:.4} is used up (spent ${:.4}; max_cost_usd)", progress.cost_usd),
+                ));
+            }
+            progress.turns += 1;
+            let request = ChatRequest {
+                messages: history.clone(),
+                ..request_base.clone()
+            };
+            let response = provider
+                .chat(&request, &None)
+                .instrument(info_span!("chat", model = provider.model()))
+                .await
+                .map_err(|e| (AgentState::Error, e.to_string()))?;
+            progress.usage = progress.usage + response.usage;
+            progress.cost_usd += response.cost_usd;
+            self.tree.charge(response.cost_usd);
+            progress.text = response.message.text.clone();
+            let calls = response.message.tool_calls.clone();
+            history.push(Message::Assistant(response.message));
+
+            if calls.is_empty() {
+                let running: Vec<JobId> = self
+                    .tree
+                    .children(&self.id)
+                    .into_iter()
+                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
+                    .map(|job| job.id)
+                    .collect();
+                if running.is_empty() {
+                    return Ok(());
+                }
+                let names = running
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let blocks = self.await_jobs(&running, None, false).await;
+                history.push(Message::User(format!(
+                    "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
+                     these are their results. Take them into account and give your final answer.\n\n{blocks}"
+                )));
+                continue;
+            }
+            let results = join_all(calls.iter().map(|call| self.execute(call))).await;
+            for (call, result) in calls.into_iter().zip(results) {
+                let (content, is_error) = match result {
+                    Ok(output) => (output, false),
+                    Err(error) => (error, true),
+                };
+                history.push(Message::ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content,
+                    is_error,
+                });
+            }
+        }
+    }
+
+    async fn execute(&self, call: &ToolCall) -> Result<String, String> {
+        let span = info_span!("execute_tool", tool = %call.name, call_id = %call.id);
+        async {
+            if self.can_spawn() && crate::jobs::spawn_tools::is_spawn_tool(&call.name) {
+                return self.spawn_tool(&call.name, &call.arguments).await;
+            }
+            self.host
+                .registry
+                .call(&self.access, &call.name, &call.arguments)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Result blocks of children that finished and were not yet reported.
+    fn finished_children_notes(&self) -> Vec<String> {
+        self.tree
+            .children(&self.id)
+            .into_iter()
+            .filter(|job| matches!(job.phase, Phase::Done(_)) && !job.delivered)
+            .filter(|job| self.tree.mark_delivered(&job.id))
+            .map(|job| result_block(&job))
+            .collect()
+    }
+
+    /// Waits for `ids` (all, or the first with `any`), up to `timeout`, and returns
+    /// their result blocks.
+    pub(crate) async fn await_jobs(
+        &self,
+        ids: &[JobId],
+        timeout: Option<Duration>,
+        any: bool,
+    ) -> String {
+        let mut waits = Vec::new();
+        for id in ids {
+            if let Some(job) = self
+                .tree
+                .job(id)
+                .filter(|j| j.parent.as_ref() == Some(&self.id))
+            {
+                let mut done = job.done.clone();
+                waits.push(Box::pin(async move {
+                    let _ = done.wait_for(|finished| *finished).await;
+                }));
+            }
+        }
+        if !waits.is_empty() {
+            let wait = async move {
+                if any {
+                    futures_util::future::select_all(waits).await;
+                } else {
+                    join_all(waits).await;
+                }
+            };
+            match timeout {
+                Some(limit) => {
+                    let _ = tokio::time::timeout(limit, wait).await;
+                }
+                None => wait.await,
+            }
+        }
+        ids.iter()
+            .map(|id| {
+                match self
+                    .tree
+                    .job(id)
+                    .filter(|j| j.parent.as_ref() == Some(&self.id))
+                {
+                    Some(job) => {
+                        if matches!(job.phase, Phase::Done(_)) {
+                            self.tree.mark_delivered(id);
+                        }
+                        result_block(&job)
+                    }
+                    None => crate::jobs::not_found_block(&id.0),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    fn system_prompt(&self) -> String {
+        let mut parts = vec![self.profile.system_prompt.clone()];
+        parts.extend(self.extra_prompt.clone());
+        let profiles = &self.host.config.profiles;
+        if self.can_spawn() && !profiles.is_empty() {
+            let lines: Vec<String> = profiles
+                .values()
+                .map(|p| {
+                    format!(
+                        "- {}: {} (tools: {})",
+                        p.name,
+                        p.description.as_deref().unwrap_or("no description"),
+                        p.tools.patterns().join(", ")
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "<available_spawn_profiles>\nYou can hand scoped tasks to sub-agents with spawn_agent. Profiles:\n{}\n</available_spawn_profiles>",
+                lines.join("\n")
+            ));
+        }
+        parts
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    fn tool_definitions(&self) -> Vec<ToolDefinition> {
+        let mut tools: Vec<ToolDefinition> = self
+            .host
+            .registry
+            .tools_for(&self.profile)
+            .map(|(spec, _)| ToolDefinition {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                input_schema: serde_json::from_str(&spec.input_schema).unwrap_or_default(),
+            })
+            .collect();
+        if self.can_spawn() {
+            tools.extend(crate::jobs::spawn_tools::definitions(&self.host.config));
+        }
+        tools
+    }
+}

@@ -1,0 +1,172 @@
+//! The library API: load a configuration once ([`Host`]), then start runs of a root
+//! agent ([`Run`]), cancel them, and collect their [`RunReport`].
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! let config = warren::Config::load("warren.toml".as_ref())?;
+//! let host = warren::Host::load(config).await?;
+//! let report = host.start("main", "Summarise the docs", None)?.wait().await;
+//! println!("{}", report.root.text);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentOutcome};
+use crate::config::Config;
+use crate::jobs::{Job, JobId, Phase, Tree};
+use crate::llm::{self, Provider};
+use crate::plugin::{ToolAccess, ToolRegistry};
+use crate::sandbox::Sandbox;
+
+/// What every agent of every run shares: the configuration, the tools, the models.
+pub(crate) struct HostParts {
+    /// The loaded configuration.
+    pub(crate) config: Config,
+    /// Every plugin tool.
+    pub(crate) registry: Arc<ToolRegistry>,
+    /// Every configured model, by name.
+    pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
+}
+
+/// A loaded configuration with its plugins and models, ready to run agents.
+#[derive(Clone)]
+pub struct Host {
+    parts: Arc<HostParts>,
+}
+
+/// A run in progress: a root agent and the tree of sub-agents below it.
+pub struct Run {
+    /// The job tree (ids, states, results, budget).
+    pub tree: Arc<Tree>,
+    /// The root's id.
+    pub root: JobId,
+    /// The root agent's task.
+    handle: tokio::task::JoinHandle<AgentOutcome>,
+}
+
+/// How a run ended: the root's outcome and every agent of the tree.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The root agent's outcome (its text is the run's answer).
+    pub root: AgentOutcome,
+    /// Every job, the root first, then in creation order.
+    pub agents: Vec<Job>,
+    /// Dollars spent by the whole tree.
+    pub cost_usd: f64,
+}
+
+impl Host {
+    /// Loads the plugins (through the compile cache) and connects every model.
+    pub async fn load(config: Config) -> anyhow::Result<Host> {
+        let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
+        let registry = ToolRegistry::load(sandbox, &config.plugin_files, &config.cache).await?;
+        let mut providers = BTreeMap::new();
+        for (name, model) in &config.models {
+            providers.insert(name.clone(), llm::connect(name, model)?);
+        }
+        Ok(Host {
+            parts: Arc::new(HostParts {
+                config,
+                registry: Arc::new(registry),
+                providers,
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.parts.config
+    }
+
+    /// The tool registry.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.parts.registry
+    }
+
+    /// Starts a root agent with `profile` on `task`; `model` overrides the profile's.
+    pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> anyhow::Result<Run> {
+        let config = &self.parts.config;
+        let mut profile = config.profile(profile)?;
+        if let Some(model) = model {
+            anyhow::ensure!(
+                config.models.contains_key(model),
+                "no model `{model}` in {} (defined: {})",
+                config.path.display(),
+                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+            profile.model = Some(model.to_string());
+        }
+        anyhow::ensure!(
+            profile.model.is_some(),
+            "profile `{}` has no model: add a [models.NAME] table to {} (and `model = \"NAME\"` if there are several)",
+            profile.name,
+            config.path.display()
+        );
+        let tree = Tree::new(config.run_limits);
+        let cancel = tree.cancel.clone();
+        let (id, done) = tree.add(None, &profile.name, task, cancel.clone());
+        tree.set_phase(&id, Phase::Running(Instant::now()));
+        let root = Agent {
+            host: self.parts.clone(),
+            tree: tree.clone(),
+            id: id.clone(),
+            limits: profile.limits,
+            access: ToolAccess::new(profile.clone())?,
+            profile,
+            extra_prompt: None,
+            depth: 0,
+            children_cancel: cancel.child_token(),
+            cancel,
+        };
+        let task = task.to_string();
+        let record = tree.clone();
+        let handle = tokio::spawn(async move {
+            let outcome = root.run(task).await;
+            record.set_phase(&root.id, Phase::Done(outcome.clone()));
+            done.send_replace(true);
+            outcome
+        });
+        Ok(Run {
+            tree,
+            root: id,
+            handle,
+        })
+    }
+}
+
+impl Run {
+    /// A token that cancels the whole tree (for Ctrl-C handlers).
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.tree.cancel.clone()
+    }
+
+    /// Cancels the whole tree: in-flight model calls and tool calls stop at once.
+    pub fn cancel(&self) {
+        self.tree.cancel.cancel();
+    }
+
+    /// Waits for the root to finish and reports every agent.
+    pub async fn wait(self) -> RunReport {
+        let root = match self.handle.await {
+            Ok(outcome) => outcome,
+            Err(error) => AgentOutcome {
+                error: Some(format!("the root agent's task failed: {error}")),
+                ..AgentOutcome::cancelled_before_start()
+            },
+        };
+        let mut agents = self.tree.jobs();
+        agents.sort_by_key(|job| (job.parent.is_some(), job.created));
+        RunReport {
+            root,
+            agents,
+            cost_usd: self.tree.spent(),
+        }
+    }
+}

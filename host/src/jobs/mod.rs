@@ -1,0 +1,287 @@
+//! The job tree of one run: ids, states, results, the shared budget, the concurrency
+//! limit and cancellation.
+//!
+//! Layout: [`spawn_tools`] (the tools a parent model uses to spawn, await, cancel and
+//! list its children). Every sub-agent is a job; its cancellation token is a child of
+//! its parent's, so cancelling a job cancels every descendant, and results stay in the
+//! tree until the run ends so repeated awaits see them.
+
+pub mod spawn_tools;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentOutcome, AgentState};
+use crate::config::RunLimits;
+
+/// A job's id: six hex digits, unique within a run.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(pub String);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Debug)]
+pub enum Phase {
+    /// Waiting for a concurrency slot.
+    Queued,
+    /// Running since the instant given.
+    Running(Instant),
+    /// Finished.
+    Done(AgentOutcome),
+}
+
+/// One sub-agent (or the root) in the tree.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// Who spawned it (`None` for the root).
+    pub parent: Option<JobId>,
+    /// Its profile.
+    pub profile: String,
+    /// The task, as given.
+    pub task: String,
+    /// Where it is.
+    pub phase: Phase,
+    /// When it was created.
+    pub created: Instant,
+    /// Cancels it and its descendants.
+    pub cancel: CancellationToken,
+    /// Flips to `true` when it finishes.
+    pub done: watch::Receiver<bool>,
+    /// Whether its result went to the parent (awaited or notified).
+    pub delivered: bool,
+}
+
+/// The shared state of one run (one agent tree).
+pub struct Tree {
+    /// Every job, the root included.
+    jobs: Mutex<BTreeMap<JobId, Job>>,
+    /// Sub-agents running at once.
+    pub(crate) slots: Arc<Semaphore>,
+    /// The run's limits.
+    pub limits: RunLimits,
+    /// Dollars spent by every agent so far.
+    spent_micros: AtomicU64,
+    /// Seeds job ids.
+    next_id: AtomicU64,
+    /// Cancels the whole run.
+    pub cancel: CancellationToken,
+}
+
+impl Tree {
+    /// An empty tree with `limits`.
+    pub fn new(limits: RunLimits) -> Arc<Tree> {
+        Arc::new(Tree {
+            jobs: Mutex::default(),
+            slots: Arc::new(Semaphore::new(limits.max_concurrent)),
+            limits,
+            spent_micros: AtomicU64::new(0),
+            next_id: AtomicU64::new(0x5eed),
+            cancel: CancellationToken::new(),
+        })
+    }
+
+    /// Registers a new job; returns its id and the sender that marks it done.
+    pub(crate) fn add(
+        &self,
+        parent: Option<&JobId>,
+        profile: &str,
+        task: &str,
+        cancel: CancellationToken,
+    ) -> (JobId, watch::Sender<bool>) {
+        let mut jobs = self.jobs.lock().expect("job table poisoned");
+        let id = loop {
+            // A multiplicative hash of a counter: short, distinct, not sequential-looking.
+            let n = self
+                .next_id
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let id = JobId(format!("{:06x}", (n >> 40) & 0xff_ffff));
+            if !jobs.contains_key(&id) {
+                break id;
+            }
+        };
+        let (sender, done) = watch::channel(false);
+        jobs.insert(
+            id.clone(),
+            Job {
+                id: id.clone(),
+                parent: parent.cloned(),
+                profile: profile.to_string(),
+                task: task.to_string(),
+                phase: Phase::Queued,
+                created: Instant::now(),
+                cancel,
+                done,
+                delivered: false,
+            },
+        );
+        (id, sender)
+    }
+
+    pub(crate) fn set_phase(&self, id: &JobId, phase: Phase) {
+        if let Some(job) = self.jobs.lock().expect("job table poisoned").get_mut(id) {
+            job.phase = phase;
+        }
+    }
+
+    /// A copy of one job.
+    pub fn job(&self, id: &JobId) -> Option<Job> {
+        self.jobs
+            .lock()
+            .expect("job table poisoned")
+            .get(id)
+            .cloned()
+    }
+
+    /// Copies of every job, in id order.
+    pub fn jobs(&self) -> Vec<Job> {
+        self.jobs
+            .lock()
+            .expect("job table poisoned")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The children of `parent`, in creation order.
+    pub fn children(&self, parent: &JobId) -> Vec<Job> {
+        let mut children: Vec<Job> = self
+            .jobs()
+            .into_iter()
+            .filter(|j| j.parent.as_ref() == Some(parent))
+            .collect();
+        children.sort_by_key(|j| j.created);
+        children
+    }
+
+    pub(crate) fn mark_delivered(&self, id: &JobId) -> bool {
+        let mut jobs = self.jobs.lock().expect("job table poisoned");
+        match jobs.get_mut(id) {
+            Some(job) if !job.delivered => {
+                job.delivered = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds to the tree's spending.
+    pub(crate) fn charge(&self, usd: f64) {
+        self.spent_micros
+            .fetch_add((usd * 1e6).round() as u64, Ordering::Relaxed);
+    }
+
+    /// Dollars spent so far.
+    pub fn spent(&self) -> f64 {
+        self.spent_micros.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
+    /// Whether the tree budget is used up.
+    pub fn over_budget(&self) -> bool {
+        self.limits
+            .budget_usd
+            .is_some_and(|budget| self.spent() >= budget)
+    }
+}
+
+/// Formats a number with thousands separators.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+/// The result block of one job, as the parent model sees it.
+pub fn result_block(job: &Job) -> String {
+    match &job.phase {
+        Phase::Queued => format!(
+            "[{}: QUEUED] {} · waiting for a slot · {} so far",
+            job.id,
+            job.profile,
+            seconds(job.created.elapsed())
+        ),
+        Phase::Running(started) => format!(
+            "[{}: RUNNING] {} · {} so far",
+            job.id,
+            job.profile,
+            seconds(started.elapsed())
+        ),
+        Phase::Done(outcome) => {
+            let tag = match outcome.state {
+                AgentState::Ok => "OK",
+                AgentState::Cancelled => "CANCELLED",
+                AgentState::TimedOut => "TIMEOUT",
+                AgentState::Error | AgentState::MaxTurns | AgentState::BudgetExceeded => "ERROR",
+            };
+            let header = match outcome.state {
+                AgentState::Ok => format!(
+                    "{} · {} turns · {} tokens · ${:.4} · {}",
+                    job.profile,
+                    outcome.turns,
+                    thousands(outcome.usage.input_tokens + outcome.usage.output_tokens),
+                    outcome.cost_usd,
+                    seconds(outcome.duration)
+                ),
+                _ => format!("{} · {}", job.profile, outcome.reason()),
+            };
+            let body = match (&outcome.state, outcome.error.as_deref()) {
+                (AgentState::Ok, _) | (_, None) => outcome.text.clone(),
+                (_, Some(error)) if outcome.text.is_empty() => error.to_string(),
+                (_, Some(error)) => format!("{error}\nPartial output: {}", outcome.text),
+            };
+            format!("[{}: {tag}] {header}\n{body}", job.id)
+                .trim_end()
+                .to_string()
+        }
+    }
+}
+
+/// `[id: NOT FOUND]`.
+pub fn not_found_block(id: &str) -> String {
+    format!("[{id}: NOT FOUND]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(2431), "2,431");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn ids_are_short_and_unique() {
+        let tree = Tree::new(RunLimits::default());
+        let ids: std::collections::BTreeSet<JobId> = (0..1000)
+            .map(|_| tree.add(None, "p", "t", CancellationToken::new()).0)
+            .collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(ids.iter().all(|id| id.0.len() == 6));
+    }
+}

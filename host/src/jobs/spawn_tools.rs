@@ -1,0 +1,400 @@
+//! The spawn tools, exactly as the parent model sees them: `spawn_agent`,
+//! `await_agents`, `cancel_agent` and `list_agents`. Argument errors come back as tool
+//! errors the model can correct; `await_agents` never fails itself.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{JobId, Phase};
+use crate::agent::{Agent, AgentOutcome};
+use crate::config::{AgentLimits, Config, ToolSelection};
+use crate::llm::ToolDefinition;
+use crate::plugin::ToolAccess;
+
+const SPAWN_TOOLS: [&str; 4] = ["spawn_agent", "await_agents", "cancel_agent", "list_agents"];
+
+/// Whether `name` is one of the spawn tools.
+pub fn is_spawn_tool(name: &str) -> bool {
+    SPAWN_TOOLS.contains(&name)
+}
+
+/// The four tool definitions; `profile` is an enum of the configured profile names.
+pub fn definitions(config: &Config) -> Vec<ToolDefinition> {
+    let names: Vec<&String> = config.profiles.keys().collect();
+    let ids = json!({"description": "Job ids: a list, a comma-separated string, or \"*\" for all of your jobs",
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]});
+    vec![
+        ToolDefinition {
+            name: "spawn_agent".into(),
+            description: "Hand a scoped task to a sub-agent with a fresh conversation. It sees only the task, context and constraints you give. Background (default): returns a job id at once and you are notified when it finishes; background=false waits and returns its result.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What to do, self-contained"},
+                    "profile": {"type": "string", "enum": names},
+                    "context": {"description": "Only what the sub-agent needs (string or object)", "anyOf": [{"type": "string"}, {"type": "object"}]},
+                    "constraints": {"type": "array", "items": {"type": "string"}},
+                    "system_prompt": {"type": "string", "description": "Added to the profile's system prompt"},
+                    "tools": {"type": "array", "items": {"type": "string"}, "description": "A subset of the profile's tools"},
+                    "max_turns": {"type": "integer", "minimum": 1},
+                    "max_cost_usd": {"type": "number", "minimum": 0},
+                    "timeout_s": {"type": "integer", "minimum": 1},
+                    "background": {"type": "boolean", "default": true}
+                },
+                "required": ["task", "profile"],
+                "additionalProperties": false
+            }),
+        },
+        ToolDefinition {
+            name: "await_agents".into(),
+            description: "Wait for sub-agents and get one result block per job.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "job_ids": ids,
+                    "timeout_s": {"type": "number", "minimum": 0},
+                    "until": {"type": "string", "enum": ["all", "any"], "default": "all"}
+                },
+                "required": ["job_ids"],
+                "additionalProperties": false
+            }),
+        },
+        ToolDefinition {
+            name: "cancel_agent".into(),
+            description: "Cancel one of your sub-agents and all of its descendants.".into(),
+            input_schema: json!({"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"], "additionalProperties": false}),
+        },
+        ToolDefinition {
+            name: "list_agents".into(),
+            description: "List your sub-agents: id, profile, state, turns, cost, elapsed time.".into(),
+            input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        },
+    ]
+}
+
+type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs a child: waits for a slot (or a cancellation), runs it, records the outcome.
+/// Boxed, because a child is an agent that may itself spawn children.
+fn run_child(child: Agent, task: String, done: tokio::sync::watch::Sender<bool>) -> BoxedRun {
+    Box::pin(async move {
+        let slots = child.tree.slots.clone();
+        let permit = tokio::select! {
+            biased;
+            _ = child.cancel.cancelled() => None,
+            permit = slots.acquire_owned() => permit.ok(),
+        };
+        let outcome = match permit {
+            Some(_permit) => {
+                child
+                    .tree
+                    .set_phase(&child.id, Phase::Running(Instant::now()));
+                child.run(task).await
+            }
+            None => AgentOutcome::cancelled_before_start(),
+        };
+        child.tree.set_phase(&child.id, Phase::Done(outcome));
+        done.send_replace(true);
+    })
+}
+
+fn text_arg(args: &Value, key: &str) -> Result<Option<String>, String> {
+    match &args[key] {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        other => Err(format!("`{key}` must be a string, got {other}")),
+    }
+}
+
+fn positive_arg(args: &Value, key: &str) -> Result<Option<f64>, String> {
+    match &args[key] {
+        Value::Null => Ok(None),
+        Value::Number(n) if n.as_f64().is_some_and(|v| v >= 0.0) => Ok(n.as_f64()),
+        other => Err(format!(
+            "`{key}` must be a non-negative number, got {other}"
+        )),
+    }
+}
+
+impl Agent {
+    /// Runs spawn tool `name`; an `Err` is a tool error for the model.
+    pub(crate) async fn spawn_tool(&self, name: &str, arguments: &str) -> Result<String, String> {
+        let args: Value = serde_json::from_str(arguments)
+            .map_err(|e| format!("arguments are not valid JSON: {e}"))?;
+        if !args.is_object() {
+            return Err("arguments must be a JSON object".into());
+        }
+        match name {
+            "spawn_agent" => self.spawn_agent(&args).await,
+            "await_agents" => Ok(self.await_agents(&args).await),
+            "cancel_agent" => self.cancel_agent(&args),
+            _ => Ok(self.list_agents()),
+        }
+    }
+
+    async fn spawn_agent(&self, args: &Value) -> Result<String, String> {
+        let allowed = [
+            "task",
+            "profile",
+            "context",
+            "constraints",
+            "system_prompt",
+            "tools",
+            "max_turns",
+            "max_cost_usd",
+            "timeout_s",
+            "background",
+        ];
+        if let Some(unknown) = args
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .find(|k| !allowed.contains(&k.as_str()))
+        {
+            return Err(format!(
+                "unknown argument `{unknown}` (allowed: {})",
+                allowed.join(", ")
+            ));
+        }
+        let task = text_arg(args, "task")?.unwrap_or_default();
+        if task.trim().is_empty() {
+            return Err("`task` is required and must not be empty".into());
+        }
+        let config = &self.host.config;
+        let profile_name = text_arg(args, "profile")?.ok_or("`profile` is required")?;
+        let Some(base) = config.profiles.get(&profile_name) else {
+            let known = config
+                .profiles
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(format!(
+                "unknown profile `{profile_name}` (available: {known})"
+            ));
+        };
+        let mut profile = base.clone();
+        profile.capabilities = base.capabilities.intersect(&self.profile.capabilities);
+        if !args["tools"].is_null() {
+            let tools: Vec<String> = serde_json::from_value(args["tools"].clone())
+                .map_err(|_| "`tools` must be a list of tool names".to_string())?;
+            if let Some(bad) = tools.iter().find(|t| {
+                !base.tools.allows(t)
+                    || self
+                        .host
+                        .registry
+                        .tools_for(base)
+                        .all(|(s, _)| s.name != **t)
+            }) {
+                let available: Vec<String> = self
+                    .host
+                    .registry
+                    .tools_for(base)
+                    .map(|(s, _)| s.name.clone())
+                    .collect();
+                return Err(format!(
+                    "tool `{bad}` is not available to profile `{profile_name}` (available: {})",
+                    available.join(", ")
+                ));
+            }
+            profile.tools = ToolSelection::from_names(tools);
+        }
+        let constraints: Vec<String> = match &args["constraints"] {
+            Value::Null => Vec::new(),
+            value => serde_json::from_value(value.clone())
+                .map_err(|_| "`constraints` must be a list of strings".to_string())?,
+        };
+        let max_turns = match &args["max_turns"] {
+            Value::Null => None,
+            value => Some(
+                value
+                    .as_u64()
+                    .filter(|n| *n >= 1)
+                    .ok_or("`max_turns` must be a positive integer")? as u32,
+            ),
+        };
+        let timeout_s = match &args["timeout_s"] {
+            Value::Null => None,
+            value => Some(
+                value
+                    .as_u64()
+                    .filter(|n| *n >= 1)
+                    .ok_or("`timeout_s` must be a positive integer")?,
+            ),
+        };
+        let max_cost = positive_arg(args, "max_cost_usd")?;
+        let background = match &args["background"] {
+            Value::Null => true,
+            Value::Bool(b) => *b,
+            other => return Err(format!("`background` must be true or false, got {other}")),
+        };
+        // Spawn arguments may only tighten the profile's limits.
+        let limits = AgentLimits {
+            max_turns: max_turns.map_or(base.limits.max_turns, |t| t.min(base.limits.max_turns)),
+            timeout_s: timeout_s.map_or(base.limits.timeout_s, |t| t.min(base.limits.timeout_s)),
+            max_cost_usd: match (max_cost, base.limits.max_cost_usd) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        };
+        if let Some(budget) = self.tree.limits.budget_usd {
+            let spent = self.tree.spent();
+            if spent >= budget {
+                return Err(format!("spawn refused: the run's budget of ${budget:.4} is used up (spent ${spent:.4})"));
+            }
+            if let Some(cap) = limits.max_cost_usd.filter(|cap| spent + cap > budget) {
+                return Err(format!(
+                    "spawn refused: it may cost up to ${cap:.4} but only ${:.4} of the run's ${budget:.4} budget is left (spent ${spent:.4})",
+                    budget - spent
+                ));
+            }
+        }
+        let mut message = task.clone();
+        match &args["context"] {
+            Value::Null => {}
+            Value::String(context) => {
+                message.push_str(&format!("\n\n<context>\n{context}\n</context>"))
+            }
+            context => message.push_str(&format!(
+                "\n\n<context>\n{}\n</context>",
+                serde_json::to_string_pretty(context).unwrap_or_default()
+            )),
+        }
+        if !constraints.is_empty() {
+            let list: Vec<String> = constraints.iter().map(|c| format!("- {c}")).collect();
+            message.push_str(&format!(
+                "\n\n<constraints>\n{}\n</constraints>",
+                list.join("\n")
+            ));
+        }
+
+        let cancel = self.children_cancel.child_token();
+        let (id, done) = self
+            .tree
+            .add(Some(&self.id), &profile_name, &task, cancel.clone());
+        let access = ToolAccess::new(profile.clone())
+            .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
+        let child = Agent {
+            host: self.host.clone(),
+            tree: Arc::clone(&self.tree),
+            id: id.clone(),
+            profile,
+            extra_prompt: text_arg(args, "system_prompt")?,
+            depth: self.depth + 1,
+            limits,
+            children_cancel: cancel.child_token(),
+            cancel,
+            access,
+        };
+        let queued = self.tree.slots.available_permits() == 0;
+        tokio::spawn(run_child(child, message, done));
+        if !background {
+            return Ok(self
+                .await_jobs(std::slice::from_ref(&id), None, false)
+                .await);
+        }
+        let mut answer = format!("Started job {id} ({profile_name}) in the background; you will be notified when it finishes.");
+        if queued {
+            answer.push_str(&format!(
+                " It is queued: {} sub-agents are already running (max_concurrent = {}); it starts when a slot frees.",
+                self.tree.limits.max_concurrent, self.tree.limits.max_concurrent
+            ));
+        }
+        Ok(answer)
+    }
+
+    async fn await_agents(&self, args: &Value) -> String {
+        let mine: Vec<JobId> = self
+            .tree
+            .children(&self.id)
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        let ids: Vec<JobId> = match &args["job_ids"] {
+            Value::String(s) if s.trim() == "*" => mine,
+            Value::String(s) => s
+                .split(',')
+                .map(|p| JobId(p.trim().to_string()))
+                .filter(|id| !id.0.is_empty())
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|s| JobId(s.trim().to_string()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if ids.is_empty() {
+            return "No jobs found.".into();
+        }
+        let timeout = args["timeout_s"]
+            .as_f64()
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(Duration::from_secs_f64);
+        let any = args["until"].as_str() == Some("any");
+        self.await_jobs(&ids, timeout, any).await
+    }
+
+    fn cancel_agent(&self, args: &Value) -> Result<String, String> {
+        let id = text_arg(args, "job_id")?.ok_or("`job_id` is required")?;
+        let Some(job) = self
+            .tree
+            .job(&JobId(id.trim().to_string()))
+            .filter(|j| j.parent.as_ref() == Some(&self.id))
+        else {
+            return Ok(crate::jobs::not_found_block(id.trim()));
+        };
+        if let Phase::Done(outcome) = &job.phase {
+            return Ok(format!(
+                "Job {} already finished ({}); nothing to cancel.",
+                job.id,
+                outcome.state.as_str()
+            ));
+        }
+        job.cancel.cancel();
+        Ok(format!(
+            "Cancelled job {} ({}) and its descendants.",
+            job.id, job.profile
+        ))
+    }
+
+    fn list_agents(&self) -> String {
+        let jobs = self.tree.children(&self.id);
+        if jobs.is_empty() {
+            return "No jobs found.".into();
+        }
+        jobs.iter()
+            .map(|job| match &job.phase {
+                Phase::Done(o) => format!(
+                    "{} · {} · {} · {} turns · ${:.4} · {:.1} s",
+                    job.id,
+                    job.profile,
+                    o.state.as_str(),
+                    o.turns,
+                    o.cost_usd,
+                    o.duration.as_secs_f64()
+                ),
+                Phase::Queued => format!(
+                    "{} · {} · queued · {:.1} s",
+                    job.id,
+                    job.profile,
+                    job.created.elapsed().as_secs_f64()
+                ),
+                Phase::Running(started) => {
+                    format!(
+                        "{} · {} · running · {:.1} s",
+                        job.id,
+                        job.profile,
+                        started.elapsed().as_secs_f64()
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
