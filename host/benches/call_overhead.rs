@@ -70,6 +70,9 @@ fn main() -> anyhow::Result<()> {
             description: None,
             tools: ToolSelection::all(),
             capabilities: CapabilitySet::default(),
+            system_prompt: String::new(),
+            model: None,
+            limits: Default::default(),
         };
         let access = ToolAccess::new(profile)?;
         for _ in 0..100 {

@@ -136,9 +136,56 @@ fn configuration_errors_exit_2_naming_file_line_and_key() {
 #[test]
 fn every_command_has_help() {
     let world = World::new();
-    for args in [&["--help"][..], &["tools", "--help"], &["call", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["tools", "--help"],
+        &["call", "--help"],
+        &["run", "--help"],
+    ] {
         let output = warren(&world, args);
         assert!(output.status.success(), "{args:?}");
         assert!(text(&output.stdout).contains("Usage: warren"), "{args:?}");
     }
+}
+
+#[test]
+fn run_executes_the_offline_demo() {
+    crate::support::guests();
+    let world = World::new();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = config.to_str().unwrap();
+    let output = warren(
+        &world,
+        &["--config", config, "run", "Summarise the documents."],
+    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("Summary of 2025 energy notes:"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" researcher "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{stderr}");
+    assert!(rows.iter().all(|r| r.contains(" ok ")), "{stderr}");
+    assert!(
+        stderr.contains("denied: /docs/hydro-notes.md"),
+        "the denial is logged: {stderr}"
+    );
+    assert!(stderr.contains("total cost $"), "{stderr}");
+
+    let output = warren(&world, &["--config", config, "run", "x", "--model", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("no model `nope` (defined: scripted)"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = warren(
+        &world,
+        &["--config", config, "run", "x", "--profile", "nobody"],
+    );
+    assert_eq!(output.status.code(), Some(2));
 }

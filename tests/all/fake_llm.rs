@@ -26,6 +26,8 @@ pub(crate) enum Reply {
     },
     /// Headers never come; the connection stays open until the client drops it.
     Hang,
+    /// The inner reply after a pause (model latency).
+    Delayed(Duration, Box<Reply>),
 }
 
 impl Reply {
@@ -84,6 +86,9 @@ impl Reply {
     }
 }
 
+/// Queued replies, each with the text its request's newest message must contain.
+type Routes = VecDeque<(Option<String>, Reply)>;
+
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
 pub(crate) struct Recorded {
@@ -97,7 +102,7 @@ pub(crate) struct Recorded {
 pub(crate) struct FakeLlm {
     /// `http://127.0.0.1:PORT/v1`.
     pub(crate) base_url: String,
-    replies: Arc<Mutex<VecDeque<Reply>>>,
+    replies: Arc<Mutex<Routes>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Set when a hung connection was closed by the client.
     pub(crate) hang_dropped: Arc<AtomicBool>,
@@ -129,7 +134,15 @@ impl FakeLlm {
     }
 
     pub(crate) fn push(&self, reply: Reply) {
-        self.replies.lock().unwrap().push_back(reply);
+        self.replies.lock().unwrap().push_back((None, reply));
+    }
+
+    /// Queues `reply` for the first request whose newest message contains `when`.
+    pub(crate) fn route(&self, when: &str, reply: Reply) {
+        self.replies
+            .lock()
+            .unwrap()
+            .push_back((Some(when.to_string()), reply));
     }
 
     pub(crate) fn requests(&self) -> Vec<Recorded> {
@@ -139,7 +152,7 @@ impl FakeLlm {
 
 async fn serve(
     mut socket: TcpStream,
-    replies: Arc<Mutex<VecDeque<Reply>>>,
+    replies: Arc<Mutex<Routes>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     dropped: Arc<AtomicBool>,
 ) {
@@ -177,14 +190,31 @@ async fn serve(
             Ok(n) => data.extend_from_slice(&buffer[..n]),
         }
     }
-    let body =
+    let body: Value =
         serde_json::from_slice(&data[header_end..header_end + length]).unwrap_or(Value::Null);
+    let newest = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default();
     requests.lock().unwrap().push(Recorded {
         path,
         headers,
         body,
     });
-    let reply = replies.lock().unwrap().pop_front();
+    let mut reply = {
+        let mut replies = replies.lock().unwrap();
+        let position = replies
+            .iter()
+            .position(|(when, _)| when.as_ref().is_none_or(|w| newest.contains(w.as_str())));
+        position
+            .and_then(|p| replies.remove(p))
+            .map(|(_, reply)| reply)
+    };
+    while let Some(Reply::Delayed(pause, inner)) = reply {
+        tokio::time::sleep(pause).await;
+        reply = Some(*inner);
+    }
     match reply {
         None => {
             let _ = socket.write_all(b"HTTP/1.1 599 No Reply Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
@@ -229,6 +259,7 @@ async fn serve(
             }
             dropped.store(true, Ordering::SeqCst);
         }
+        Some(Reply::Delayed(..)) => unreachable!("unwrapped above"),
     }
     let _ = socket.shutdown().await;
 }

@@ -131,6 +131,18 @@ impl Tree {
         (id, sender)
     }
 
+    /// Adds a job the way a run would, returning its id; for tests that need to know
+    /// the ids a run hands out (they are deterministic per tree).
+    #[doc(hidden)]
+    pub fn add_for_tests(&self) -> (String, ()) {
+        (
+            self.add(None, "test", "test", CancellationToken::new())
+                .0
+                 .0,
+            (),
+        )
+    }
+
     pub(crate) fn set_phase(&self, id: &JobId, phase: Phase) {
         if let Some(job) = self.jobs.lock().expect("job table poisoned").get_mut(id) {
             job.phase = phase;
@@ -178,6 +190,14 @@ impl Tree {
         }
     }
 
+    /// Sub-agents queued or running (the root excluded).
+    pub fn active_subagents(&self) -> usize {
+        let jobs = self.jobs.lock().expect("job table poisoned");
+        jobs.values()
+            .filter(|j| j.parent.is_some() && !matches!(j.phase, Phase::Done(_)))
+            .count()
+    }
+
     /// Adds to the tree's spending.
     pub(crate) fn charge(&self, usd: f64) {
         self.spent_micros
@@ -202,7 +222,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -273,6 +273,7 @@ impl Agent {
             ));
         }
 
+        let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;
         let cancel = self.children_cancel.child_token();
         let (id, done) = self
             .tree
@@ -291,7 +292,6 @@ impl Agent {
             cancel,
             access,
         };
-        let queued = self.tree.slots.available_permits() == 0;
         tokio::spawn(run_child(child, message, done));
         if !background {
             return Ok(self

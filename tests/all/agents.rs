@@ -1,0 +1,637 @@
+//! Sub-agents end to end through the library, against the fake LLM server over HTTP:
+//! isolation, parallelism, the concurrency cap, await/cancel/list, depth, budget,
+//! limits, failures, push notifications and the root never abandoning its children.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use warren::config::RunLimits;
+use warren::jobs::Tree;
+use warren::{AgentState, Config, Host, RunReport};
+
+use crate::fake_llm::{FakeLlm, Recorded, Reply};
+use crate::support::World;
+
+/// A text answer with some usage.
+fn answer(text: &str) -> Reply {
+    Reply::json(json!({
+        "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50}
+    }))
+}
+
+/// A turn of tool calls.
+fn calls(list: &[(&str, Value)]) -> Reply {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tool_calls: Vec<Value> = list
+        .iter()
+        .map(|(name, args)| {
+            let id = format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    Reply::json(json!({
+        "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50}
+    }))
+}
+
+fn delayed(ms: u64, reply: Reply) -> Reply {
+    Reply::Delayed(Duration::from_millis(ms), Box::new(reply))
+}
+
+fn spawn(profile: &str, task: &str) -> (&'static str, Value) {
+    ("spawn_agent", json!({"profile": profile, "task": task}))
+}
+
+/// Config text: the fake model, `[defaults]`, a root `main` and a `worker`, plus `extra`.
+fn config(server: &FakeLlm, defaults: &str, extra: &str) -> String {
+    format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+max_retries = 0
+price = {{ input_per_mtok = 1.0, output_per_mtok = 1.0 }}
+
+[defaults]
+{defaults}
+
+[profiles.main]
+description = "Coordinator"
+system_prompt = "ROOT-PROMPT: coordinate."
+tools = ["list_dir"]
+[profiles.main.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
+
+[profiles.worker]
+description = "Does one thing"
+system_prompt = "You are a worker."
+tools = ["read_file", "list_dir", "write_file"]
+[profiles.worker.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "rw" }}]
+{extra}
+"#,
+        server.base_url
+    )
+}
+
+async fn run(world: &World, text: &str, task: &str) -> (RunReport, Duration) {
+    let config = Config::load(&world.config(text)).unwrap();
+    let host = Host::load(config).await.unwrap();
+    let started = Instant::now();
+    let report = host.start("main", task, None).unwrap().wait().await;
+    (report, started.elapsed())
+}
+
+/// Requests whose body mentions `marker`.
+fn requests_with(server: &FakeLlm, marker: &str) -> Vec<Recorded> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.to_string().contains(marker))
+        .collect()
+}
+
+/// The tool-result contents of a recorded request, in order.
+fn tool_results(request: &Recorded) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The ids a fresh tree hands out, in order (ids are deterministic per run).
+fn job_ids(n: usize) -> Vec<String> {
+    let tree = Tree::new(RunLimits::default());
+    (0..n).map(|_| tree.add_for_tests().0).collect()
+}
+
+#[tokio::test]
+async fn children_run_in_parallel_in_isolation_and_are_never_abandoned() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            spawn("worker", "TASK-A"),
+            spawn("worker", "TASK-B"),
+            spawn("worker", "TASK-C"),
+        ]),
+    );
+    for name in ["A", "B", "C"] {
+        server.route(
+            &format!("TASK-{name}"),
+            delayed(300, answer(&format!("result {name}"))),
+        );
+    }
+    // The root tries to finish while its children still run.
+    server.route("Started job", answer("done early"));
+    server.route("still running", answer("final: A, B and C reported"));
+    let (report, elapsed) = run(
+        &world,
+        &config(&server, "max_concurrent = 3", ""),
+        "ROOT-TASK",
+    )
+    .await;
+
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    assert_eq!(report.root.text, "final: A, B and C reported");
+    assert_eq!(report.agents.len(), 4);
+    assert!(
+        elapsed < Duration::from_millis(800),
+        "three 300 ms children took {elapsed:?}"
+    );
+    // Isolation: a child's requests carry none of the parent's history or prompt.
+    for name in ["A", "B", "C"] {
+        let child = requests_with(&server, &format!("TASK-{name}"));
+        let child = child
+            .iter()
+            .find(|r| r.body["messages"][0]["content"] == "You are a worker.")
+            .unwrap();
+        let text = child.body.to_string();
+        assert!(
+            !text.contains("ROOT-TASK") && !text.contains("ROOT-PROMPT"),
+            "{text}"
+        );
+        assert_eq!(
+            child.body["messages"].as_array().unwrap().len(),
+            2,
+            "system + task only"
+        );
+        // max_depth = 1: children get no spawn tools.
+        assert!(!text.contains("spawn_agent"), "{text}");
+    }
+    let last_root = requests_with(&server, "still running").pop().unwrap();
+    let text = last_root.body.to_string();
+    for name in ["A", "B", "C"] {
+        assert!(text.contains(&format!("result {name}")), "{text}");
+    }
+    assert!(
+        text.contains(": OK] worker · 1 turns · 150 tokens"),
+        "{text}"
+    );
+    // The parent's system prompt lists the profiles it may spawn.
+    let first_root = requests_with(&server, "ROOT-TASK").remove(0);
+    let system = first_root.body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("<available_spawn_profiles>")
+            && system.contains("- worker: Does one thing"),
+        "{system}"
+    );
+    let profiles = &first_root.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "spawn_agent")
+        .unwrap()["function"]["parameters"]["properties"]["profile"]["enum"];
+    assert_eq!(profiles, &json!(["main", "worker"]));
+}
+
+#[tokio::test]
+async fn a_finished_background_child_is_pushed_before_the_next_turn() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route("ROOT-TASK", calls(&[spawn("worker", "QUICK-TASK")]));
+    server.route("QUICK-TASK", answer("QUICK-RESULT"));
+    server.route(
+        "Started job",
+        delayed(400, calls(&[("list_dir", json!({"path": "/docs"}))])),
+    );
+    server.route("agent_notifications", answer("done"));
+    let (report, _) = run(&world, &config(&server, "", ""), "ROOT-TASK").await;
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    let turn3 = requests_with(&server, "agent_notifications")
+        .into_iter()
+        .find(|r| r.body.to_string().contains("ROOT-TASK"))
+        .unwrap();
+    let text = turn3.body.to_string();
+    assert!(
+        text.contains("<agent_notifications>") && text.contains("QUICK-RESULT"),
+        "{text}"
+    );
+    assert_eq!(text.matches("QUICK-RESULT").count(), 1, "notified once");
+}
+
+#[tokio::test]
+async fn the_concurrency_cap_queues_extra_spawns() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let spawns: Vec<(&str, Value)> = ["Q1", "Q2", "Q3", "Q4"]
+        .iter()
+        .map(|t| spawn("worker", t))
+        .collect();
+    server.route("ROOT-TASK", calls(&spawns));
+    for task in ["Q1", "Q2", "Q3", "Q4"] {
+        server.route(task, delayed(300, answer(&format!("{task} done"))));
+    }
+    server.route(
+        "Started job",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route("Q4 done", answer("all done"));
+    let (report, elapsed) = run(
+        &world,
+        &config(&server, "max_concurrent = 2", ""),
+        "ROOT-TASK",
+    )
+    .await;
+    assert_eq!(report.root.text, "all done");
+    assert!(
+        elapsed >= Duration::from_millis(600),
+        "4 × 300 ms at 2 at a time took {elapsed:?}"
+    );
+    let turn2 = requests_with(&server, "Started job")
+        .into_iter()
+        .find(|r| r.body.to_string().contains("ROOT-TASK"))
+        .unwrap();
+    let results = tool_results(&turn2);
+    assert!(
+        !results[0].contains("queued") && !results[1].contains("queued"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].contains("It is queued") && results[3].contains("max_concurrent = 2"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn await_by_star_list_and_comma_string_with_any_and_timeouts() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            ("await_agents", json!({"job_ids": "*"})),
+            ("list_agents", json!({})),
+        ]),
+    );
+    server.route(
+        "No jobs found",
+        calls(&[spawn("worker", "FAST-TASK"), spawn("worker", "SLOW-TASK")]),
+    );
+    server.route("FAST-TASK", answer("FAST-RESULT"));
+    server.route("SLOW-TASK", delayed(1000, answer("SLOW-RESULT")));
+    server.route(
+        "Started job",
+        calls(&[("await_agents", json!({"job_ids": "*", "until": "any"}))]),
+    );
+    server.route(
+        "FAST-RESULT",
+        calls(&[
+            ("await_agents", json!({"job_ids": "zz9999, yy8888"})),
+            (
+                "await_agents",
+                json!({"job_ids": ["xx7777"], "timeout_s": 0.1}),
+            ),
+            ("await_agents", json!({"job_ids": "*", "timeout_s": 0.2})),
+        ]),
+    );
+    server.route("RUNNING", answer("done"));
+    server.route("still running", answer("final"));
+    let (report, _) = run(&world, &config(&server, "", ""), "ROOT-TASK").await;
+    assert_eq!(report.root.text, "final");
+    let root: Vec<Recorded> = requests_with(&server, "ROOT-TASK");
+    let results = tool_results(root.last().unwrap());
+    assert_eq!(results[0], "No jobs found.");
+    assert_eq!(results[1], "No jobs found.");
+    assert!(
+        results[4].contains(": OK] worker") && results[4].contains("FAST-RESULT"),
+        "{}",
+        results[4]
+    );
+    assert!(
+        results[4].contains(": RUNNING] worker"),
+        "until any returns before the slow one: {}",
+        results[4]
+    );
+    assert_eq!(results[5], "[zz9999: NOT FOUND]\n\n[yy8888: NOT FOUND]");
+    assert_eq!(results[6], "[xx7777: NOT FOUND]");
+    assert!(results[7].contains(": RUNNING] worker"), "{}", results[7]);
+    assert!(
+        results.last().unwrap().contains("SLOW-RESULT")
+            || root
+                .last()
+                .unwrap()
+                .body
+                .to_string()
+                .contains("SLOW-RESULT")
+    );
+}
+
+#[tokio::test]
+async fn cancel_agent_cancels_its_descendants_and_aborts_their_requests() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let ids = job_ids(3); // root, mid, leaf
+    server.route("ROOT-TASK", calls(&[spawn("mid", "MID-TASK")]));
+    server.route("MID-TASK", calls(&[spawn("worker", "LEAF-TASK")]));
+    server.route("LEAF-TASK", Reply::Hang);
+    server.route(
+        "(worker) in the background",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route(
+        "(mid) in the background",
+        delayed(300, calls(&[("cancel_agent", json!({"job_id": ids[1]}))])),
+    );
+    server.route(
+        "Cancelled job",
+        calls(&[
+            ("await_agents", json!({"job_ids": "*"})),
+            ("list_agents", json!({})),
+        ]),
+    );
+    server.route("cancelled", answer("gave up on mid"));
+    let extra = "[profiles.mid]\ntools = []\n[profiles.mid.capabilities]\nfs = [{ host = \"docs\", guest = \"/docs\" }]\n";
+    let (report, elapsed) = run(
+        &world,
+        &config(&server, "max_depth = 2", extra),
+        "ROOT-TASK",
+    )
+    .await;
+    assert_eq!(report.root.text, "gave up on mid", "{:?}", report.root);
+    assert!(elapsed < Duration::from_secs(10));
+    let state = |id: &str| match &report.agents.iter().find(|j| j.id.0 == id).unwrap().phase {
+        warren::jobs::Phase::Done(o) => o.state,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(state(&ids[1]), AgentState::Cancelled);
+    assert_eq!(state(&ids[2]), AgentState::Cancelled);
+    assert!(
+        server.hang_dropped.load(Ordering::SeqCst),
+        "the leaf's in-flight request was aborted"
+    );
+    // max_depth = 2: the middle agent had spawn tools.
+    assert!(requests_with(&server, "MID-TASK")[0]
+        .body
+        .to_string()
+        .contains("spawn_agent"));
+    let root = requests_with(&server, "ROOT-TASK");
+    let results = tool_results(root.last().unwrap());
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains(&format!("[{}: CANCELLED] mid", ids[1]))),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn limits_failures_and_spawn_argument_errors() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "LOOP-TASK", "max_turns": 2}),
+            ),
+            spawn("worker", "FAIL-TASK"),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "SLOW-TASK", "timeout_s": 1}),
+            ),
+            spawn("worker", "GOOD-TASK"),
+            ("spawn_agent", json!({"profile": "worker", "task": "  "})),
+            ("spawn_agent", json!({"profile": "nobody", "task": "x"})),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "x", "tools": ["http_get"]}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "x", "colour": "red"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "x", "background": "yes"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "x", "max_turns": 0}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "x", "max_cost_usd": 5.0}),
+            ),
+            ("cancel_agent", json!({"job_id": "nope42"})),
+        ]),
+    );
+    server.route(
+        "LOOP-TASK",
+        calls(&[("list_dir", json!({"path": "/docs"}))]),
+    );
+    server.route("notes.md", calls(&[("list_dir", json!({"path": "/docs"}))]));
+    server.route("FAIL-TASK", Reply::status(401, r#"{"error":"bad key"}"#));
+    server.route("SLOW-TASK", delayed(3000, answer("too late")));
+    server.route("GOOD-TASK", answer("GOOD-RESULT"));
+    // The root's next turn sees either its last tool result or, if children already
+    // finished, their notifications; it awaits everything either way.
+    server.route(
+        "[nope42: NOT FOUND]",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route(
+        "agent_notifications",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route("GOOD-RESULT", answer("root finished"));
+    let (report, _) = run(
+        &world,
+        &config(&server, "budget_usd = 0.5", ""),
+        "ROOT-TASK",
+    )
+    .await;
+    assert_eq!(
+        report.root.text, "root finished",
+        "a failing child does not fail the parent: {:?}",
+        report.root
+    );
+
+    let root = requests_with(&server, "ROOT-TASK");
+    let results = tool_results(root.last().unwrap());
+    let errors = &results[4..12];
+    assert_eq!(errors[0], "`task` is required and must not be empty");
+    assert_eq!(
+        errors[1],
+        "unknown profile `nobody` (available: main, worker)"
+    );
+    assert_eq!(errors[2], "tool `http_get` is not available to profile `worker` (available: list_dir, read_file, write_file)");
+    assert!(
+        errors[3].starts_with("unknown argument `colour`"),
+        "{}",
+        errors[3]
+    );
+    assert_eq!(errors[4], "`background` must be true or false, got \"yes\"");
+    assert_eq!(errors[5], "`max_turns` must be a positive integer");
+    assert!(
+        errors[6].starts_with("spawn refused: it may cost up to $5.0000 but only $0.4"),
+        "{}",
+        errors[6]
+    );
+    assert!(
+        errors[6].contains("of the run's $0.5000 budget is left (spent $0.000"),
+        "{}",
+        errors[6]
+    );
+    assert_eq!(errors[7], "[nope42: NOT FOUND]");
+
+    let blocks = results.last().unwrap();
+    assert!(
+        blocks.contains(": ERROR] worker · max turns (2) reached"),
+        "{blocks}"
+    );
+    assert!(
+        blocks.contains(": ERROR] worker · openai rejected the API key (HTTP 401)"),
+        "{blocks}"
+    );
+    assert!(
+        blocks.contains(": TIMEOUT] worker · timed out after 1 s (timeout_s)"),
+        "{blocks}"
+    );
+    assert!(
+        blocks.contains(": OK] worker") && blocks.contains("GOOD-RESULT"),
+        "{blocks}"
+    );
+}
+
+#[tokio::test]
+async fn the_budget_is_shared_by_the_tree() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    // Each turn costs 150 tokens × $1/Mtok = $0.00015; the budget allows one turn.
+    server.route("ROOT-TASK", calls(&[spawn("worker", "W-TASK")]));
+    let (report, _) = run(
+        &world,
+        &config(&server, "budget_usd = 0.0001", ""),
+        "ROOT-TASK",
+    )
+    .await;
+    assert_eq!(
+        report.root.state,
+        AgentState::BudgetExceeded,
+        "{:?}",
+        report.root
+    );
+    assert!(
+        report
+            .root
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("budget of $0.0001 is used up (spent $0.000"),
+        "{:?}",
+        report.root.error
+    );
+    let root = requests_with(&server, "ROOT-TASK");
+    assert_eq!(root.len(), 1);
+}
+
+#[tokio::test]
+async fn capabilities_are_intersected_and_delegation_is_single_shot() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            ("spawn_agent", json!({"profile": "worker", "task": "WRITE-TASK", "background": false})),
+            ("spawn_agent", json!({"profile": "delegate", "task": "ONE-SHOT", "background": false, "context": {"topic": "fox"}})),
+        ]),
+    );
+    server.route(
+        "WRITE-TASK",
+        calls(&[(
+            "write_file",
+            json!({"path": "/docs/new.md", "content": "x"}),
+        )]),
+    );
+    server.route("denied", answer("could not write: denied"));
+    server.route("ONE-SHOT", answer("DELEGATE-ANSWER"));
+    server.route("DELEGATE-ANSWER", answer("root done"));
+    let extra = r#"
+[models.small]
+provider = "openai"
+base_url = "BASE"
+model = "small-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+
+[profiles.delegate]
+description = "Answers in one generation"
+tools = []
+max_turns = 1
+model = "small"
+"#
+    .replace("BASE", &server.base_url);
+    let text = config(&server, "model = \"fake\"", &extra);
+    let (report, _) = run(&world, &text, "ROOT-TASK").await;
+    assert_eq!(report.root.text, "root done", "{:?}", report.root);
+    assert!(
+        !world.path("docs/new.md").exists(),
+        "the child's rw grant was cut to the parent's ro"
+    );
+    let results = tool_results(&requests_with(&server, "DELEGATE-ANSWER").pop().unwrap());
+    assert!(
+        results[0].contains(": OK] worker") && results[0].contains("could not write: denied"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains(": OK] delegate · 1 turns") && results[1].contains("DELEGATE-ANSWER"),
+        "{results:?}"
+    );
+    let delegate = &requests_with(&server, "ONE-SHOT")[0];
+    assert_eq!(delegate.body["model"], "small-model");
+    assert!(
+        delegate.body.get("tools").is_none(),
+        "delegate mode offers no tools"
+    );
+    assert!(
+        delegate.body.to_string().contains("<context>"),
+        "{}",
+        delegate.body
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_run_stops_everything() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route("ROOT-TASK", calls(&[spawn("worker", "HANG-TASK")]));
+    server.route("HANG-TASK", Reply::Hang);
+    server.route(
+        "Started job",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    let config = Config::load(&world.config(&config(&server, "", ""))).unwrap();
+    let host = Host::load(config).await.unwrap();
+    let run = host.start("main", "ROOT-TASK", None).unwrap();
+    let cancel: CancellationToken = run.cancel_token();
+    while !server
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains("HANG-TASK"))
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    let report = tokio::time::timeout(Duration::from_secs(5), run.wait())
+        .await
+        .expect("cancellation is prompt");
+    assert_eq!(report.root.state, AgentState::Cancelled);
+    assert!(report.agents.iter().all(
+        |j| matches!(&j.phase, warren::jobs::Phase::Done(o) if o.state == AgentState::Cancelled)
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(server.hang_dropped.load(Ordering::SeqCst));
+}
