@@ -5,6 +5,8 @@
 //! that need the file system (a granted directory exists) run afterwards and report
 //! the line from the value's span. Host paths are relative to the config file.
 
+mod agent_files;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -341,6 +343,81 @@ impl Config {
                         .join("\n\n"),
                     model,
                     limits,
+                },
+            );
+        }
+        let agents_dir = base.join("agents");
+        let mut agent_paths: Vec<PathBuf> = std::fs::read_dir(&agents_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "md"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        agent_paths.sort();
+        for agent_path in agent_paths {
+            let invalid = |line: usize, key: &str, message: String| ConfigError::Invalid {
+                path: agent_path.clone(),
+                line,
+                key: key.to_string(),
+                message,
+            };
+            let text =
+                std::fs::read_to_string(&agent_path).map_err(|source| ConfigError::Read {
+                    path: agent_path.clone(),
+                    source,
+                })?;
+            let file = agent_files::parse(&agent_path, &text)
+                .map_err(|(line, message)| invalid(line, "front matter", message))?;
+            name_like(&file.name, "profile name", false)
+                .map_err(|message| invalid(1, "name", message))?;
+            if profiles.contains_key(&file.name) {
+                return Err(invalid(
+                    1,
+                    "name",
+                    format!(
+                        "profile `{}` is already defined (in {} or another agent file)",
+                        file.name,
+                        path.display()
+                    ),
+                ));
+            }
+            let tools = match file.tools {
+                Some(tools) => {
+                    if let Some(bad) = tools
+                        .iter()
+                        .find(|t| name_like(t, "tool name", true).is_err())
+                    {
+                        return Err(invalid(
+                            1,
+                            "tools",
+                            format!("`{bad}` is not a valid tool name"),
+                        ));
+                    }
+                    ToolSelection { patterns: tools }
+                }
+                None => ToolSelection::all(),
+            };
+            // `inherit`, `sonnet` and other names warren does not define mean the default.
+            let model = file
+                .model
+                .filter(|m| models.contains_key(m))
+                .or_else(|| default_model.clone());
+            profiles.insert(
+                file.name.clone(),
+                Profile {
+                    name: file.name,
+                    description: file.description,
+                    tools,
+                    capabilities: default_capabilities.clone(),
+                    system_prompt: file.prompt,
+                    model,
+                    limits: AgentLimits {
+                        max_turns: file.max_turns.unwrap_or(default_limits.max_turns),
+                        ..default_limits
+                    },
                 },
             );
         }
@@ -903,6 +980,36 @@ script = "demo.toml"
             .to_string();
         assert!(
             error.contains("line 2") && error.contains("unknown variant `gemini`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn agent_files_load_as_profiles() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("agents")).unwrap();
+        std::fs::write(
+            dir.path().join("agents/reviewer.md"),
+            "---\nname: reviewer\ndescription: Reviews\ntools: read_file\nmaxTurns: 3\n---\nReview it.\n",
+        )
+        .unwrap();
+        let path = dir.path().join("warren.toml");
+        let config = Config::parse(
+            &path,
+            "[defaults]\nmax_turns = 7\n[defaults.capabilities]\nmemory_mb = 16\n[profiles.main]\n",
+        )
+        .unwrap();
+        let reviewer = config.profile("reviewer").unwrap();
+        assert_eq!(reviewer.system_prompt, "Review it.");
+        assert_eq!(reviewer.limits.max_turns, 3);
+        assert_eq!(reviewer.capabilities.memory_mb, 16);
+        assert!(reviewer.tools.allows("read_file") && !reviewer.tools.allows("write_file"));
+        std::fs::write(dir.path().join("agents/main.md"), "---\nname: main\n---\n").unwrap();
+        let error = Config::parse(&path, "[profiles.main]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("main.md:1: name: profile `main` is already defined"),
             "{error}"
         );
     }
