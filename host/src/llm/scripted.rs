@@ -8,6 +8,7 @@
 //! text = "Reading the notes."
 //! tool_calls = [{ name = "read_file", arguments = { path = "/docs/solar.md" } }]
 //! usage = { input_tokens = 120, output_tokens = 30 }   # optional; else estimated
+//! delay_ms = 300                # optional: simulated model latency
 //! ```
 //!
 //! Each request takes the first unused turn that matches its profile and `when`;
@@ -53,6 +54,8 @@ struct Turn {
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
     usage: Option<ScriptedUsage>,
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -153,6 +156,9 @@ impl super::Provider for Scripted {
                 }
             }
         };
+        if turn.delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
+        }
         let tool_calls: Vec<ToolCall> = turn
             .tool_calls
             .iter()
