@@ -48,7 +48,9 @@ fn write_world(
     script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
     // If children finish before the root's second turn, their notifications come
     // first; the root answers, is told the others still run, and gets their results.
-    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n");
+    script.push_str(
+        "[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n",
+    );
     for _ in 0..children {
         writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ndelay_ms = {latency_ms}\ntool_calls = [{{ name = \"echo\", arguments = {{ bench = 1 }} }}]\n")?;
         writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ndelay_ms = {latency_ms}\ntext = \"done\"\n")?;
@@ -107,6 +109,14 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         // Warm the compile cache and the allocator.
         run(10, 10, 0).await?;
+        // Memory first, before earlier runs have grown the heap.
+        let (_, grown) = run(256, 256, 200).await?;
+        println!(
+            "256 sub-agents running at once (200 ms model latency): RSS grew {:.1} MiB, {:.1} KiB per running sub-agent; peak RSS {:.1} MiB",
+            grown as f64 / 1024.0,
+            grown as f64 / 256.0,
+            status_kib("VmHWM:") as f64 / 1024.0
+        );
         for concurrency in [1, 100] {
             let (elapsed, _) = run(1000, concurrency, 0).await?;
             println!(
@@ -115,13 +125,6 @@ fn main() -> anyhow::Result<()> {
                 elapsed.as_secs_f64() * 1e6 / 1000.0
             );
         }
-        let (_, grown) = run(256, 256, 200).await?;
-        println!(
-            "256 sub-agents running at once (200 ms model latency): RSS grew {:.1} MiB, {:.1} KiB per running sub-agent; peak RSS {:.1} MiB",
-            grown as f64 / 1024.0,
-            grown as f64 / 256.0,
-            status_kib("VmHWM:") as f64 / 1024.0
-        );
         for n in [3, 10, 50] {
             let latency = 300;
             let (elapsed, _) = run(n, n, latency).await?;

@@ -256,22 +256,28 @@ impl Agent {
             history.push(Message::Assistant(response.message));
 
             if calls.is_empty() {
-                let running: Vec<JobId> = self
-                    .tree
-                    .children(&self.id)
-                    .into_iter()
+                let children = self.tree.children(&self.id);
+                let running: Vec<JobId> = children
+                    .iter()
                     .filter(|job| !matches!(job.phase, Phase::Done(_)))
-                    .map(|job| job.id)
+                    .map(|job| job.id.clone())
                     .collect();
                 if running.is_empty() {
                     return Ok(());
                 }
+                // Report the running children and any finished ones not yet reported,
+                // in one message, so no separate notification follows.
+                let pending: Vec<JobId> = children
+                    .into_iter()
+                    .filter(|job| !job.delivered)
+                    .map(|job| job.id)
+                    .collect();
                 let names = running
                     .iter()
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(", ");
-                let blocks = self.await_jobs(&running, None, false).await;
+                let blocks = self.await_jobs(&pending, None, false).await;
                 history.push(Message::User(format!(
                     "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
                      these are their results. Take them into account and give your final answer.\n\n{blocks}"

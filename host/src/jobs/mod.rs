@@ -170,10 +170,11 @@ impl Tree {
 
     /// The children of `parent`, in creation order.
     pub fn children(&self, parent: &JobId) -> Vec<Job> {
-        let mut children: Vec<Job> = self
-            .jobs()
-            .into_iter()
+        let jobs = self.jobs.lock().expect("job table poisoned");
+        let mut children: Vec<Job> = jobs
+            .values()
             .filter(|j| j.parent.as_ref() == Some(parent))
+            .cloned()
             .collect();
         children.sort_by_key(|j| j.created);
         children
