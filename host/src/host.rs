@@ -33,6 +33,8 @@ pub(crate) struct HostParts {
     pub(crate) registry: Arc<ToolRegistry>,
     /// Every configured model, by name.
     pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// Sub-agents running at once across every run (`max_concurrent_total`).
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// A loaded configuration with its plugins and models, ready to run agents.
@@ -71,11 +73,15 @@ impl Host {
         for (name, model) in &config.models {
             providers.insert(name.clone(), llm::connect(name, model)?);
         }
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            config.run_limits.max_concurrent_total,
+        ));
         Ok(Host {
             parts: Arc::new(HostParts {
                 config,
                 registry: Arc::new(registry),
                 providers,
+                slots,
             }),
         })
     }

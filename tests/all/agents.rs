@@ -635,3 +635,50 @@ async fn cancelling_the_run_stops_everything() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(server.hang_dropped.load(Ordering::SeqCst));
 }
+
+#[tokio::test]
+async fn the_host_wide_limit_spans_runs() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-ONE",
+        calls(&[spawn("worker", "G1"), spawn("worker", "G2")]),
+    );
+    server.route(
+        "ROOT-TWO",
+        calls(&[spawn("worker", "G3"), spawn("worker", "G4")]),
+    );
+    for task in ["G1", "G2", "G3", "G4"] {
+        server.route(
+            &format!("\"{task}\""),
+            delayed(300, answer(&format!("{task} done"))),
+        );
+    }
+    for _ in 0..2 {
+        server.route(
+            "Started job",
+            calls(&[("await_agents", json!({"job_ids": "*"}))]),
+        );
+    }
+    server.route("G1 done", answer("one done"));
+    server.route("G3 done", answer("two done"));
+    let text = config(&server, "max_concurrent = 2\nmax_concurrent_total = 2", "");
+    let host = Host::load(Config::load(&world.config(&text)).unwrap())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (one, two) = (
+        host.start("main", "ROOT-ONE", None).unwrap(),
+        host.start("main", "ROOT-TWO", None).unwrap(),
+    );
+    let (one, two) = tokio::join!(one.wait(), two.wait());
+    assert_eq!(
+        (one.root.text.as_str(), two.root.text.as_str()),
+        ("one done", "two done")
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(600),
+        "4 × 300 ms children with 2 host-wide slots took {elapsed:?}"
+    );
+}

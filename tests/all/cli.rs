@@ -189,3 +189,47 @@ fn run_executes_the_offline_demo() {
     );
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_run_cleanly() {
+    let world = World::new();
+    let server = crate::fake_llm::FakeLlm::start().await;
+    server.route("HANG-ROOT", crate::fake_llm::Reply::Hang);
+    world.config(&format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\n[profiles.main]\n",
+        server.base_url
+    ));
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "HANG-ROOT"])
+        .current_dir(world.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while server.requests().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("warren exits promptly after Ctrl-C")
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cancelling every agent"), "{stderr}");
+    assert!(
+        stderr.contains("the root agent ended cancelled"),
+        "{stderr}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        server
+            .hang_dropped
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the model request was aborted"
+    );
+}

@@ -149,6 +149,8 @@ impl Default for AgentLimits {
 pub struct RunLimits {
     /// Sub-agents running at once; more are queued (default 3).
     pub max_concurrent: usize,
+    /// Sub-agents running at once across every run of one host (default 32).
+    pub max_concurrent_total: usize,
     /// How deep agents may nest: 1 means the root's children get no spawn tools.
     pub max_depth: u32,
     /// Cost cap of the whole tree, in US dollars.
@@ -159,6 +161,7 @@ impl Default for RunLimits {
     fn default() -> Self {
         RunLimits {
             max_concurrent: 3,
+            max_concurrent_total: 32,
             max_depth: 1,
             budget_usd: None,
         }
@@ -277,6 +280,9 @@ impl Config {
             max_concurrent: defaults
                 .max_concurrent
                 .map_or(RunLimits::default().max_concurrent, |v| v.0 as usize),
+            max_concurrent_total: defaults
+                .max_concurrent_total
+                .map_or(RunLimits::default().max_concurrent_total, |v| v.0 as usize),
             max_depth: defaults
                 .max_depth
                 .map_or(RunLimits::default().max_depth, |v| v.0 as u32),
@@ -687,6 +693,7 @@ struct RawDefaults {
     max_turns: Option<Bounded<1, 1000>>,
     timeout_s: Option<Bounded<1, 86_400>>,
     max_concurrent: Option<Bounded<1, 256>>,
+    max_concurrent_total: Option<Bounded<1, 4096>>,
     max_depth: Option<Bounded<0, 16>>,
     budget_usd: Option<Dollars>,
     #[serde(default)]

@@ -82,11 +82,12 @@ type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Boxed, because a child is an agent that may itself spawn children.
 fn run_child(child: Agent, task: String, done: tokio::sync::watch::Sender<bool>) -> BoxedRun {
     Box::pin(async move {
-        let slots = child.tree.slots.clone();
+        // A slot of the run, then one of the host (shared by every run).
+        let (run_slots, host_slots) = (child.tree.slots.clone(), child.host.slots.clone());
         let permit = tokio::select! {
             biased;
             _ = child.cancel.cancelled() => None,
-            permit = slots.acquire_owned() => permit.ok(),
+            permits = async { (run_slots.acquire_owned().await.ok(), host_slots.acquire_owned().await.ok()) } => Some(permits),
         };
         let outcome = match permit {
             Some(_permit) => {
