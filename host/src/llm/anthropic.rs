@@ -13,8 +13,8 @@ use super::openai::{api_key, json_offset, malformed};
 use super::sse::SseParser;
 use super::transport::{excerpt, Transport};
 use super::{
-    emit, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
-    ModelConfig, Price, StreamEvent, ToolCall, Usage,
+    emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
+    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
 };
 
 /// The API version header this code speaks.
@@ -145,13 +145,10 @@ impl Anthropic {
 
     async fn read_json(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let mut body = Vec::new();
-        while let Some(chunk) = self.transport.chunk(&mut response, body.len()).await? {
-            body.extend_from_slice(&chunk);
-        }
+        let body = self.transport.body(response).await?;
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| malformed("anthropic", json_offset(&body, &e), &e.to_string(), &body))?;
         let mut message = AssistantMessage::default();
@@ -171,14 +168,7 @@ impl Anthropic {
         let mut usage = Usage::default();
         add_usage(&mut usage, &value["usage"]);
         let finish = stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn"));
-        if !message.text.is_empty() {
-            emit(events, StreamEvent::TextDelta(message.text.clone()));
-        }
-        for call in &message.tool_calls {
-            emit(events, StreamEvent::ToolCall(call.clone()));
-        }
-        emit(events, StreamEvent::Usage(usage));
-        emit(events, StreamEvent::Finish(finish.clone()));
+        emit_whole(events, &message, usage, &finish);
         Ok(self.finish(message, finish, usage))
     }
 

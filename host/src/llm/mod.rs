@@ -180,6 +180,24 @@ pub(crate) fn emit(sink: &EventSink, event: StreamEvent) {
     }
 }
 
+/// Reports a response that arrived whole (not streamed) as the events a stream would
+/// have produced, so watchers see the same sequence either way.
+pub(crate) fn emit_whole(
+    sink: &EventSink,
+    message: &AssistantMessage,
+    usage: Usage,
+    finish: &FinishReason,
+) {
+    if !message.text.is_empty() {
+        emit(sink, StreamEvent::TextDelta(message.text.clone()));
+    }
+    for call in &message.tool_calls {
+        emit(sink, StreamEvent::ToolCall(call.clone()));
+    }
+    emit(sink, StreamEvent::Usage(usage));
+    emit(sink, StreamEvent::Finish(finish.clone()));
+}
+
 /// The final answer of one call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatResponse {

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::sse::SseParser;
 use super::transport::{excerpt, Transport};
 use super::{
-    emit, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
-    ModelConfig, Price, StreamEvent, ToolCall, Usage,
+    emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
+    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
 };
 
 /// A model behind an OpenAI-compatible API.
@@ -111,13 +111,10 @@ impl OpenAi {
 
     async fn read_json(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let mut body = Vec::new();
-        while let Some(chunk) = self.transport.chunk(&mut response, body.len()).await? {
-            body.extend_from_slice(&chunk);
-        }
+        let body = self.transport.body(response).await?;
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| malformed("openai", json_offset(&body, &e), &e.to_string(), &body))?;
         let choice = &value["choices"][0];
@@ -143,15 +140,9 @@ impl OpenAi {
             .collect();
         let usage = usage(&value["usage"]);
         let finish = finish_reason(choice["finish_reason"].as_str().unwrap_or("stop"));
-        if !text.is_empty() {
-            emit(events, StreamEvent::TextDelta(text.clone()));
-        }
-        for call in &tool_calls {
-            emit(events, StreamEvent::ToolCall(call.clone()));
-        }
-        emit(events, StreamEvent::Usage(usage));
-        emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(self.finish(AssistantMessage { text, tool_calls }, finish, usage))
+        let message = AssistantMessage { text, tool_calls };
+        emit_whole(events, &message, usage, &finish);
+        Ok(self.finish(message, finish, usage))
     }
 
     async fn read_stream(

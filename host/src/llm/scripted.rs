@@ -20,8 +20,8 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 use super::{
-    emit, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
-    ModelConfig, Price, StreamEvent, ToolCall, Usage,
+    emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError,
+    Message, ModelConfig, Price, ToolCall, Usage,
 };
 
 /// A model that replays a script.
@@ -205,24 +205,18 @@ impl super::Provider for Scripted {
                 }
             }
         };
-        if !turn.text.is_empty() {
-            emit(events, StreamEvent::TextDelta(turn.text.clone()));
-        }
-        for call in &tool_calls {
-            emit(events, StreamEvent::ToolCall(call.clone()));
-        }
         let finish = if tool_calls.is_empty() {
             FinishReason::Stop
         } else {
             FinishReason::ToolCalls
         };
-        emit(events, StreamEvent::Usage(usage));
-        emit(events, StreamEvent::Finish(finish.clone()));
+        let message = AssistantMessage {
+            text: turn.text,
+            tool_calls,
+        };
+        emit_whole(events, &message, usage, &finish);
         Ok(ChatResponse {
-            message: AssistantMessage {
-                text: turn.text,
-                tool_calls,
-            },
+            message,
             finish,
             usage,
             cost_usd: self.price.cost(usage),

@@ -132,6 +132,15 @@ impl Transport {
         }
     }
 
+    /// Reads a whole (non-streamed) body.
+    pub(crate) async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk(&mut response, body.len()).await? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
     fn connection(&self, what: String, retries: u32) -> LlmError {
         LlmError::Connection {
             provider: self.provider,
