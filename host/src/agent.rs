@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, Instrument};
 
 use crate::config::{AgentLimits, Profile};
+use crate::events::{summarize, Event};
 use crate::host::HostParts;
 use crate::jobs::{result_block, JobId, Phase, Tree};
-use crate::llm::{ChatRequest, Message, Requester, ToolCall, ToolDefinition, Usage};
+use crate::llm::{ChatRequest, Message, Requester, StreamEvent, ToolCall, ToolDefinition, Usage};
 use crate::plugin::ToolAccess;
 
 /// How an agent ended.
@@ -138,6 +139,12 @@ impl Agent {
         let span = info_span!("invoke_agent", agent = %self.id, profile = %self.profile.name, depth = self.depth);
         async {
             let started = Instant::now();
+            self.tree.events.publish(Event::AgentStarted {
+                agent: self.id.0.clone(),
+                parent: self.tree.job(&self.id).and_then(|j| j.parent).map(|p| p.0),
+                profile: self.profile.name.clone(),
+                task: summarize(&task),
+            });
             let mut progress = Progress::default();
             let ended = {
                 let body = self.converse(task, &mut progress);
@@ -159,6 +166,16 @@ impl Agent {
                 Err((state, error)) => (state, Some(error)),
             };
             info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
+            self.tree.events.publish(Event::AgentFinished {
+                agent: self.id.0.clone(),
+                state: state.as_str().to_string(),
+                turns: progress.turns,
+                input_tokens: progress.usage.input_tokens,
+                output_tokens: progress.usage.output_tokens,
+                cost_usd: progress.cost_usd,
+                duration_ms: started.elapsed().as_millis() as u64,
+                error: error.clone(),
+            });
             AgentOutcome {
                 state,
                 text: progress.text,
@@ -243,14 +260,39 @@ impl Agent {
                 messages: history.clone(),
                 ..request_base.clone()
             };
+            self.tree.events.publish(Event::TurnStarted {
+                agent: self.id.0.clone(),
+                turn: progress.turns,
+            });
+            // Streamed text goes to the event bus as it arrives.
+            let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
+            let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
+            let forward = tokio::spawn(async move {
+                while let Some(event) = deltas.recv().await {
+                    if let StreamEvent::TextDelta(text) = event {
+                        bus.publish(Event::TextDelta {
+                            agent: agent.clone(),
+                            text,
+                        });
+                    }
+                }
+            });
             let response = provider
-                .chat(&request, &None)
+                .chat(&request, &Some(sink))
                 .instrument(info_span!("chat", model = provider.model()))
-                .await
-                .map_err(|e| (AgentState::Error, e.to_string()))?;
+                .await;
+            let _ = forward.await;
+            let response = response.map_err(|e| (AgentState::Error, e.to_string()))?;
             progress.usage = progress.usage + response.usage;
             progress.cost_usd += response.cost_usd;
             self.tree.charge(response.cost_usd);
+            self.tree.events.publish(Event::Usage {
+                agent: self.id.0.clone(),
+                turns: progress.turns,
+                input_tokens: progress.usage.input_tokens,
+                output_tokens: progress.usage.output_tokens,
+                cost_usd: progress.cost_usd,
+            });
             progress.text = response.message.text.clone();
             let calls = response.message.tool_calls.clone();
             history.push(Message::Assistant(response.message));
@@ -302,18 +344,46 @@ impl Agent {
 
     async fn execute(&self, call: &ToolCall) -> Result<String, String> {
         let span = info_span!("execute_tool", tool = %call.name, call_id = %call.id);
-        async {
+        let started = Instant::now();
+        self.tree.events.publish(Event::ToolCallStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: summarize(&call.arguments),
+        });
+        let (result, outcome) = async {
             if self.can_spawn() && crate::jobs::spawn_tools::is_spawn_tool(&call.name) {
-                return self.spawn_tool(&call.name, &call.arguments).await;
+                let result = self.spawn_tool(&call.name, &call.arguments).await;
+                let outcome = if result.is_ok() {
+                    "ok"
+                } else {
+                    "invalid_input"
+                };
+                return (result, outcome);
             }
-            self.host
+            match self
+                .host
                 .registry
                 .call(&self.access, &call.name, &call.arguments)
                 .await
-                .map_err(|e| e.to_string())
+            {
+                Ok(output) => (Ok(output), "ok"),
+                Err(error) => (Err(error.to_string()), error.kind()),
+            }
         }
         .instrument(span)
-        .await
+        .await;
+        self.tree.events.publish(Event::ToolCallFinished {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome: outcome.to_string(),
+            summary: summarize(match &result {
+                Ok(text) | Err(text) => text,
+            }),
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        result
     }
 
     /// Result blocks of children that finished and were not yet reported.

@@ -12,10 +12,12 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::agent::AgentState;
 use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
+use crate::events::{Event, EventStream};
 use crate::host::{Host, RunReport};
 use crate::jobs::Phase;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
+use crate::ui::{plain_line, AgentTree, ProgressMode};
 
 /// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
 #[derive(Debug, Parser)]
@@ -74,6 +76,18 @@ struct RunArgs {
     /// Use this model (a [models] name) instead of the profile's.
     #[arg(long, short)]
     model: Option<String>,
+    /// Progress on stderr: a live agent tree on a terminal, plain lines otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
+    progress: ProgressMode,
+    /// No progress and no summary table (the answer still goes to stdout).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Write every event to FILE as JSON lines, each with a timestamp.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+    /// Print the result and per-agent usage as JSON on stdout instead of the answer.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -159,8 +173,21 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     available: config.models.keys().cloned().collect(),
                 }));
             }
+            let log = match &args.events {
+                Some(path) => Some(std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("creating the event log {}", path.display()))?,
+                )),
+                None => None,
+            };
             let host = Host::load(config).await?;
             let run = host.start(&args.profile, &args.task, args.model.as_deref())?;
+            let mode = if args.quiet {
+                ProgressMode::None
+            } else {
+                args.progress
+            };
+            let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
             let cancel = run.cancel_token();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -172,8 +199,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             });
             let report = run.wait().await;
-            println!("{}", report.root.text);
-            eprint!("{}", summary(&report));
+            progress.await.context("the progress task failed")??;
+            if args.json {
+                println!("{:#}", report_json(&report));
+            } else {
+                println!("{}", report.root.text);
+            }
+            if !args.quiet && !args.json {
+                eprint!("{}", summary(&report));
+            }
             if report.root.state != AgentState::Ok {
                 return Err(Failure::Run(anyhow::anyhow!(
                     "the root agent ended {}: {}",
@@ -289,4 +323,85 @@ fn summary(report: &RunReport) -> String {
     }
     out.push_str(&format!("total cost ${:.4}\n", report.cost_usd));
     out
+}
+
+/// Feeds the event stream to the progress view and the JSONL log until the root ends.
+async fn show_progress(
+    mut events: EventStream,
+    root: String,
+    mode: ProgressMode,
+    mut log: Option<std::io::BufWriter<std::fs::File>>,
+) -> anyhow::Result<()> {
+    use std::io::{IsTerminal, Write};
+    let live = match mode {
+        ProgressMode::Tty => true,
+        ProgressMode::Auto => std::io::stderr().is_terminal(),
+        ProgressMode::Plain | ProgressMode::None => false,
+    };
+    let plain = mode == ProgressMode::Plain || (mode == ProgressMode::Auto && !live);
+    let mut view = AgentTree::default();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            record = events.next() => {
+                let Some(record) = record else { break };
+                if let Some(log) = log.as_mut() {
+                    serde_json::to_writer(&mut *log, &record)?;
+                    log.write_all(b"\n")?;
+                }
+                view.apply(&record.event);
+                if plain {
+                    if let Some(line) = plain_line(&record.event) {
+                        eprintln!("{line}");
+                    }
+                }
+                if matches!(&record.event, Event::AgentFinished { agent, .. } if *agent == root) {
+                    break;
+                }
+            }
+            _ = tick.tick(), if live => view.redraw(&mut std::io::stderr())?,
+        }
+    }
+    if live {
+        view.redraw(&mut std::io::stderr())?;
+    }
+    if let Some(mut log) = log {
+        log.flush()?;
+    }
+    Ok(())
+}
+
+/// `warren run --json`: the result and every agent's usage.
+fn report_json(report: &RunReport) -> serde_json::Value {
+    let outcome = |o: &crate::agent::AgentOutcome| {
+        serde_json::json!({
+            "state": o.state.as_str(),
+            "text": o.text,
+            "error": o.error,
+            "turns": o.turns,
+            "input_tokens": o.usage.input_tokens,
+            "output_tokens": o.usage.output_tokens,
+            "cost_usd": o.cost_usd,
+            "duration_ms": o.duration.as_millis() as u64,
+        })
+    };
+    let agents: Vec<serde_json::Value> = report
+        .agents
+        .iter()
+        .map(|job| {
+            let mut value = match &job.phase {
+                Phase::Done(o) => outcome(o),
+                Phase::Running(_) => serde_json::json!({"state": "running"}),
+                Phase::Queued => serde_json::json!({"state": "queued"}),
+            };
+            value["id"] = job.id.0.clone().into();
+            value["parent"] = job.parent.as_ref().map(|p| p.0.clone()).into();
+            value["profile"] = job.profile.clone().into();
+            value
+        })
+        .collect();
+    let mut root = outcome(&report.root);
+    root["total_cost_usd"] = report.cost_usd.into();
+    root["agents"] = agents.into();
+    root
 }

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentOutcome};
 use crate::config::Config;
+use crate::events::EventStream;
 use crate::jobs::{Job, JobId, Phase, Tree};
 use crate::llm::{self, Provider};
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -51,6 +52,9 @@ pub struct Run {
     pub root: JobId,
     /// The root agent's task.
     handle: tokio::task::JoinHandle<AgentOutcome>,
+    /// A subscription made before the root started, so the first caller of
+    /// [`Run::events`] sees every event.
+    first_events: std::sync::Mutex<Option<EventStream>>,
 }
 
 /// How a run ended: the root's outcome and every agent of the tree.
@@ -131,6 +135,7 @@ impl Host {
             children_cancel: cancel.child_token(),
             cancel,
         };
+        let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
         let task = task.to_string();
         let record = tree.clone();
         let handle = tokio::spawn(async move {
@@ -143,6 +148,7 @@ impl Host {
             tree,
             root: id,
             handle,
+            first_events,
         })
     }
 }
@@ -151,6 +157,16 @@ impl Run {
     /// A token that cancels the whole tree (for Ctrl-C handlers).
     pub fn cancel_token(&self) -> CancellationToken {
         self.tree.cancel.clone()
+    }
+
+    /// The run's events: the first call gets every event since the start, later calls
+    /// those published from then on.
+    pub fn events(&self) -> EventStream {
+        self.first_events
+            .lock()
+            .expect("event subscription poisoned")
+            .take()
+            .unwrap_or_else(|| self.tree.events.subscribe())
     }
 
     /// Cancels the whole tree: in-flight model calls and tool calls stop at once.

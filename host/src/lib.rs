@@ -12,16 +12,19 @@
 //!   usage, cost and retries;
 //! - [`agent`]: the agent loop; [`jobs`]: the job tree, budget, concurrency and the
 //!   spawn tools; [`host`]: the library API (load once, start runs);
+//! - [`events`]: the event bus (progress, JSONL log);
 //! - [`cli`]: the `warren` command line.
 
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod host;
 pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod sandbox;
+pub mod ui;
 
 pub use agent::{AgentOutcome, AgentState};
 pub use config::{Config, ConfigError, Profile};

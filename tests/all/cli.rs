@@ -166,9 +166,13 @@ fn run_executes_the_offline_demo() {
     );
     let rows: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains(" researcher "))
+        .filter(|l| l.contains(" researcher ") && !l.starts_with('['))
         .collect();
     assert_eq!(rows.len(), 3, "{stderr}");
+    assert!(
+        stderr.contains("] started researcher: Summarise /docs/solar.md"),
+        "plain progress when not a terminal: {stderr}"
+    );
     assert!(rows.iter().all(|r| r.contains(" ok ")), "{stderr}");
     assert!(
         stderr.contains("denied: /docs/hydro-notes.md"),

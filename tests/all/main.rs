@@ -5,6 +5,7 @@
 
 mod agents;
 mod cli;
+mod events;
 mod fake_llm;
 mod guests;
 mod llm;

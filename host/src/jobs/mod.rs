@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentOutcome, AgentState};
 use crate::config::RunLimits;
+use crate::events::EventBus;
 
 /// A job's id: six hex digits, unique within a run.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -78,6 +79,8 @@ pub struct Tree {
     next_id: AtomicU64,
     /// Cancels the whole run.
     pub cancel: CancellationToken,
+    /// Where the run's events go.
+    pub events: EventBus,
 }
 
 impl Tree {
@@ -90,6 +93,7 @@ impl Tree {
             spent_micros: AtomicU64::new(0),
             next_id: AtomicU64::new(0x5eed),
             cancel: CancellationToken::new(),
+            events: EventBus::default(),
         })
     }
 

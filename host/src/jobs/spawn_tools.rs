@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::{JobId, Phase};
 use crate::agent::{Agent, AgentOutcome};
 use crate::config::{AgentLimits, Config, ToolSelection};
+use crate::events::{summarize, Event};
 use crate::llm::ToolDefinition;
 use crate::plugin::ToolAccess;
 
@@ -279,6 +280,12 @@ impl Agent {
         let (id, done) = self
             .tree
             .add(Some(&self.id), &profile_name, &task, cancel.clone());
+        self.tree.events.publish(Event::AgentQueued {
+            agent: id.0.clone(),
+            parent: Some(self.id.0.clone()),
+            profile: profile_name.clone(),
+            task: summarize(&task),
+        });
         let access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
         let child = Agent {

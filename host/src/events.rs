@@ -1,0 +1,258 @@
+//! What happens in a run, as one [`Event`] enum on a broadcast bus.
+//!
+//! Agents publish; the terminal view, the JSONL log and library callers subscribe.
+//! Publishing never waits: a subscriber that falls behind loses the oldest events and
+//! is told how many (`Lagged`), so a slow consumer never slows an agent down.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// Events kept for slow subscribers before they start losing the oldest.
+const BUS_CAPACITY: usize = 8192;
+/// Longest arguments or result excerpt carried in an event.
+const SUMMARY_CHARS: usize = 200;
+
+/// Something that happened in a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A sub-agent was spawned and waits for a slot.
+    AgentQueued {
+        /// Its id.
+        agent: String,
+        /// Who spawned it.
+        parent: Option<String>,
+        /// Its profile.
+        profile: String,
+        /// The start of its task.
+        task: String,
+    },
+    /// An agent started its loop.
+    AgentStarted {
+        /// Its id.
+        agent: String,
+        /// Who spawned it (`None` for the root).
+        parent: Option<String>,
+        /// Its profile.
+        profile: String,
+        /// The start of its task.
+        task: String,
+    },
+    /// A piece of model text, as it streamed.
+    TextDelta {
+        /// Whose model.
+        agent: String,
+        /// The text.
+        text: String,
+    },
+    /// A model turn began ("thinking").
+    TurnStarted {
+        /// Whose.
+        agent: String,
+        /// 1-based turn number.
+        turn: u32,
+    },
+    /// A tool call began.
+    ToolCallStarted {
+        /// Whose.
+        agent: String,
+        /// The model's call id.
+        call_id: String,
+        /// Which tool.
+        tool: String,
+        /// The start of its arguments.
+        arguments: String,
+    },
+    /// A tool call ended.
+    ToolCallFinished {
+        /// Whose.
+        agent: String,
+        /// The model's call id.
+        call_id: String,
+        /// Which tool.
+        tool: String,
+        /// `ok`, or the error kind (`denied`, `timeout`, …).
+        outcome: String,
+        /// The start of the result or error message (denial details included).
+        summary: String,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// Usage after a model turn (cumulative for the agent).
+    Usage {
+        /// Whose.
+        agent: String,
+        /// Turns so far.
+        turns: u32,
+        /// Prompt tokens so far.
+        input_tokens: u64,
+        /// Generated tokens so far.
+        output_tokens: u64,
+        /// Dollars so far.
+        cost_usd: f64,
+    },
+    /// An agent ended.
+    AgentFinished {
+        /// Its id.
+        agent: String,
+        /// How (`ok`, `error`, `cancelled`, `timed_out`, `max_turns`, `budget_exceeded`).
+        state: String,
+        /// Turns used.
+        turns: u32,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Generated tokens.
+        output_tokens: u64,
+        /// Dollars spent.
+        cost_usd: f64,
+        /// Wall time.
+        duration_ms: u64,
+        /// Why it did not end well.
+        error: Option<String>,
+    },
+    /// A subscriber fell behind and lost this many events (never published by agents).
+    Lagged {
+        /// Events lost.
+        missed: u64,
+    },
+}
+
+impl Event {
+    /// The agent the event is about, if any.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            Event::AgentQueued { agent, .. }
+            | Event::AgentStarted { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::TurnStarted { agent, .. }
+            | Event::ToolCallStarted { agent, .. }
+            | Event::ToolCallFinished { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::AgentFinished { agent, .. } => Some(agent),
+            Event::Lagged { .. } => None,
+        }
+    }
+}
+
+/// An event with when it happened.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EventRecord {
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// The event, flattened (`"type": …`).
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// The bus of one run.
+#[derive(Clone, Debug)]
+pub struct EventBus {
+    sender: broadcast::Sender<EventRecord>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus {
+            sender: broadcast::channel(BUS_CAPACITY).0,
+        }
+    }
+}
+
+impl EventBus {
+    /// Publishes an event; never waits, and is a no-op without subscribers.
+    pub fn publish(&self, event: Event) {
+        let ts_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let _ = self.sender.send(EventRecord { ts_ms, event });
+    }
+
+    /// A subscription to every event published from now on.
+    pub fn subscribe(&self) -> EventStream {
+        EventStream {
+            receiver: self.sender.subscribe(),
+        }
+    }
+}
+
+/// One subscriber's view of the bus.
+#[derive(Debug)]
+pub struct EventStream {
+    receiver: broadcast::Receiver<EventRecord>,
+}
+
+impl EventStream {
+    /// The next event; `None` when the run is over and every event was read. Lost
+    /// events come back as one [`Event::Lagged`] with their count.
+    pub async fn next(&mut self) -> Option<EventRecord> {
+        match self.receiver.recv().await {
+            Ok(record) => Some(record),
+            Err(broadcast::error::RecvError::Lagged(missed)) => Some(EventRecord {
+                ts_ms: 0,
+                event: Event::Lagged { missed },
+            }),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+}
+
+/// The first `SUMMARY_CHARS` characters of `text`, on one line.
+pub fn summarize(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_subscriber_gets_a_lagged_marker_and_never_blocks() {
+        let bus = EventBus {
+            sender: broadcast::channel(4).0,
+        };
+        let mut slow = bus.subscribe();
+        for turn in 0..10 {
+            bus.publish(Event::TurnStarted {
+                agent: "a".into(),
+                turn,
+            });
+        }
+        assert_eq!(
+            slow.next().await.unwrap().event,
+            Event::Lagged { missed: 6 }
+        );
+        assert_eq!(
+            slow.next().await.unwrap().event,
+            Event::TurnStarted {
+                agent: "a".into(),
+                turn: 6
+            }
+        );
+    }
+
+    #[test]
+    fn records_serialize_flat_with_a_type() {
+        let record = EventRecord {
+            ts_ms: 1,
+            event: Event::TurnStarted {
+                agent: "a".into(),
+                turn: 2,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&record).unwrap(),
+            r#"{"ts_ms":1,"type":"turn_started","agent":"a","turn":2}"#
+        );
+        assert_eq!(summarize("a\nb"), "a b");
+        assert_eq!(summarize(&"x".repeat(300)).chars().count(), 201);
+    }
+}

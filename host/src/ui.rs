@@ -1,0 +1,283 @@
+//! Progress for `warren run`: a live agent tree on a terminal, plain lines otherwise.
+//!
+//! The live view redraws in place (ANSI cursor movement) ten times a second: one line
+//! per agent, nested under its parent, with a spinner, profile, what it is doing
+//! (thinking, or the current tool), turns, tokens, cost and elapsed time; finished
+//! agents show their state; the root's streamed text is shown below the tree.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::events::Event;
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/// Characters of the root's streamed text kept under the tree.
+const TEXT_TAIL: usize = 240;
+
+/// How progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// The live tree on a terminal, plain lines otherwise.
+    Auto,
+    /// The live tree.
+    Tty,
+    /// One line per event that matters.
+    Plain,
+    /// Nothing.
+    None,
+}
+
+#[derive(Debug)]
+struct AgentLine {
+    parent: Option<String>,
+    profile: String,
+    doing: String,
+    turns: u32,
+    tokens: u64,
+    cost: f64,
+    started: Option<Instant>,
+    finished: Option<(String, Duration)>,
+}
+
+/// The state of every agent, fed by events.
+#[derive(Debug, Default)]
+pub struct AgentTree {
+    agents: BTreeMap<String, AgentLine>,
+    order: Vec<String>,
+    root_text: String,
+    root: Option<String>,
+    frame: usize,
+    drawn_lines: usize,
+}
+
+impl AgentTree {
+    /// Applies one event.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::AgentQueued {
+                agent,
+                parent,
+                profile,
+                ..
+            }
+            | Event::AgentStarted {
+                agent,
+                parent,
+                profile,
+                ..
+            } => {
+                if parent.is_none() && self.root.is_none() {
+                    self.root = Some(agent.clone());
+                }
+                let line = self
+                    .agents
+                    .entry(agent.clone())
+                    .or_insert_with(|| AgentLine {
+                        parent: parent.clone(),
+                        profile: profile.clone(),
+                        doing: "queued".into(),
+                        turns: 0,
+                        tokens: 0,
+                        cost: 0.0,
+                        started: None,
+                        finished: None,
+                    });
+                if matches!(event, Event::AgentStarted { .. }) {
+                    line.started = Some(Instant::now());
+                    line.doing = "starting".into();
+                }
+                if !self.order.contains(agent) {
+                    self.order.push(agent.clone());
+                }
+            }
+            Event::TurnStarted { agent, .. } => self.set_doing(agent, "thinking".into()),
+            Event::ToolCallStarted { agent, tool, .. } => {
+                self.set_doing(agent, format!("⚙ {tool}"))
+            }
+            Event::ToolCallFinished { agent, .. } => self.set_doing(agent, "thinking".into()),
+            Event::TextDelta { agent, text } => {
+                if self.root.as_deref() == Some(agent.as_str()) {
+                    self.root_text.push_str(text);
+                    let chars = self.root_text.chars().count();
+                    if chars > TEXT_TAIL {
+                        self.root_text = self.root_text.chars().skip(chars - TEXT_TAIL).collect();
+                    }
+                }
+            }
+            Event::Usage {
+                agent,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+            } => {
+                if let Some(line) = self.agents.get_mut(agent) {
+                    line.turns = *turns;
+                    line.tokens = input_tokens + output_tokens;
+                    line.cost = *cost_usd;
+                }
+            }
+            Event::AgentFinished {
+                agent,
+                state,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                duration_ms,
+                ..
+            } => {
+                if let Some(line) = self.agents.get_mut(agent) {
+                    line.turns = *turns;
+                    line.tokens = input_tokens + output_tokens;
+                    line.cost = *cost_usd;
+                    line.finished = Some((state.clone(), Duration::from_millis(*duration_ms)));
+                }
+            }
+            Event::Lagged { .. } => {}
+        }
+    }
+
+    fn set_doing(&mut self, agent: &str, doing: String) {
+        if let Some(line) = self.agents.get_mut(agent) {
+            line.doing = doing;
+        }
+    }
+
+    /// The tree as lines, parents before their children.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let roots: Vec<&String> = self
+            .order
+            .iter()
+            .filter(|id| self.agents[*id].parent.is_none())
+            .collect();
+        for root in roots {
+            self.push_lines(root, "", true, true, &mut out);
+        }
+        out
+    }
+
+    fn push_lines(&self, id: &str, prefix: &str, last: bool, top: bool, out: &mut Vec<String>) {
+        let line = &self.agents[id];
+        let branch = if top {
+            ""
+        } else if last {
+            "└─ "
+        } else {
+            "├─ "
+        };
+        let status = match &line.finished {
+            Some((state, duration)) => {
+                let mark = if state == "ok" { '✓' } else { '✗' };
+                format!(
+                    "{mark} {state} · {} turns · {} tok · ${:.4} · {:.1} s",
+                    line.turns,
+                    line.tokens,
+                    line.cost,
+                    duration.as_secs_f64()
+                )
+            }
+            None => {
+                let elapsed = line.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+                format!(
+                    "{} {} · {} turns · {} tok · ${:.4} · {elapsed:.1} s",
+                    SPINNER[self.frame % SPINNER.len()],
+                    line.doing,
+                    line.turns,
+                    line.tokens,
+                    line.cost
+                )
+            }
+        };
+        out.push(format!("{prefix}{branch}{id} {} {status}", line.profile));
+        let children: Vec<&String> = self
+            .order
+            .iter()
+            .filter(|c| self.agents[*c].parent.as_deref() == Some(id))
+            .collect();
+        let child_prefix = if top {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        };
+        for (i, child) in children.iter().enumerate() {
+            self.push_lines(child, &child_prefix, i + 1 == children.len(), false, out);
+        }
+    }
+
+    /// Redraws the tree in place on `out` (a terminal).
+    pub fn redraw(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        self.frame += 1;
+        let mut frame = String::new();
+        if self.drawn_lines > 0 {
+            frame.push_str(&format!("\x1b[{}A", self.drawn_lines));
+        }
+        let mut lines = self.lines();
+        if !self.root_text.trim().is_empty() {
+            lines.push(String::new());
+            lines.extend(self.root_text.lines().map(|l| format!("  {l}")));
+        }
+        for line in &lines {
+            frame.push_str("\x1b[2K");
+            frame.push_str(line);
+            frame.push('\n');
+        }
+        self.drawn_lines = lines.len();
+        out.write_all(frame.as_bytes())?;
+        out.flush()
+    }
+}
+
+/// The plain, append-only line for an event, if it is worth one.
+pub fn plain_line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::AgentQueued {
+            agent,
+            parent,
+            profile,
+            task,
+        } => {
+            format!(
+                "[{agent}] queued {profile} (parent {}): {task}",
+                parent.as_deref().unwrap_or("-")
+            )
+        }
+        Event::AgentStarted {
+            agent,
+            profile,
+            task,
+            ..
+        } => format!("[{agent}] started {profile}: {task}"),
+        Event::ToolCallFinished {
+            agent,
+            tool,
+            outcome,
+            duration_ms,
+            summary,
+            ..
+        } => {
+            if outcome == "ok" {
+                format!("[{agent}] {tool} ok ({duration_ms} ms)")
+            } else {
+                format!("[{agent}] {tool} {outcome} ({duration_ms} ms): {summary}")
+            }
+        }
+        Event::AgentFinished {
+            agent,
+            state,
+            turns,
+            cost_usd,
+            duration_ms,
+            error,
+            ..
+        } => format!(
+            "[{agent}] finished {state} · {turns} turns · ${cost_usd:.4} · {:.1} s{}",
+            *duration_ms as f64 / 1000.0,
+            error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+        ),
+        Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
+        _ => return None,
+    })
+}

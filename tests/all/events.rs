@@ -1,0 +1,273 @@
+//! The event stream of a run with nested, parallel, failing and cancelled children;
+//! the JSONL log and `--json`; the live tree under a pseudo-terminal.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use serde_json::{json, Value};
+use warren::events::Event;
+use warren::{Config, Host};
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::World;
+
+fn answer(text: &str) -> Reply {
+    Reply::json(
+        json!({"choices": [{"finish_reason": "stop", "message": {"content": text}}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+    )
+}
+
+fn calls(list: &[(&str, Value)]) -> Reply {
+    let tool_calls: Vec<Value> = list
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| json!({"id": format!("c{i}_{name}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
+        .collect();
+    Reply::json(
+        json!({"choices": [{"finish_reason": "tool_calls", "message": {"content": null, "tool_calls": tool_calls}}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+    )
+}
+
+#[tokio::test]
+async fn the_event_sequence_mirrors_the_agent_tree() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let ids = {
+        let tree = warren::jobs::Tree::new(warren::config::RunLimits::default());
+        (0..5).map(|_| tree.add_for_tests().0).collect::<Vec<_>>()
+    };
+    // root spawns mid, fail, hang; mid spawns leaf in the foreground.
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "MID-TASK"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "FAIL-TASK"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "HANG-TASK"}),
+            ),
+        ]),
+    );
+    server.route(
+        "MID-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "LEAF-TASK", "background": false}),
+        )]),
+    );
+    server.route(
+        "LEAF-TASK",
+        calls(&[("list_dir", json!({"path": "/docs"}))]),
+    );
+    server.route("notes.md", answer("leaf done"));
+    server.route("leaf done", answer("mid done"));
+    server.route("FAIL-TASK", Reply::status(401, "no"));
+    server.route("HANG-TASK", Reply::Hang);
+    server.route(
+        "Started job",
+        Reply::Delayed(
+            std::time::Duration::from_millis(300),
+            Box::new(calls(&[
+                ("cancel_agent", json!({"job_id": ids[3]})),
+                ("await_agents", json!({"job_ids": "*"})),
+            ])),
+        ),
+    );
+    server.route(
+        "agent_notifications",
+        Reply::Delayed(
+            std::time::Duration::from_millis(300),
+            Box::new(calls(&[
+                ("cancel_agent", json!({"job_id": ids[3]})),
+                ("await_agents", json!({"job_ids": "*"})),
+            ])),
+        ),
+    );
+    server.route("CANCELLED", answer("root done"));
+    let text = format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\
+         [defaults]\nmax_depth = 2\n[profiles.main]\ntools = []\n[profiles.main.capabilities]\nfs = [{{ host = \"docs\", guest = \"/docs\" }}]\n\
+         [profiles.worker]\ntools = [\"list_dir\"]\n[profiles.worker.capabilities]\nfs = [{{ host = \"docs\", guest = \"/docs\" }}]\n",
+        server.base_url
+    );
+    let host = Host::load(Config::load(&world.config(&text)).unwrap())
+        .await
+        .unwrap();
+    let run = host.start("main", "ROOT-TASK", None).unwrap();
+    let mut stream = run.events();
+    let root = run.root.0.clone();
+    let report = run.wait().await;
+    assert_eq!(report.root.text, "root done", "{:?}", report.root);
+    let mut events = Vec::new();
+    while let Ok(Some(record)) =
+        tokio::time::timeout(std::time::Duration::from_millis(200), stream.next()).await
+    {
+        events.push(record.event);
+    }
+    let position = |wanted: &dyn Fn(&Event) -> bool| {
+        events
+            .iter()
+            .position(wanted)
+            .unwrap_or_else(|| panic!("missing event in {events:#?}"))
+    };
+    let (mid, fail, hang, leaf) = (&ids[1], &ids[2], &ids[3], &ids[4]);
+    assert_eq!(root, ids[0]);
+    let mut states = HashMap::new();
+    for id in [&ids[0], mid, fail, hang, leaf] {
+        let started = position(&|e| matches!(e, Event::AgentStarted { agent, .. } if agent == id));
+        let finished =
+            position(&|e| matches!(e, Event::AgentFinished { agent, .. } if agent == id));
+        assert!(started < finished, "{id}");
+        if let Event::AgentFinished { state, .. } = &events[finished] {
+            states.insert(id.clone(), state.clone());
+        }
+        if id != &ids[0] {
+            let queued =
+                position(&|e| matches!(e, Event::AgentQueued { agent, .. } if agent == id));
+            assert!(queued < started, "{id}");
+        }
+    }
+    assert_eq!(states[&ids[0]], "ok");
+    assert_eq!(states[mid], "ok");
+    assert_eq!(states[leaf], "ok");
+    assert_eq!(states[fail], "error");
+    assert_eq!(states[hang], "cancelled");
+    assert!(
+        matches!(events.iter().find(|e| matches!(e, Event::AgentQueued { agent, .. } if agent == leaf)), Some(Event::AgentQueued { parent: Some(p), .. }) if p == mid)
+    );
+    // The root finishes last, and every tool call that started also finished.
+    assert!(
+        matches!(events.last(), Some(Event::AgentFinished { agent, .. }) if *agent == root),
+        "{:?}",
+        events.last()
+    );
+    let started: Vec<&String> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::ToolCallStarted { call_id, .. } = e {
+                Some(call_id)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolCallFinished { .. }))
+        .count();
+    assert_eq!(started.len(), finished);
+    let list_dir = events
+        .iter()
+        .find(|e| matches!(e, Event::ToolCallFinished { tool, .. } if tool == "list_dir"))
+        .unwrap();
+    assert!(
+        matches!(list_dir, Event::ToolCallFinished { agent, outcome, .. } if agent == leaf && outcome == "ok")
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Usage { agent, turns: 2, .. } if agent == mid)));
+}
+
+fn demo(args: &[&str], jsonl: Option<&std::path::Path>) -> std::process::Output {
+    crate::support::guests();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+    command
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .arg("Summarise.")
+        .args(args);
+    if let Some(path) = jsonl {
+        command.arg("--events").arg(path);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn the_jsonl_log_and_json_output_match_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.jsonl");
+    let output = demo(&["--json", "--progress", "none"], Some(&log));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["state"], "ok");
+    assert_eq!(result["agents"].as_array().unwrap().len(), 4);
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines
+        .iter()
+        .all(|l| l["ts_ms"].as_u64().unwrap() > 1_600_000_000_000 && l["type"].is_string()));
+    let finished: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "agent_finished")
+        .collect();
+    assert_eq!(finished.len(), 4);
+    let root_id = result["agents"][0]["id"].as_str().unwrap();
+    assert_eq!(finished.last().unwrap()["agent"], root_id);
+    let denied = lines
+        .iter()
+        .find(|l| l["type"] == "tool_call_finished" && l["tool"] == "write_file")
+        .unwrap();
+    assert_eq!(denied["outcome"], "failed");
+    assert!(
+        denied["summary"].as_str().unwrap().contains("denied"),
+        "{denied}"
+    );
+    let cost: f64 = result["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!((cost - result["total_cost_usd"].as_f64().unwrap()).abs() < 1e-5);
+}
+
+#[test]
+fn the_live_tree_renders_under_a_pseudo_terminal() {
+    crate::support::guests();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let command = format!(
+        "{} --config {} run Summarise.",
+        env!("CARGO_BIN_EXE_warren"),
+        config.display()
+    );
+    // `script` (util-linux) runs the command on a pseudo-terminal and copies its screen.
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("`script` from util-linux is needed: apt-get install util-linux");
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{screen}");
+    assert!(
+        screen.contains("\u{1b}[2K"),
+        "the view redraws in place: {screen}"
+    );
+    let tree: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains(" researcher ✓ ok"))
+        .collect();
+    assert!(
+        tree.iter().any(|l| l.contains("├─ ")) && tree.iter().any(|l| l.contains("└─ ")),
+        "{screen}"
+    );
+    assert!(screen.contains("main ✓ ok · 3 turns"), "{screen}");
+    assert!(
+        screen.contains("agent    parent   profile"),
+        "the summary table follows: {screen}"
+    );
+}
