@@ -126,6 +126,9 @@ pub(crate) struct Agent {
     pub(crate) children_cancel: CancellationToken,
     /// Its tools' view of the sandbox (and its scratch directory).
     pub(crate) access: ToolAccess,
+    /// The parent's `execute_tool spawn_agent` span, under which this agent's trace
+    /// nests (background children included); `None` for the root.
+    pub(crate) parent_span: Option<tracing::Span>,
 }
 
 impl Agent {
@@ -136,7 +139,16 @@ impl Agent {
 
     /// Runs the loop to its end.
     pub(crate) async fn run(&self, task: String) -> AgentOutcome {
-        let span = info_span!("invoke_agent", agent = %self.id, profile = %self.profile.name, depth = self.depth);
+        let span = info_span!(
+            parent: self.parent_span.as_ref().and_then(tracing::Span::id),
+            "invoke_agent",
+            otel.name = format!("invoke_agent {}", self.profile.name),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %self.profile.name,
+            gen_ai.agent.id = %self.id,
+            warren.depth = self.depth,
+            error.type = tracing::field::Empty,
+        );
         async {
             let started = Instant::now();
             self.tree.events.publish(Event::AgentStarted {
@@ -165,6 +177,9 @@ impl Agent {
                 Ok(()) => (AgentState::Ok, None),
                 Err((state, error)) => (state, Some(error)),
             };
+            if state != AgentState::Ok {
+                tracing::Span::current().record("error.type", state.as_str());
+            }
             info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
             self.tree.events.publish(Event::AgentFinished {
                 agent: self.id.0.clone(),
@@ -277,10 +292,29 @@ impl Agent {
                     }
                 }
             });
+            let chat_span = info_span!(
+                "chat",
+                otel.name = format!("chat {}", provider.model()),
+                gen_ai.operation.name = "chat",
+                gen_ai.request.model = provider.model(),
+                gen_ai.agent.id = %self.id,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+            );
             let response = provider
                 .chat(&request, &Some(sink))
-                .instrument(info_span!("chat", model = provider.model()))
+                .instrument(chat_span.clone())
                 .await;
+            match &response {
+                Ok(response) => {
+                    chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+                    chat_span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+                }
+                Err(error) => {
+                    chat_span.record("error.type", error.kind());
+                }
+            }
             let _ = forward.await;
             let response = response.map_err(|e| (AgentState::Error, e.to_string()))?;
             progress.usage = progress.usage + response.usage;
@@ -343,7 +377,14 @@ impl Agent {
     }
 
     async fn execute(&self, call: &ToolCall) -> Result<String, String> {
-        let span = info_span!("execute_tool", tool = %call.name, call_id = %call.id);
+        let span = info_span!(
+            "execute_tool",
+            otel.name = format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            error.type = tracing::field::Empty,
+        );
         let started = Instant::now();
         self.tree.events.publish(Event::ToolCallStarted {
             agent: self.id.0.clone(),
@@ -371,8 +412,11 @@ impl Agent {
                 Err(error) => (Err(error.to_string()), error.kind()),
             }
         }
-        .instrument(span)
+        .instrument(span.clone())
         .await;
+        if outcome != "ok" {
+            span.record("error.type", outcome);
+        }
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),

@@ -17,6 +17,7 @@ use crate::host::{Host, RunReport};
 use crate::jobs::Phase;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
+use crate::telemetry::Telemetry;
 use crate::ui::{plain_line, AgentTree, ProgressMode};
 
 /// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
@@ -32,6 +33,16 @@ struct Cli {
         default_value = "warren.toml"
     )]
     config: PathBuf,
+
+    /// Export traces (OpenTelemetry GenAI spans) as OTLP/HTTP to this endpoint, e.g.
+    /// http://localhost:4318; headers come from OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otlp_endpoint: Option<String>,
 
     #[command(subcommand)]
     command: Command,
@@ -116,7 +127,6 @@ enum Failure {
 /// Parses the command line, runs the command and reports its error, if any.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -127,7 +137,13 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(async {
+        let telemetry = Telemetry::init(cli.otlp_endpoint.clone());
+        let outcome = run(cli).await;
+        telemetry.shutdown().await;
+        outcome
+    });
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Config(error)) => {
             eprintln!("error: {error}");
@@ -138,18 +154,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// Logs go to stderr; `RUST_LOG` selects them (default: warnings, which include
-/// every sandbox denial).
-fn init_logging() {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {

@@ -131,6 +131,7 @@ impl Host {
             access: ToolAccess::new(profile.clone())?,
             profile,
             extra_prompt: None,
+            parent_span: None,
             depth: 0,
             children_cancel: cancel.child_token(),
             cancel,

@@ -12,7 +12,8 @@
 //!   usage, cost and retries;
 //! - [`agent`]: the agent loop; [`jobs`]: the job tree, budget, concurrency and the
 //!   spawn tools; [`host`]: the library API (load once, start runs);
-//! - [`events`]: the event bus (progress, JSONL log);
+//! - [`events`]: the event bus (progress, JSONL log); [`ui`]: the terminal view;
+//!   [`telemetry`]: logs and OTLP traces;
 //! - [`cli`]: the `warren` command line.
 
 pub mod agent;
@@ -24,6 +25,7 @@ pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod sandbox;
+pub mod telemetry;
 pub mod ui;
 
 pub use agent::{AgentOutcome, AgentState};

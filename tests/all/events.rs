@@ -271,3 +271,112 @@ fn the_live_tree_renders_under_a_pseudo_terminal() {
         "the summary table follows: {screen}"
     );
 }
+
+#[tokio::test]
+async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
+    crate::support::guests();
+    // The fake LLM server doubles as the OTLP/HTTP receiver: it records every POST.
+    let receiver = FakeLlm::start().await;
+    for _ in 0..50 {
+        receiver.push(Reply::json(json!({})));
+    }
+    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "Authorization=Basic%20dGVzdA==",
+        )
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let posts = receiver.requests();
+    assert!(!posts.is_empty(), "no traces were sent");
+    assert!(posts.iter().all(|p| p.path == "/v1/traces"));
+    assert_eq!(posts[0].headers["authorization"], "Basic dGVzdA==");
+    let spans: Vec<Value> = posts
+        .iter()
+        .flat_map(|p| {
+            p.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let trace_ids: std::collections::BTreeSet<&str> = spans
+        .iter()
+        .map(|s| s["traceId"].as_str().unwrap())
+        .collect();
+    assert_eq!(trace_ids.len(), 1, "one trace for the whole run");
+    let attr = |span: &Value, key: &str| -> Option<String> {
+        span["attributes"]
+            .as_array()?
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| {
+                let value = &a["value"];
+                value["stringValue"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| value["intValue"].as_str().map(str::to_string))
+                    .unwrap_or_default()
+            })
+    };
+    let named =
+        |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
+    let root = named("invoke_agent main");
+    assert_eq!(root.len(), 1);
+    assert!(root[0].get("parentSpanId").is_none());
+    assert_eq!(
+        attr(root[0], "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    let spawns = named("execute_tool spawn_agent");
+    assert_eq!(spawns.len(), 3);
+    for spawn in &spawns {
+        assert_eq!(spawn["parentSpanId"], root[0]["spanId"]);
+        assert_eq!(
+            attr(spawn, "gen_ai.tool.name").as_deref(),
+            Some("spawn_agent")
+        );
+        assert!(attr(spawn, "gen_ai.tool.call.id").is_some());
+    }
+    let researchers = named("invoke_agent researcher");
+    assert_eq!(researchers.len(), 3);
+    let spawn_ids: Vec<&Value> = spawns.iter().map(|s| &s["spanId"]).collect();
+    for researcher in &researchers {
+        assert!(
+            spawn_ids.contains(&&researcher["parentSpanId"]),
+            "a child nests under its parent's spawn_agent span"
+        );
+        assert_eq!(
+            attr(researcher, "gen_ai.agent.name").as_deref(),
+            Some("researcher")
+        );
+        assert!(attr(researcher, "gen_ai.agent.id").is_some());
+    }
+    let chats = named("chat scripted");
+    assert_eq!(chats.len(), 3 + 2 + 2 + 3, "one per model turn");
+    for chat in &chats {
+        assert_eq!(
+            attr(chat, "gen_ai.request.model").as_deref(),
+            Some("scripted")
+        );
+        assert!(
+            attr(chat, "gen_ai.usage.input_tokens").is_some()
+                && attr(chat, "gen_ai.usage.output_tokens").is_some()
+        );
+    }
+    let denied = named("execute_tool write_file");
+    assert_eq!(denied.len(), 1);
+    assert_eq!(attr(denied[0], "error.type").as_deref(), Some("failed"));
+    assert_eq!(denied[0]["status"]["code"], 2);
+}

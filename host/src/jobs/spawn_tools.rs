@@ -299,6 +299,7 @@ impl Agent {
             children_cancel: cancel.child_token(),
             cancel,
             access,
+            parent_span: Some(tracing::Span::current()),
         };
         tokio::spawn(run_child(child, message, done));
         if !background {

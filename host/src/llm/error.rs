@@ -111,3 +111,21 @@ pub enum LlmError {
         profile: String,
     },
 }
+
+impl LlmError {
+    /// A short, stable name for the kind of failure (for traces).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Config { .. } => "config",
+            LlmError::Auth { .. } => "auth",
+            LlmError::UnknownModel { .. } => "unknown_model",
+            LlmError::ContextTooLong { .. } => "context_too_long",
+            LlmError::RateLimited { .. } => "rate_limited",
+            LlmError::BadRequest { .. } => "bad_request",
+            LlmError::Server { .. } => "server_error",
+            LlmError::Connection { .. } => "connection",
+            LlmError::Malformed { .. } => "malformed_response",
+            LlmError::ScriptExhausted { .. } => "script_exhausted",
+        }
+    }
+}

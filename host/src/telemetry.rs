@@ -1,0 +1,306 @@
+//! Logs and traces. Logs go to stderr, chosen with `RUST_LOG`. Traces follow the
+//! OpenTelemetry GenAI conventions (`invoke_agent {profile}`, `chat {model}`,
+//! `execute_tool {tool}`, `gen_ai.*` attributes) and are exported as OTLP/HTTP JSON to
+//! `{endpoint}/v1/traces` when an endpoint is given (`--otlp-endpoint` or
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`), with headers from `OTEL_EXPORTER_OTLP_HEADERS`
+//! (`key=value,…`, so Langfuse's `Authorization=Basic …` works).
+//!
+//! The exporter is a small `tracing` layer: it keeps each span's ids and attributes,
+//! and ships finished spans in batches from a background task. A span's exported name
+//! is its `otel.name` field when it has one (tracing names are static strings).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Finished spans waiting to be sent, at most this many (older ones are dropped).
+const MAX_QUEUED_SPANS: usize = 100_000;
+/// How often queued spans are sent.
+const EXPORT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// One span's data while it is open.
+struct SpanData {
+    name: String,
+    trace_id: u128,
+    span_id: u64,
+    parent_span_id: Option<u64>,
+    start_ns: u128,
+    attributes: Vec<(String, Value)>,
+}
+
+struct Fields<'a>(&'a mut Vec<(String, Value)>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((
+            field.name().to_string(),
+            json!({"stringValue": format!("{value:?}")}),
+        ));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0
+            .push((field.name().to_string(), json!({"stringValue": value})));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.push((
+            field.name().to_string(),
+            json!({"intValue": value.to_string()}),
+        ));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.push((
+            field.name().to_string(),
+            json!({"intValue": value.to_string()}),
+        ));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0
+            .push((field.name().to_string(), json!({"boolValue": value})));
+    }
+}
+
+/// Random ids from the process's hash seeds and a counter.
+fn random_u64(counter: &AtomicU64) -> u64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(counter.fetch_add(1, Ordering::Relaxed));
+    hasher.finish() | 1
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// The `tracing` layer that records spans for export.
+struct OtlpLayer {
+    queue: Arc<Mutex<Vec<Value>>>,
+    ids: AtomicU64,
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
+    fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let parent = span.parent().and_then(|p| {
+            p.extensions()
+                .get::<SpanData>()
+                .map(|d| (d.trace_id, d.span_id))
+        });
+        let mut data = SpanData {
+            name: span.name().to_string(),
+            trace_id: parent.map_or_else(
+                || (u128::from(random_u64(&self.ids)) << 64) | u128::from(random_u64(&self.ids)),
+                |p| p.0,
+            ),
+            span_id: random_u64(&self.ids),
+            parent_span_id: parent.map(|p| p.1),
+            start_ns: now_ns(),
+            attributes: Vec::new(),
+        };
+        attributes.record(&mut Fields(&mut data.attributes));
+        span.extensions_mut().insert(data);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
+                values.record(&mut Fields(&mut data.attributes));
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(data) = span.extensions_mut().remove::<SpanData>() else {
+            return;
+        };
+        let mut name = data.name;
+        let mut attributes = Vec::new();
+        for (key, value) in data.attributes {
+            if key == "otel.name" {
+                name = value["stringValue"].as_str().unwrap_or(&name).to_string();
+            } else {
+                attributes.retain(|a: &Value| a["key"] != key.as_str());
+                attributes.push(json!({"key": key, "value": value}));
+            }
+        }
+        let error = attributes.iter().any(|a| a["key"] == "error.type");
+        let mut record = json!({
+            "traceId": format!("{:032x}", data.trace_id),
+            "spanId": format!("{:016x}", data.span_id),
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": data.start_ns.to_string(),
+            "endTimeUnixNano": now_ns().to_string(),
+            "attributes": attributes,
+            "status": {"code": if error { 2 } else { 0 }},
+        });
+        if let Some(parent) = data.parent_span_id {
+            record["parentSpanId"] = format!("{parent:016x}").into();
+        }
+        let mut queue = self.queue.lock().expect("span queue poisoned");
+        if queue.len() < MAX_QUEUED_SPANS {
+            queue.push(record);
+        }
+    }
+}
+
+/// Running telemetry; call [`Telemetry::shutdown`] before exiting to flush spans.
+pub struct Telemetry {
+    exporter: Option<(Arc<Mutex<Vec<Value>>>, Exporter)>,
+}
+
+struct Exporter {
+    client: reqwest::Client,
+    url: String,
+    headers: Vec<(String, String)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value` pairs separated by commas, values
+/// percent-decoded.
+pub fn parse_headers(text: &str) -> Vec<(String, String)> {
+    text.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), percent_decode(v.trim())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    spans: Vec<Value>,
+) {
+    if spans.is_empty() {
+        return;
+    }
+    let body = json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "warren"}}]},
+        "scopeSpans": [{"scope": {"name": "warren", "version": env!("CARGO_PKG_VERSION")}, "spans": spans}]
+    }]});
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    match request.send().await {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => eprintln!(
+            "warning: the OTLP endpoint answered HTTP {}",
+            response.status()
+        ),
+        Err(error) => eprintln!("warning: cannot send traces to the OTLP endpoint: {error}"),
+    }
+}
+
+impl Telemetry {
+    /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
+    /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
+    pub fn init(otlp_endpoint: Option<String>) -> Telemetry {
+        let logs = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
+        let Some(endpoint) = otlp_endpoint.filter(|e| !e.is_empty()) else {
+            tracing_subscriber::registry().with(logs).init();
+            return Telemetry { exporter: None };
+        };
+        let queue: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let layer = OtlpLayer {
+            queue: queue.clone(),
+            ids: AtomicU64::new(0),
+        }
+        .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+            meta.is_span() && meta.target().starts_with("warren")
+        }));
+        tracing_subscriber::registry().with(logs).with(layer).init();
+        let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+        let headers = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
+            .map(|h| parse_headers(&h))
+            .unwrap_or_default();
+        let client = reqwest::Client::new();
+        let task = {
+            let (client, url, headers, queue) =
+                (client.clone(), url.clone(), headers.clone(), queue.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(EXPORT_INTERVAL).await;
+                    let spans = std::mem::take(&mut *queue.lock().expect("span queue poisoned"));
+                    send(&client, &url, &headers, spans).await;
+                }
+            })
+        };
+        Telemetry {
+            exporter: Some((
+                queue,
+                Exporter {
+                    client,
+                    url,
+                    headers,
+                    task,
+                },
+            )),
+        }
+    }
+
+    /// Sends every span still queued.
+    pub async fn shutdown(self) {
+        if let Some((queue, exporter)) = self.exporter {
+            exporter.task.abort();
+            let spans = std::mem::take(&mut *queue.lock().expect("span queue poisoned"));
+            send(&exporter.client, &exporter.url, &exporter.headers, spans).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn otlp_headers_parse_and_decode() {
+        assert_eq!(
+            parse_headers("Authorization=Basic%20abc%3D,x-team = blue,,bad"),
+            [
+                ("Authorization".to_string(), "Basic abc=".to_string()),
+                ("x-team".to_string(), "blue".to_string())
+            ]
+        );
+    }
+}
