@@ -36,3 +36,24 @@ pub(crate) fn guests() -> &'static Guests {
         Guests { files: dir.join("files.wasm"), http: dir.join("http.wasm"), hostile: dir.join("hostile.wasm") }
     })
 }
+
+/// Builds the Python plugin (componentize-py, installed from PyPI by its build script
+/// when missing) once per process.
+pub(crate) fn python_plugin() -> &'static PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let out = root.join("target").join("wasm").join("python-data.wasm");
+        let output = Command::new(root.join("plugins/python-data/build.sh"))
+            .arg(&out)
+            .output()
+            .expect("running plugins/python-data/build.sh");
+        assert!(
+            output.status.success(),
+            "building the Python plugin failed (it needs python3 with pip, to install componentize-py from PyPI):\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    })
+}

@@ -8,6 +8,7 @@ mod cli;
 mod events;
 mod fake_llm;
 mod guests;
+mod languages;
 mod llm;
 mod plugins;
 mod sandbox;

@@ -1,0 +1,109 @@
+//! Plugins written in other languages, built from source in this repository, called
+//! through `warren call` and through an agent run with a scripted model.
+
+use std::process::Command;
+
+use warren::events::Event;
+use warren::{AgentState, Config, Host};
+
+use crate::support::{cache_dir, World};
+
+fn python_world() -> (World, std::path::PathBuf) {
+    let world = World::new();
+    std::fs::create_dir(world.path("data")).unwrap();
+    std::fs::write(
+        world.path("data/sales.csv"),
+        "region,units,price\nnorth,10,2.5\nsouth,,3\nnorth,7,2\n",
+    )
+    .unwrap();
+    let plugin = crate::guests::python_plugin();
+    let config = world.path("warren.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\nfiles = [{plugin:?}]\ncache_dir = {:?}\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+             [profiles.main]\ntools = [\"csv_summary\", \"text_stats\"]\n[profiles.main.capabilities]\nfs = [{{ host = \"data\", guest = \"/data\" }}]\nmemory_mb = 256\n",
+            cache_dir()
+        ),
+    )
+    .unwrap();
+    (world, config)
+}
+
+const SUMMARY: &str = "/data/sales.csv: 3 rows, 3 columns\n- region: 3 values, 0 empty, most common: north (2), south (1)\n\
+- units: 2 values, 1 empty, min 7, max 10, mean 8.5\n- price: 3 values, 0 empty, min 2, max 3, mean 2.5";
+
+#[test]
+fn python_plugin_through_warren_call() {
+    let (world, config) = python_world();
+    let call = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let output = call(&["call", "csv_summary", r#"{"path":"/data/sales.csv"}"#]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim_end(), SUMMARY);
+    let output = call(&["call", "text_stats", r#"{"text":"the fox and the dog"}"#]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        "1 lines, 5 words, 19 characters; most frequent: the (2), fox (1), and (1), dog (1)"
+    );
+    // Outside the granted directory, and bad input.
+    std::fs::write(world.path("secret.csv"), "a\n1\n").unwrap();
+    let output = call(&[
+        "call",
+        "csv_summary",
+        &format!(r#"{{"path":"{}"}}"#, world.path("secret.csv").display()),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no such file"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = call(&["call", "csv_summary", r#"{"path": 5}"#]);
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("invalid input for csv_summary: `path` must be a non-empty string"));
+}
+
+#[tokio::test]
+async fn python_plugin_in_an_agent_run() {
+    let (world, config) = python_world();
+    std::fs::write(
+        world.path("script.toml"),
+        "[[turns]]\ntool_calls = [{ name = \"csv_summary\", arguments = { path = \"/data/sales.csv\" } }]\n\n\
+         [[turns]]\nwhen = \"3 rows\"\ntext = \"Three sales rows.\"\n",
+    )
+    .unwrap();
+    let host = Host::load(Config::load(&config).unwrap()).await.unwrap();
+    let run = host.start("main", "Summarise the sales.", None).unwrap();
+    let mut events = run.events();
+    let report = run.wait().await;
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    assert_eq!(report.root.text, "Three sales rows.");
+    let mut finished = None;
+    while let Ok(Some(record)) =
+        tokio::time::timeout(std::time::Duration::from_millis(100), events.next()).await
+    {
+        if let Event::ToolCallFinished {
+            tool,
+            outcome,
+            summary,
+            ..
+        } = record.event
+        {
+            finished = Some((tool, outcome, summary));
+        }
+    }
+    let (tool, outcome, summary) = finished.unwrap();
+    assert_eq!((tool.as_str(), outcome.as_str()), ("csv_summary", "ok"));
+    assert!(summary.starts_with("/data/sales.csv: 3 rows"), "{summary}");
+}
