@@ -57,3 +57,32 @@ pub(crate) fn python_plugin() -> &'static PathBuf {
         out
     })
 }
+
+/// Builds the JavaScript plugin (componentize-js from npm, pinned by package-lock.json)
+/// once per process.
+pub(crate) fn js_plugin() -> &'static PathBuf {
+    static JS: OnceLock<PathBuf> = OnceLock::new();
+    JS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let dir = root.join("plugins/js-markdown");
+        let out = root.join("target").join("wasm").join("js-markdown.wasm");
+        let run = |program: &str, args: &[&str]| {
+            let output = Command::new(program)
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap_or_else(|e| panic!("running {program} (Node.js and npm are needed for the JavaScript plugin): {e}"));
+            assert!(
+                output.status.success(),
+                "{program} {args:?} failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        if !dir.join("node_modules/@bytecodealliance/componentize-js").exists() {
+            run("npm", &["ci", "--no-audit", "--no-fund"]);
+        }
+        run("node", &["build.mjs", out.to_str().unwrap()]);
+        out
+    })
+}

@@ -107,3 +107,55 @@ async fn python_plugin_in_an_agent_run() {
     assert_eq!((tool.as_str(), outcome.as_str()), ("csv_summary", "ok"));
     assert!(summary.starts_with("/data/sales.csv: 3 rows"), "{summary}");
 }
+
+#[tokio::test]
+async fn javascript_plugin_through_warren_call_and_an_agent_run() {
+    let world = World::new();
+    let plugin = crate::guests::js_plugin();
+    let config = world.path("warren.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\nfiles = [{plugin:?}]\ncache_dir = {:?}\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n[profiles.main]\n",
+            cache_dir()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "call",
+            "html_to_text",
+            r#"{"html":"<p>Hello &amp; <b>world</b></p><script>x()</script><ul><li>a</li></ul>"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        "Hello & world\n\n• a"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "markdown_to_text", "{}"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("invalid input for markdown_to_text: `markdown` must be a string"));
+
+    std::fs::write(
+        world.path("script.toml"),
+        "[[turns]]\ntool_calls = [{ name = \"markdown_to_text\", arguments = { markdown = \"# Hi\\n\\n**bold** [x](https://x.org)\" } }]\n\n\
+         [[turns]]\nwhen = \"bold x (https://x.org)\"\ntext = \"converted\"\n",
+    )
+    .unwrap();
+    let host = Host::load(Config::load(&config).unwrap()).await.unwrap();
+    let report = host.start("main", "Convert.", None).unwrap().wait().await;
+    assert_eq!(report.root.text, "converted", "{:?}", report.root);
+}
