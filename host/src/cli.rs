@@ -59,6 +59,9 @@ enum Command {
     /// cleanly; a second Ctrl-C exits at once. Exit code 1 when the root agent did not
     /// finish with an answer.
     Run(RunArgs),
+    /// Work with plugin components.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Run one tool under a profile's capabilities and print its result.
     ///
     /// The result goes to stdout. A failure (denied, timeout, out of fuel, memory or
@@ -75,6 +78,16 @@ struct ToolsArgs {
     /// Print JSON (an array of {name, plugin, description, input_schema}).
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginCommand {
+    /// Show the tools, schemas, WASI imports and exports a component declares, and
+    /// whether it implements the warren:plugin/plugin world.
+    Inspect {
+        /// The component (.wasm) to inspect.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -157,6 +170,9 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
+    if let Command::Plugin(PluginCommand::Inspect { file }) = &cli.command {
+        return Ok(inspect(file).await?);
+    }
     let config = Config::load(&cli.config)?;
     match cli.command {
         Command::Tools(args) => {
@@ -220,6 +236,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 )));
             }
         }
+        Command::Plugin(_) => unreachable!("handled before the config is loaded"),
         Command::Call(args) => {
             let profile = config.profile(&args.profile)?;
             let arguments = if args.arguments == "-" {
@@ -408,4 +425,42 @@ fn report_json(report: &RunReport) -> serde_json::Value {
     root["total_cost_usd"] = report.cost_usd.into();
     root["agents"] = agents.into();
     root
+}
+
+/// `warren plugin inspect FILE`.
+async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
+    let sandbox = Sandbox::new().context("creating the sandbox")?;
+    let cache = crate::plugin::CompileCache::default_dir().map_or_else(
+        crate::plugin::CompileCache::disabled,
+        crate::plugin::CompileCache::new,
+    );
+    let (component, _) = cache.load(sandbox.engine(), file)?;
+    let ty = component.component_type();
+    println!("{}", file.display());
+    println!("imports:");
+    for (name, _) in ty.imports(sandbox.engine()) {
+        println!("  {name}");
+    }
+    println!("exports:");
+    for (name, _) in ty.exports(sandbox.engine()) {
+        println!("  {name}");
+    }
+    let name = file
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let pre = sandbox.prepare(&component).map_err(|error| {
+        anyhow::anyhow!(
+            "{} does not implement the warren:plugin/plugin world (see wit/plugin.wit): {error:#}",
+            file.display()
+        )
+    })?;
+    let tools = sandbox.list_tools(&pre, &name).await?;
+    println!("tools:");
+    for tool in tools {
+        println!(
+            "  {}: {}\n    arguments: {}",
+            tool.name, tool.description, tool.input_schema
+        );
+    }
+    Ok(())
 }

@@ -237,3 +237,39 @@ async fn ctrl_c_cancels_the_run_cleanly() {
         "the model request was aborted"
     );
 }
+
+#[test]
+fn plugin_inspect_shows_tools_imports_and_misfits() {
+    let world = World::new();
+    let files = &crate::support::guests().files;
+    let output = warren(&world, &["plugin", "inspect", files.to_str().unwrap()]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        stdout.contains("  wasi:filesystem/preopens@0.2.12")
+            && stdout.contains("  warren:plugin/tool@0.1.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  read_file: Read a UTF-8 text file")
+            && stdout.contains(r#""required":["path"]"#),
+        "{stdout}"
+    );
+
+    // The smallest valid component: it exports nothing.
+    let empty = world.path("empty.wasm");
+    std::fs::write(&empty, b"\0asm\x0d\x00\x01\x00").unwrap();
+    let output = warren(&world, &["plugin", "inspect", empty.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("does not implement the warren:plugin/plugin world"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = warren(&world, &["plugin", "inspect", "missing.wasm"]);
+    assert!(
+        text(&output.stderr).contains("reading missing.wasm"),
+        "{}",
+        text(&output.stderr)
+    );
+}
