@@ -3,7 +3,7 @@
 //!
 //! Run with: `cargo bench --bench call_overhead` (prints p50/p99 and the ratio).
 
-#[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
+#[allow(dead_code)] // the bench uses some of the guests only
 #[path = "../../tests/all/guests.rs"]
 mod guests;
 
@@ -99,6 +99,43 @@ fn main() -> anyhow::Result<()> {
             "sandbox call is {:.1}x faster than a process spawn (p50)",
             us(native_p50) / us(sandbox_p50)
         );
+
+        // Per language: first start (compile), cached start, and per-call cost of a
+        // small text tool, each call in a fresh sandbox.
+        let languages = [
+            ("rust (hostile echo)", hostile.clone(), "echo", r#"{"text":"the fox and the dog"}"#),
+            ("python (componentize-py)", guests::python_plugin().clone(), "text_stats", r#"{"text":"the fox and the dog"}"#),
+            ("javascript (componentize-js)", guests::js_plugin().clone(), "markdown_to_text", r##"{"markdown":"# the **fox**"}"##),
+        ];
+        println!();
+        for (language, file, tool, arguments) in languages {
+            let size_mb = std::fs::metadata(&file)?.len() as f64 / 1e6;
+            let cache_dir = tempfile::tempdir()?;
+            let cache = CompileCache::new(cache_dir.path().to_path_buf());
+            let mut starts = Vec::new();
+            for _ in 0..2 {
+                let started = Instant::now();
+                ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+                starts.push(started.elapsed());
+            }
+            let registry = ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+            let mut samples = Vec::new();
+            for i in 0..220 {
+                let started = Instant::now();
+                registry.call(&access, tool, arguments).await?;
+                if i >= 20 {
+                    samples.push(started.elapsed());
+                }
+            }
+            samples.sort();
+            println!(
+                "{language:<30} {size_mb:>5.1} MB  first start {:>8.1} ms  cached start {:>6.1} ms  call p50 {:>8.1} µs  p99 {:>8.1} µs",
+                starts[0].as_secs_f64() * 1e3,
+                starts[1].as_secs_f64() * 1e3,
+                us(percentile(&samples, 0.5)),
+                us(percentile(&samples, 0.99)),
+            );
+        }
         Ok(())
     })
 }
