@@ -80,7 +80,7 @@ pub(crate) fn js_plugin() -> &'static PathBuf {
             );
         };
         if !dir.join("node_modules/@bytecodealliance/componentize-js").exists() {
-            run("npm", &["ci", "--no-audit", "--no-fund"]);
+            run("npm", &["install", "--no-audit", "--no-fund"]);
         }
         run("node", &["build.mjs", out.to_str().unwrap()]);
         out
