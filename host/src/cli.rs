@@ -82,6 +82,18 @@ struct ToolsArgs {
 
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
+    /// Scaffold a working plugin: the WIT contract, one example tool (`greet`), a build
+    /// script, a test script (./test.sh) and a warren.toml to try it with.
+    New {
+        /// The plugin's name (a-z, 0-9, `_`, `-`); also the directory created.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum)]
+        lang: crate::scaffold::Language,
+        /// Where to create it.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Show the tools, schemas, WASI imports and exports a component declares, and
     /// whether it implements the warren:plugin/plugin world.
     Inspect {
@@ -170,8 +182,19 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
-    if let Command::Plugin(PluginCommand::Inspect { file }) = &cli.command {
-        return Ok(inspect(file).await?);
+    match &cli.command {
+        Command::Plugin(PluginCommand::Inspect { file }) => return Ok(inspect(file).await?),
+        Command::Plugin(PluginCommand::New { name, lang, dir }) => {
+            let files = crate::scaffold::new_plugin(dir, name, *lang)?;
+            let root = dir.join(name);
+            println!("created {} ({} files)", root.display(), files.len());
+            println!(
+                "next: cd {} && ./test.sh   (builds it and calls its `greet` tool through warren)",
+                root.display()
+            );
+            return Ok(());
+        }
+        _ => {}
     }
     let config = Config::load(&cli.config)?;
     match cli.command {

@@ -25,6 +25,7 @@ pub mod jobs;
 pub mod llm;
 pub mod plugin;
 pub mod sandbox;
+pub mod scaffold;
 pub mod telemetry;
 pub mod ui;
 

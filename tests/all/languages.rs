@@ -159,3 +159,56 @@ async fn javascript_plugin_through_warren_call_and_an_agent_run() {
     let report = host.start("main", "Convert.", None).unwrap().wait().await;
     assert_eq!(report.root.text, "converted", "{:?}", report.root);
 }
+
+/// `warren plugin new` for each language, then the scaffold's own test (which builds
+/// it and calls its tool through the same `warren` binary).
+#[test]
+fn scaffolded_plugins_build_and_pass_their_own_test() {
+    crate::support::guests(); // makes sure the wasm32-wasip2 target is there
+    let dir = tempfile::tempdir().unwrap();
+    let warren = env!("CARGO_BIN_EXE_warren");
+    for lang in ["rust", "python", "js"] {
+        let name = format!("hello-{lang}");
+        let output = Command::new(warren)
+            .args(["plugin", "new", &name, "--lang", lang, "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let root = dir.path().join(&name);
+        assert!(root.join("wit/plugin.wit").is_file() && root.join("test.sh").is_file());
+        let output = Command::new(root.join("test.sh"))
+            .env("WARREN", warren)
+            .env(
+                "CARGO_TARGET_DIR",
+                crate::support::root().join("target/wasm"),
+            )
+            .env("XDG_CACHE_HOME", cache_dir())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{lang} scaffold test failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(String::from_utf8_lossy(&output.stdout)
+            .contains(&format!("ok: {name} works under warren")));
+    }
+    let output = Command::new(warren)
+        .args(["plugin", "new", "hello-rust", "--lang", "rust", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("already exists"));
+    let output = Command::new(warren)
+        .args(["plugin", "new", "Bad Name", "--lang", "js"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("plugin name `Bad Name` must start with a lower-case letter"));
+}

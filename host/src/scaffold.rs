@@ -1,0 +1,107 @@
+//! `warren plugin new NAME --lang rust|python|js`: a working plugin to start from,
+//! with the WIT contract copied in, one example tool (`greet`), a build script, a test
+//! script that checks the tool through warren, and a `warren.toml` to try it with.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// The languages `warren plugin new` can scaffold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Language {
+    /// Rust with wit-bindgen, built for wasm32-wasip2.
+    Rust,
+    /// Python with componentize-py.
+    Python,
+    /// JavaScript with componentize-js.
+    Js,
+}
+
+/// The contract, copied into every new plugin so it builds on its own.
+const WIT: &[(&str, &str)] = &[
+    ("wit/plugin.wit", include_str!("../../wit/plugin.wit")),
+    ("wit/deps/cli.wit", include_str!("../../wit/deps/cli.wit")),
+    (
+        "wit/deps/clocks.wit",
+        include_str!("../../wit/deps/clocks.wit"),
+    ),
+    (
+        "wit/deps/filesystem.wit",
+        include_str!("../../wit/deps/filesystem.wit"),
+    ),
+    ("wit/deps/http.wit", include_str!("../../wit/deps/http.wit")),
+    ("wit/deps/io.wit", include_str!("../../wit/deps/io.wit")),
+    (
+        "wit/deps/random.wit",
+        include_str!("../../wit/deps/random.wit"),
+    ),
+    (
+        "wit/deps/sockets.wit",
+        include_str!("../../wit/deps/sockets.wit"),
+    ),
+];
+
+const COMMON: &[(&str, &str)] = &[
+    ("test.sh", include_str!("../templates/test.sh")),
+    ("warren.toml", include_str!("../templates/warren.toml")),
+];
+
+const RUST: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
+    ("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
+    ("build.sh", include_str!("../templates/rust/build.sh")),
+];
+
+const PYTHON: &[(&str, &str)] = &[
+    ("app.py", include_str!("../templates/python/app.py")),
+    (
+        "requirements.txt",
+        include_str!("../templates/python/requirements.txt"),
+    ),
+    ("build.sh", include_str!("../templates/python/build.sh")),
+];
+
+const JS: &[(&str, &str)] = &[
+    ("plugin.js", include_str!("../templates/js/plugin.js")),
+    ("package.json", include_str!("../templates/js/package.json")),
+    ("build.mjs", include_str!("../templates/js/build.mjs")),
+    ("build.sh", include_str!("../templates/js/build.sh")),
+];
+
+/// Writes a new plugin called `name` in `dir/name`; returns the files written.
+pub fn new_plugin(dir: &Path, name: &str, language: Language) -> anyhow::Result<Vec<PathBuf>> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    anyhow::ensure!(valid, "plugin name `{name}` must start with a lower-case letter and use only a-z, 0-9, `_` and `-`");
+    let root = dir.join(name);
+    anyhow::ensure!(
+        !root.exists(),
+        "{} already exists; choose another name or directory",
+        root.display()
+    );
+    let files = match language {
+        Language::Rust => RUST,
+        Language::Python => PYTHON,
+        Language::Js => JS,
+    };
+    let mut written = Vec::new();
+    for (path, template) in WIT.iter().chain(COMMON).chain(files) {
+        let target = root.join(path);
+        std::fs::create_dir_all(target.parent().expect("templates live in a directory"))
+            .with_context(|| format!("creating {}", root.display()))?;
+        let text = template
+            .replace("{{name}}", name)
+            .replace("{{crate}}", &name.replace('-', "_"));
+        std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+        if path.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+        }
+        written.push(target);
+    }
+    Ok(written)
+}
