@@ -65,11 +65,21 @@ fn main() -> anyhow::Result<()> {
             );
         }
         let registry = ToolRegistry::load(sandbox, std::slice::from_ref(&hostile), &cache).await?;
+        // A small file for the C plugin's checksum tool.
+        let input_dir = tempfile::tempdir()?;
+        std::fs::write(input_dir.path().join("input.txt"), "the fox and the dog")?;
         let profile = Profile {
             name: "bench".into(),
             description: None,
             tools: ToolSelection::all(),
-            capabilities: CapabilitySet::default(),
+            capabilities: CapabilitySet {
+                fs: vec![warren::sandbox::capabilities::FsGrant {
+                    host: input_dir.path().canonicalize()?,
+                    guest: "/bench".into(),
+                    mode: warren::sandbox::capabilities::FsMode::ReadOnly,
+                }],
+                ..CapabilitySet::default()
+            },
             system_prompt: String::new(),
             model: None,
             limits: Default::default(),
@@ -105,6 +115,7 @@ fn main() -> anyhow::Result<()> {
         let languages = [
             ("rust (hostile echo)", hostile.clone(), "echo", r#"{"text":"the fox and the dog"}"#),
             ("python (componentize-py)", guests::python_plugin().clone(), "text_stats", r#"{"text":"the fox and the dog"}"#),
+            ("c (wasi-libc + adapter)", guests::c_plugin(env!("CARGO_BIN_EXE_warren")).clone(), "checksum", r#"{"path":"/bench/input.txt"}"#),
             ("javascript (componentize-js)", guests::js_plugin().clone(), "markdown_to_text", r##"{"markdown":"# the **fox**"}"##),
         ];
         println!();

@@ -94,6 +94,15 @@ enum PluginCommand {
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
+    /// Wrap a core module (wasm32-wasip1, e.g. C built with wasi-libc and wit-bindgen's
+    /// bindings) into a plugin component, with the WASI preview1 reactor adapter.
+    Componentize {
+        /// The core module.
+        module: PathBuf,
+        /// Where to write the component.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
     /// Show the tools, schemas, WASI imports and exports a component declares, and
     /// whether it implements the warren:plugin/plugin world.
     Inspect {
@@ -184,6 +193,11 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Plugin(PluginCommand::Inspect { file }) => return Ok(inspect(file).await?),
+        Command::Plugin(PluginCommand::Componentize { module, output }) => {
+            let size = crate::plugin::componentize::componentize(module, output)?;
+            println!("wrote {} ({size} bytes)", output.display());
+            return Ok(());
+        }
         Command::Plugin(PluginCommand::New { name, lang, dir }) => {
             let files = crate::scaffold::new_plugin(dir, name, *lang)?;
             let root = dir.join(name);

@@ -273,3 +273,27 @@ fn plugin_inspect_shows_tools_imports_and_misfits() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn plugin_componentize_names_a_bad_input() {
+    let world = World::new();
+    let bogus = world.path("bogus.wasm");
+    std::fs::write(&bogus, b"not wasm").unwrap();
+    let output = warren(
+        &world,
+        &[
+            "plugin",
+            "componentize",
+            bogus.to_str().unwrap(),
+            "-o",
+            "out.wasm",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("is not a core module with component type information"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!world.path("out.wasm").exists());
+}

@@ -86,3 +86,25 @@ pub(crate) fn js_plugin() -> &'static PathBuf {
         out
     })
 }
+
+/// Builds the C plugin (Debian clang + wasi-libc, wit-bindgen's C bindings, then
+/// `warren plugin componentize`) once per process.
+pub(crate) fn c_plugin(warren: &str) -> &'static PathBuf {
+    static C: OnceLock<PathBuf> = OnceLock::new();
+    C.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let out = root.join("target").join("wasm").join("c-checksum.wasm");
+        let output = Command::new(root.join("plugins/c-checksum/build.sh"))
+            .arg(&out)
+            .env("WARREN", warren)
+            .output()
+            .expect("running plugins/c-checksum/build.sh");
+        assert!(
+            output.status.success(),
+            "building the C plugin failed (needs: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32):\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    })
+}

@@ -212,3 +212,67 @@ fn scaffolded_plugins_build_and_pass_their_own_test() {
     assert!(String::from_utf8_lossy(&output.stderr)
         .contains("plugin name `Bad Name` must start with a lower-case letter"));
 }
+
+#[tokio::test]
+async fn c_plugin_through_warren_call_and_an_agent_run() {
+    let world = World::new();
+    std::fs::create_dir(world.path("data")).unwrap();
+    std::fs::write(world.path("data/a.txt"), "hello world").unwrap();
+    let plugin = crate::guests::c_plugin(env!("CARGO_BIN_EXE_warren"));
+    let config = world.path("warren.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\nfiles = [{plugin:?}]\ncache_dir = {:?}\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+             [profiles.main.capabilities]\nfs = [{{ host = \"data\", guest = \"/data\" }}]\n",
+            cache_dir()
+        ),
+    )
+    .unwrap();
+    let call = |args: &str| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("--config")
+            .arg(&config)
+            .args(["call", "checksum", args])
+            .output()
+            .unwrap()
+    };
+    // Known values: zlib.crc32 / zlib.adler32 of b"hello world".
+    let output = call(r#"{"path":"/data/a.txt"}"#);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        "crc32 0d4a1185  11 bytes  /data/a.txt"
+    );
+    let output = call(r#"{"path":"/data/a.txt","algorithm":"adler32"}"#);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        "adler32 1a0b045d  11 bytes  /data/a.txt"
+    );
+    let output = call(r#"{"path":"/data/../secret.txt"}"#);
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("checksum failed: denied"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = call(r#"{"path":"/data/a.txt","algorithm":"md5"}"#);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("invalid input for checksum"));
+
+    std::fs::write(
+        world.path("script.toml"),
+        "[[turns]]\ntool_calls = [{ name = \"checksum\", arguments = { path = \"/data/a.txt\", algorithm = \"fnv1a64\" } }]\n\n\
+         [[turns]]\nwhen = \"fnv1a64 779a65e7023cd2e7\"\ntext = \"checked\"\n",
+    )
+    .unwrap();
+    let host = Host::load(Config::load(&config).unwrap()).await.unwrap();
+    let report = host
+        .start("main", "Checksum a.txt.", None)
+        .unwrap()
+        .wait()
+        .await;
+    assert_eq!(report.root.text, "checked", "{:?}", report.root);
+}

@@ -5,6 +5,7 @@
 //! `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
 mod cache;
+pub mod componentize;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
