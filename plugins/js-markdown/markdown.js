@@ -1,7 +1,63 @@
-// warren plugin in JavaScript: markdown and HTML to plain text.
+// warren plugin in JavaScript: markdown and HTML to plain text, and web pages fetched
+// through wasi:http (so capabilities.net decides which hosts are reachable).
 // Build: node build.mjs (componentize-js, pinned in package.json / package-lock.json).
 
+import { handle } from "wasi:http/outgoing-handler@0.2.12";
+import { Fields, OutgoingRequest } from "wasi:http/types@0.2.12";
+
 const MAX_INPUT = 4 * 1024 * 1024;
+/// A fetched page is read up to this many bytes.
+const MAX_PAGE = 2 * 1024 * 1024;
+
+/// GETs `url` through wasi:http and returns the body as text.
+function fetchPage(url) {
+  const match = /^(https?):\/\/([^/?#]+)([^#]*)/.exec(url);
+  if (!match) throw { tag: "invalid-input", val: `\`${url}\` is not an http:// or https:// URL` };
+  const request = new OutgoingRequest(new Fields());
+  request.setScheme({ tag: match[1] === "https" ? "HTTPS" : "HTTP" });
+  request.setAuthority(match[2]);
+  request.setPathWithQuery(match[3] || "/");
+  // `get` gives option<result<result<incoming-response, error-code>>>; an error code can
+  // also be thrown by `handle` itself.
+  let outcome;
+  try {
+    const pending = handle(request, undefined);
+    pending.subscribe().block();
+    outcome = pending.get()?.val;
+  } catch (error) {
+    outcome = { tag: "err", val: error?.payload ?? error };
+  }
+  if (!outcome || outcome.tag !== "ok") {
+    const code = outcome?.val?.tag ?? String(outcome?.val);
+    if (code === "HTTP-request-denied") {
+      throw { tag: "failed", val: `denied: ${match[2]} is not in this profile's network allow-list (capabilities.net)` };
+    }
+    throw { tag: "failed", val: `request to ${match[2]} failed: ${code}` };
+  }
+  const response = outcome.val;
+  const status = response.status();
+  const stream = response.consume().stream();
+  const chunks = [];
+  let size = 0;
+  while (size < MAX_PAGE) {
+    let chunk;
+    try {
+      chunk = stream.blockingRead(BigInt(65536));
+    } catch {
+      break; // closed
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk.subarray(0, Math.min(chunk.length, size - offset)), offset);
+    offset += chunk.length;
+  }
+  if (status >= 400) throw { tag: "failed", val: `${url} answered HTTP ${status}` };
+  return new TextDecoder().decode(bytes);
+}
 
 const schema = (field, description) =>
   JSON.stringify({
@@ -80,6 +136,11 @@ export const tool = {
         inputSchema: schema("markdown", "Markdown source"),
       },
       {
+        name: "fetch_text",
+        description: "Fetch a web page (HTTP GET) and return it as plain text.",
+        inputSchema: schema("url", "http:// or https:// URL"),
+      },
+      {
         name: "html_to_text",
         description: "Turn an HTML page into readable plain text (scripts and styles dropped, entities decoded).",
         inputSchema: schema("html", "HTML source"),
@@ -92,6 +153,8 @@ export const tool = {
         return markdownToText(argument(argumentsJson, "markdown"));
       case "html_to_text":
         return htmlToText(argument(argumentsJson, "html"));
+      case "fetch_text":
+        return htmlToText(fetchPage(argument(argumentsJson, "url")));
       default:
         throw { tag: "invalid-input", val: `unknown tool \`${name}\`` };
     }

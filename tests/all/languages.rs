@@ -108,19 +108,55 @@ async fn python_plugin_in_an_agent_run() {
     assert!(summary.starts_with("/data/sales.csv: 3 rows"), "{summary}");
 }
 
-#[tokio::test]
+// Multi-threaded: the test blocks on `warren` processes while its HTTP server answers.
+#[tokio::test(flavor = "multi_thread")]
 async fn javascript_plugin_through_warren_call_and_an_agent_run() {
     let world = World::new();
     let plugin = crate::guests::js_plugin();
+    let (port, _) =
+        crate::support::http_server("<html><body><h1>News</h1><p>fox &amp; dog</p></body></html>")
+            .await;
     let config = world.path("warren.toml");
     std::fs::write(
         &config,
         format!(
-            "[plugins]\nfiles = [{plugin:?}]\ncache_dir = {:?}\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n[profiles.main]\n",
+            "[plugins]\nfiles = [{plugin:?}]\ncache_dir = {:?}\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+             [profiles.main.capabilities]\nnet = [\"127.0.0.1:{port}\"]\n[profiles.offline]\n",
             cache_dir()
         ),
     )
     .unwrap();
+    // fetch_text goes through wasi:http, so the profile's net allow-list decides.
+    let fetch = |profile: &str| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "call",
+                "fetch_text",
+                &format!(r#"{{"url":"http://127.0.0.1:{port}/"}}"#),
+                "--profile",
+                profile,
+            ])
+            .output()
+            .unwrap()
+    };
+    let output = fetch("main");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        "News\n\nfox & dog"
+    );
+    let output = fetch("offline");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("fetch_text was denied HTTP request"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let output = Command::new(env!("CARGO_BIN_EXE_warren"))
         .arg("--config")
         .arg(&config)
