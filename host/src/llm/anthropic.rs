@@ -129,20 +129,6 @@ impl Anthropic {
         body
     }
 
-    fn finish(
-        &self,
-        message: AssistantMessage,
-        finish: FinishReason,
-        usage: Usage,
-    ) -> ChatResponse {
-        ChatResponse {
-            message,
-            finish,
-            usage,
-            cost_usd: self.price.cost(usage),
-        }
-    }
-
     async fn read_json(
         &self,
         response: reqwest::Response,
@@ -169,7 +155,7 @@ impl Anthropic {
         add_usage(&mut usage, &value["usage"]);
         let finish = stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn"));
         emit_whole(events, &message, usage, &finish);
-        Ok(self.finish(message, finish, usage))
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
     async fn read_stream(
@@ -288,7 +274,7 @@ impl Anthropic {
         }
         let finish = finish.unwrap_or(FinishReason::Stop);
         emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(self.finish(message, finish, usage))
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 }
 

@@ -211,6 +211,23 @@ pub struct ChatResponse {
     pub cost_usd: f64,
 }
 
+impl ChatResponse {
+    /// A response with its cost computed from `price`.
+    pub(crate) fn priced(
+        message: AssistantMessage,
+        finish: FinishReason,
+        usage: Usage,
+        price: &Price,
+    ) -> Self {
+        ChatResponse {
+            message,
+            finish,
+            usage,
+            cost_usd: price.cost(usage),
+        }
+    }
+}
+
 /// A model behind an API.
 #[async_trait::async_trait]
 pub trait Provider: Send + Sync {

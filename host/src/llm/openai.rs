@@ -95,20 +95,6 @@ impl OpenAi {
         body
     }
 
-    fn finish(
-        &self,
-        message: AssistantMessage,
-        finish: FinishReason,
-        usage: Usage,
-    ) -> ChatResponse {
-        ChatResponse {
-            message,
-            finish,
-            usage,
-            cost_usd: self.price.cost(usage),
-        }
-    }
-
     async fn read_json(
         &self,
         response: reqwest::Response,
@@ -142,7 +128,7 @@ impl OpenAi {
         let finish = finish_reason(choice["finish_reason"].as_str().unwrap_or("stop"));
         let message = AssistantMessage { text, tool_calls };
         emit_whole(events, &message, usage, &finish);
-        Ok(self.finish(message, finish, usage))
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
     async fn read_stream(
@@ -239,7 +225,12 @@ impl OpenAi {
             emit(events, StreamEvent::ToolCall(call.clone()));
         }
         emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(self.finish(AssistantMessage { text, tool_calls }, finish, usage_seen))
+        Ok(ChatResponse::priced(
+            AssistantMessage { text, tool_calls },
+            finish,
+            usage_seen,
+            &self.price,
+        ))
     }
 }
 

@@ -215,11 +215,6 @@ impl super::Provider for Scripted {
             tool_calls,
         };
         emit_whole(events, &message, usage, &finish);
-        Ok(ChatResponse {
-            message,
-            finish,
-            usage,
-            cost_usd: self.price.cost(usage),
-        })
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 }
