@@ -9,9 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::openai::{api_key, json_offset, malformed};
 use super::sse::SseParser;
-use super::transport::{excerpt, Transport};
+use super::transport::{api_key, excerpt, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
     LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
@@ -28,10 +27,6 @@ pub struct Anthropic {
     transport: Transport,
     /// `{base_url}/messages`.
     url: String,
-    /// Sent as `x-api-key`.
-    api_key: Option<String>,
-    /// Extra headers from the config.
-    headers: BTreeMap<String, String>,
     /// For cost.
     price: Price,
     /// Output limit per call.
@@ -54,11 +49,13 @@ impl Anthropic {
             .as_deref()
             .unwrap_or("https://api.anthropic.com/v1")
             .trim_end_matches('/');
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
+        headers.extend(
+            api_key(name, config, "ANTHROPIC_API_KEY")?.map(|key| ("x-api-key", key, true)),
+        );
         Ok(Anthropic {
-            transport: Transport::new("anthropic", config)?,
+            transport: Transport::new("anthropic", config, &headers)?,
             url: format!("{base}/messages"),
-            api_key: api_key(name, config, "ANTHROPIC_API_KEY")?,
-            headers: config.headers.clone(),
             price: config.price,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             stream: config.stream,
@@ -289,25 +286,9 @@ impl super::Provider for Anthropic {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let body = bytes::Bytes::from(self.body(request).to_string());
         let response = self
             .transport
-            .send(|| {
-                let mut builder = self
-                    .transport
-                    .client()
-                    .post(&self.url)
-                    .header("anthropic-version", ANTHROPIC_VERSION)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-                if let Some(key) = &self.api_key {
-                    builder = builder.header("x-api-key", key);
-                }
-                for (name, value) in &self.headers {
-                    builder = builder.header(name, value);
-                }
-                builder
-            })
+            .post_json(&self.url, &self.body(request))
             .await?;
         if self.stream {
             self.read_stream(response, events).await

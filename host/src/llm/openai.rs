@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::sse::SseParser;
-use super::transport::{excerpt, Transport};
+use super::transport::{api_key, excerpt, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
     LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
@@ -21,10 +21,6 @@ pub struct OpenAi {
     transport: Transport,
     /// `{base_url}/chat/completions`.
     url: String,
-    /// `Authorization: Bearer …`, when a key is configured.
-    api_key: Option<String>,
-    /// Extra headers from the config.
-    headers: BTreeMap<String, String>,
     /// For cost.
     price: Price,
     /// `max_tokens`, when set.
@@ -41,11 +37,13 @@ impl OpenAi {
             .as_deref()
             .unwrap_or("https://api.openai.com/v1")
             .trim_end_matches('/');
+        let auth: Vec<(&str, String, bool)> = api_key(name, config, "OPENAI_API_KEY")?
+            .map(|key| ("authorization", format!("Bearer {key}"), true))
+            .into_iter()
+            .collect();
         Ok(OpenAi {
-            transport: Transport::new("openai", config)?,
+            transport: Transport::new("openai", config, &auth)?,
             url: format!("{base}/chat/completions"),
-            api_key: api_key(name, config, "OPENAI_API_KEY")?,
-            headers: config.headers.clone(),
             price: config.price,
             max_tokens: config.max_tokens,
             stream: config.stream,
@@ -245,24 +243,9 @@ impl super::Provider for OpenAi {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let body = bytes::Bytes::from(self.body(request).to_string());
         let response = self
             .transport
-            .send(|| {
-                let mut builder = self
-                    .transport
-                    .client()
-                    .post(&self.url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-                if let Some(key) = &self.api_key {
-                    builder = builder.bearer_auth(key);
-                }
-                for (name, value) in &self.headers {
-                    builder = builder.header(name, value);
-                }
-                builder
-            })
+            .post_json(&self.url, &self.body(request))
             .await?;
         if self.stream {
             self.read_stream(response, events).await
@@ -270,52 +253,6 @@ impl super::Provider for OpenAi {
             self.read_json(response, events).await
         }
     }
-}
-
-/// Reads the key from the configured variable. With the default variable, a missing
-/// key means none (local servers need none); a variable named in the config must exist.
-pub(crate) fn api_key(
-    name: &str,
-    config: &ModelConfig,
-    default_env: &str,
-) -> Result<Option<String>, LlmError> {
-    let variable = config.api_key_env.as_deref().unwrap_or(default_env);
-    match std::env::var(variable) {
-        Ok(key) if !key.is_empty() => Ok(Some(key)),
-        _ if config.api_key_env.is_some() => Err(LlmError::Config {
-            model: name.to_string(),
-            message: format!("api_key_env names {variable}, which is not set"),
-        }),
-        _ => Ok(None),
-    }
-}
-
-pub(crate) fn malformed(
-    provider: &'static str,
-    offset: usize,
-    what: &str,
-    bytes: &[u8],
-) -> LlmError {
-    let shown = excerpt(&String::from_utf8_lossy(bytes));
-    LlmError::Malformed {
-        provider,
-        offset,
-        detail: if shown.is_empty() {
-            what.to_string()
-        } else {
-            format!("{what}: {shown:?}")
-        },
-    }
-}
-
-/// Byte offset of a JSON error, from its line and column.
-pub(crate) fn json_offset(body: &[u8], error: &serde_json::Error) -> usize {
-    let line_start: usize = body
-        .split(|b| *b == b'\n')
-        .take(error.line().saturating_sub(1))
-        .map(|l| l.len() + 1)
-        .sum();
-    line_start + error.column().saturating_sub(1)
 }
 
 fn usage(value: &Value) -> Usage {

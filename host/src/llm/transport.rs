@@ -1,6 +1,10 @@
 //! HTTP for the providers: one client with connect and read timeouts, retries with
 //! exponential backoff and jitter (honouring `Retry-After`) on 429, 5xx and
-//! connection errors, and classification of error statuses into [`LlmError`].
+//! connection errors, and classification of error statuses into [`LlmError`]. The
+//! request headers (content type, API key, version, the config's extras) are built and
+//! checked once per model; key values are marked sensitive so they never print.
+//! Also the helpers both HTTP providers share: reading the key, and reporting a
+//! malformed body at its byte offset.
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -30,6 +34,9 @@ pub(crate) struct Transport {
     max_retries: u32,
     /// First backoff delay.
     retry_base: Duration,
+    /// Sent with every request: content type, the provider's own (API key, version)
+    /// and the config's extra headers; built and checked once, keys marked sensitive.
+    headers: reqwest::header::HeaderMap,
 }
 
 /// What one attempt ended with.
@@ -43,7 +50,12 @@ enum Attempt {
 }
 
 impl Transport {
-    pub(crate) fn new(provider: &'static str, config: &ModelConfig) -> Result<Self, LlmError> {
+    /// A transport for `config`; `provider_headers` are (name, value, sensitive).
+    pub(crate) fn new(
+        provider: &'static str,
+        config: &ModelConfig,
+        provider_headers: &[(&str, String, bool)],
+    ) -> Result<Self, LlmError> {
         let invalid = |message: String| LlmError::Config {
             model: config.model.clone(),
             message,
@@ -57,6 +69,26 @@ impl Transport {
             .connect_timeout(Duration::from_secs_f64(config.connect_timeout_s))
             .build()
             .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        let extra = config
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.clone(), false));
+        for (name, value, sensitive) in provider_headers.iter().cloned().chain(extra) {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| invalid(format!("`{name}` is not a valid HTTP header name")))?;
+            let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                invalid(format!(
+                    "the value of header `{name}` is not a valid HTTP header value"
+                ))
+            })?;
+            value.set_sensitive(sensitive);
+            headers.insert(name, value);
+        }
         Ok(Transport {
             client,
             provider,
@@ -64,16 +96,30 @@ impl Transport {
             read_timeout: Duration::from_secs_f64(config.read_timeout_s),
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
+            headers,
         })
     }
 
-    pub(crate) fn client(&self) -> &reqwest::Client {
-        &self.client
+    /// POSTs the JSON `body` to `url` with the configured headers, retrying as
+    /// configured; returns a response with a success status.
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response, LlmError> {
+        let body = bytes::Bytes::from(body.to_string());
+        self.send(|| {
+            self.client
+                .post(url)
+                .headers(self.headers.clone())
+                .body(body.clone())
+        })
+        .await
     }
 
     /// Sends the request `build` makes, retrying as configured; returns a response
     /// with a success status.
-    pub(crate) async fn send(
+    async fn send(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, LlmError> {
@@ -274,4 +320,50 @@ pub(crate) fn excerpt(body: &str) -> String {
         "{}…",
         &trimmed[..trimmed.floor_char_boundary(EXCERPT_BYTES)]
     )
+}
+
+/// Reads the key from the configured variable. With the default variable, a missing
+/// key means none (local servers need none); a variable named in the config must exist.
+pub(crate) fn api_key(
+    name: &str,
+    config: &ModelConfig,
+    default_env: &str,
+) -> Result<Option<String>, LlmError> {
+    let variable = config.api_key_env.as_deref().unwrap_or(default_env);
+    match std::env::var(variable) {
+        Ok(key) if !key.is_empty() => Ok(Some(key)),
+        _ if config.api_key_env.is_some() => Err(LlmError::Config {
+            model: name.to_string(),
+            message: format!("api_key_env names {variable}, which is not set"),
+        }),
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn malformed(
+    provider: &'static str,
+    offset: usize,
+    what: &str,
+    bytes: &[u8],
+) -> LlmError {
+    let shown = excerpt(&String::from_utf8_lossy(bytes));
+    LlmError::Malformed {
+        provider,
+        offset,
+        detail: if shown.is_empty() {
+            what.to_string()
+        } else {
+            format!("{what}: {shown:?}")
+        },
+    }
+}
+
+/// Byte offset of a JSON error, from its line and column.
+pub(crate) fn json_offset(body: &[u8], error: &serde_json::Error) -> usize {
+    let line_start: usize = body
+        .split(|b| *b == b'\n')
+        .take(error.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    line_start + error.column().saturating_sub(1)
 }
