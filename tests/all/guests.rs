@@ -12,28 +12,59 @@ pub(crate) struct Guests {
     pub(crate) hostile: PathBuf,
 }
 
+/// The repository root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Where guest components are built.
+fn wasm_dir() -> PathBuf {
+    root().join("target").join("wasm")
+}
+
+/// Runs a build command; on failure, panics with its output and `hint` (what the build
+/// needs and how to get it).
+fn build(command: &mut Command, hint: &str) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{hint}: cannot run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({hint}):\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Builds `plugins/` and `tests/fixtures/` for wasm32-wasip2 once per test process.
 pub(crate) fn guests() -> &'static Guests {
     static GUESTS: OnceLock<Guests> = OnceLock::new();
     GUESTS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let target = root.join("target").join("wasm");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         for manifest in ["plugins/Cargo.toml", "tests/fixtures/Cargo.toml"] {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let output = Command::new(cargo)
-                .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
-                .arg(root.join(manifest))
-                .env("CARGO_TARGET_DIR", &target)
-                .output()
-                .expect("running cargo to build the guest plugins");
-            assert!(
-                output.status.success(),
-                "building {manifest} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`):\n{}",
-                String::from_utf8_lossy(&output.stderr)
+            build(
+                Command::new(&cargo)
+                    .args([
+                        "build",
+                        "--release",
+                        "--target",
+                        "wasm32-wasip2",
+                        "--manifest-path",
+                    ])
+                    .arg(root().join(manifest))
+                    .env("CARGO_TARGET_DIR", wasm_dir()),
+                "the wasm32-wasip2 target is needed: `rustup target add wasm32-wasip2`",
             );
         }
-        let dir = target.join("wasm32-wasip2").join("release");
-        Guests { files: dir.join("files.wasm"), http: dir.join("http.wasm"), hostile: dir.join("hostile.wasm") }
+        let dir = wasm_dir().join("wasm32-wasip2").join("release");
+        Guests {
+            files: dir.join("files.wasm"),
+            http: dir.join("http.wasm"),
+            hostile: dir.join("hostile.wasm"),
+        }
     })
 }
 
@@ -42,17 +73,10 @@ pub(crate) fn guests() -> &'static Guests {
 pub(crate) fn python_plugin() -> &'static PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let out = root.join("target").join("wasm").join("python-data.wasm");
-        let output = Command::new(root.join("plugins/python-data/build.sh"))
-            .arg(&out)
-            .output()
-            .expect("running plugins/python-data/build.sh");
-        assert!(
-            output.status.success(),
-            "building the Python plugin failed (it needs python3 with pip, to install componentize-py from PyPI):\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+        let out = wasm_dir().join("python-data.wasm");
+        build(
+            Command::new(root().join("plugins/python-data/build.sh")).arg(&out),
+            "the Python plugin needs python3 with pip, to install componentize-py from PyPI",
         );
         out
     })
@@ -63,26 +87,27 @@ pub(crate) fn python_plugin() -> &'static PathBuf {
 pub(crate) fn js_plugin() -> &'static PathBuf {
     static JS: OnceLock<PathBuf> = OnceLock::new();
     JS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let dir = root.join("plugins/js-markdown");
-        let out = root.join("target").join("wasm").join("js-markdown.wasm");
-        let run = |program: &str, args: &[&str]| {
-            let output = Command::new(program)
-                .args(args)
-                .current_dir(&dir)
-                .output()
-                .unwrap_or_else(|e| panic!("running {program} (Node.js and npm are needed for the JavaScript plugin): {e}"));
-            assert!(
-                output.status.success(),
-                "{program} {args:?} failed:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
+        let dir = root().join("plugins/js-markdown");
+        let out = wasm_dir().join("js-markdown.wasm");
+        let hint = "the JavaScript plugin needs Node.js and npm";
+        if !dir
+            .join("node_modules/@bytecodealliance/componentize-js")
+            .exists()
+        {
+            build(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund"])
+                    .current_dir(&dir),
+                hint,
             );
-        };
-        if !dir.join("node_modules/@bytecodealliance/componentize-js").exists() {
-            run("npm", &["install", "--no-audit", "--no-fund"]);
         }
-        run("node", &["build.mjs", out.to_str().unwrap()]);
+        build(
+            Command::new("node")
+                .arg("build.mjs")
+                .arg(&out)
+                .current_dir(&dir),
+            hint,
+        );
         out
     })
 }
@@ -92,18 +117,12 @@ pub(crate) fn js_plugin() -> &'static PathBuf {
 pub(crate) fn c_plugin(warren: &str) -> &'static PathBuf {
     static C: OnceLock<PathBuf> = OnceLock::new();
     C.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-        let out = root.join("target").join("wasm").join("c-checksum.wasm");
-        let output = Command::new(root.join("plugins/c-checksum/build.sh"))
-            .arg(&out)
-            .env("WARREN", warren)
-            .output()
-            .expect("running plugins/c-checksum/build.sh");
-        assert!(
-            output.status.success(),
-            "building the C plugin failed (needs: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32):\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+        let out = wasm_dir().join("c-checksum.wasm");
+        build(
+            Command::new(root().join("plugins/c-checksum/build.sh"))
+                .arg(&out)
+                .env("WARREN", warren),
+            "the C plugin needs `apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32`",
         );
         out
     })

@@ -6,15 +6,7 @@ use std::sync::Arc;
 
 use warren::{Config, Sandbox, ToolAccess, ToolRegistry};
 
-/// The repository root.
-pub(crate) fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-pub(crate) use crate::guests::guests;
+pub(crate) use crate::guests::{guests, root};
 
 /// A shared compile cache so tests do not recompile the same components.
 pub(crate) fn cache_dir() -> PathBuf {
