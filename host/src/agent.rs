@@ -129,6 +129,9 @@ pub(crate) struct Agent {
     /// The parent's `execute_tool spawn_agent` span, under which this agent's trace
     /// nests (background children included); `None` for the root.
     pub(crate) parent_span: Option<tracing::Span>,
+    /// For the root of a job from the queue: the W3C trace context of the remote
+    /// parent's span, under which this agent's trace nests.
+    pub(crate) traceparent: Option<String>,
 }
 
 impl Agent {
@@ -147,6 +150,7 @@ impl Agent {
             gen_ai.agent.name = %self.profile.name,
             gen_ai.agent.id = %self.id,
             warren.depth = self.depth,
+            warren.traceparent = self.traceparent.as_deref(),
             error.type = tracing::field::Empty,
         );
         async {

@@ -68,6 +68,66 @@ enum Command {
     /// output limit, crash, bad input) goes to stderr with the limit and the profile
     /// key that raises it, and the exit code is 1.
     Call(CallArgs),
+    /// Take sub-agent jobs from a Redis queue and run them with this machine's
+    /// plugins, models and profiles (matched by name).
+    ///
+    /// Start one on each machine with the same configuration names; `warren run
+    /// --redis URL` then sends every spawned sub-agent to the queue. A worker killed
+    /// mid-job loses nothing: its lock expires and another worker takes the job.
+    /// SIGTERM or Ctrl-C stops taking jobs and lets running ones finish for
+    /// `[queue] shutdown_grace_s`, then hands the rest back; a second signal hands them
+    /// back at once.
+    Worker(WorkerArgs),
+}
+
+/// Where sub-agent jobs go.
+#[derive(Debug, Args)]
+struct QueueArgs {
+    /// Send sub-agents to this Redis (BullMQ layout) instead of running them here, e.g.
+    /// redis://10.0.0.5:6379; overrides `[queue] redis`.
+    #[arg(long, env = "WARREN_REDIS", value_name = "URL")]
+    redis: Option<String>,
+    /// The queue name (keys `bull:NAME:…`); overrides `[queue] name`.
+    #[arg(long, value_name = "NAME")]
+    queue: Option<String>,
+}
+
+impl QueueArgs {
+    fn apply(&self, config: &mut Config) -> Result<(), Failure> {
+        if let Some(url) = &self.redis {
+            if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+                return Err(Failure::Run(anyhow::anyhow!(
+                    "--redis: expected redis://HOST:PORT or rediss://HOST:PORT, got `{url}`"
+                )));
+            }
+            config.queue.redis = Some(url.clone());
+        }
+        if let Some(name) = &self.queue {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(Failure::Run(anyhow::anyhow!(
+                    "--queue: use letters, digits, `_` and `-`, got `{name}`"
+                )));
+            }
+            config.queue.name = name.clone();
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
+struct WorkerArgs {
+    #[command(flatten)]
+    queue: QueueArgs,
+    /// Jobs (sub-agents) this worker runs at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    concurrency: u32,
+    /// The worker's name in logs and on the jobs it runs (default HOST-PID).
+    #[arg(long)]
+    name: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +193,8 @@ struct RunArgs {
     /// Print the result and per-agent usage as JSON on stdout instead of the answer.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    queue: QueueArgs,
 }
 
 #[derive(Debug, Args)]
@@ -210,14 +272,31 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         _ => {}
     }
-    let config = Config::load(&cli.config)?;
+    let mut config = Config::load(&cli.config)?;
     match cli.command {
+        Command::Worker(args) => {
+            args.queue.apply(&mut config)?;
+            if config.queue.redis.is_none() {
+                return Err(Failure::Run(anyhow::anyhow!(
+                    "warren worker needs a queue: pass --redis URL (or set WARREN_REDIS, or [queue] redis in {})",
+                    config.path.display()
+                )));
+            }
+            let host = Host::load(config).await?;
+            let options = crate::queue::worker::WorkerOptions {
+                concurrency: args.concurrency as usize,
+                name: args.name.unwrap_or_else(crate::queue::worker::default_name),
+            };
+            let (first, second) = shutdown_signals();
+            crate::queue::worker::run(host, options, first, second).await?;
+        }
         Command::Tools(args) => {
             let profile = config.profile(&args.profile)?;
             let registry = load_registry(&config).await?;
             print_tools(&registry, &profile, args.json)?;
         }
         Command::Run(args) => {
+            args.queue.apply(&mut config)?;
             config.profile(&args.profile)?;
             if let Some(model) = args
                 .model
@@ -295,6 +374,47 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Two futures: the first SIGTERM or Ctrl-C, and the one after it.
+fn shutdown_signals() -> (
+    impl std::future::Future<Output = ()>,
+    impl std::future::Future<Output = ()>,
+) {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        loop {
+            let term_signal = async {
+                match term.as_mut() {
+                    Some(term) => {
+                        term.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term_signal => {}
+            }
+            if sender.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
+    let second = receiver.clone();
+    (
+        async move {
+            receiver.lock().await.recv().await;
+        },
+        async move {
+            // Waits for the first signal to be taken, then for the next one.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            second.lock().await.recv().await;
+        },
+    )
 }
 
 async fn load_registry(config: &Config) -> anyhow::Result<ToolRegistry> {

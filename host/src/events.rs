@@ -6,7 +6,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 /// Events kept for slow subscribers before they start losing the oldest.
@@ -15,7 +15,7 @@ const BUS_CAPACITY: usize = 8192;
 const SUMMARY_CHARS: usize = 200;
 
 /// Something that happened in a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A sub-agent was spawned and waits for a slot.

@@ -19,11 +19,12 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentOutcome};
-use crate::config::Config;
+use crate::config::{AgentLimits, Config, Profile, RunLimits};
 use crate::events::EventStream;
 use crate::jobs::{Job, JobId, Phase, Tree};
 use crate::llm::{self, Provider};
 use crate::plugin::{ToolAccess, ToolRegistry};
+use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 
 /// What every agent of every run shares: the configuration, the tools, the models.
@@ -36,6 +37,26 @@ pub(crate) struct HostParts {
     pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
     /// Sub-agents running at once across every run (`max_concurrent_total`).
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// Where sub-agents run when `[queue] redis` is set: on workers, through Redis.
+    pub(crate) queue: Option<Arc<RemoteQueue>>,
+}
+
+/// A job from the queue, ready to run as the root of a tree on this host.
+pub(crate) struct JobStart {
+    /// The worker's profile, capabilities and tools already narrowed by the job.
+    pub(crate) profile: Profile,
+    /// The first message (task, context, constraints).
+    pub(crate) task: String,
+    /// Added to the profile's system prompt.
+    pub(crate) extra_prompt: Option<String>,
+    /// The agent's limits.
+    pub(crate) limits: AgentLimits,
+    /// How deep the agent is in the whole tree.
+    pub(crate) depth: u32,
+    /// What is left of the parent run's budget.
+    pub(crate) budget_usd: Option<f64>,
+    /// The parent's trace context.
+    pub(crate) traceparent: Option<String>,
 }
 
 /// A loaded configuration with its plugins and models, ready to run agents.
@@ -80,12 +101,17 @@ impl Host {
         let slots = Arc::new(tokio::sync::Semaphore::new(
             config.run_limits.max_concurrent_total,
         ));
+        let queue = match &config.queue.redis {
+            Some(_) => Some(RemoteQueue::connect(&config.queue).await?),
+            None => None,
+        };
         Ok(Host {
             parts: Arc::new(HostParts {
                 config,
                 registry: Arc::new(registry),
                 providers,
                 slots,
+                queue,
             }),
         })
     }
@@ -93,6 +119,11 @@ impl Host {
     /// The configuration in use.
     pub fn config(&self) -> &Config {
         &self.parts.config
+    }
+
+    /// The queue sub-agents go through, when `[queue] redis` is set.
+    pub fn remote_queue(&self) -> Option<&Arc<RemoteQueue>> {
+        self.parts.queue.as_ref()
     }
 
     /// The tool registry.
@@ -119,25 +150,53 @@ impl Host {
             profile.name,
             config.path.display()
         );
-        let tree = Tree::new(config.run_limits);
+        let limits = profile.limits;
+        self.launch(JobStart {
+            profile,
+            task: task.to_string(),
+            extra_prompt: None,
+            limits,
+            depth: 0,
+            budget_usd: config.run_limits.budget_usd,
+            traceparent: None,
+        })
+    }
+
+    /// Starts a job taken from the queue as the root of a new tree.
+    pub(crate) fn start_job(&self, job: JobStart) -> anyhow::Result<Run> {
+        anyhow::ensure!(
+            job.profile.model.is_some(),
+            "profile `{}` has no model on this worker: add a [models.NAME] table to {}",
+            job.profile.name,
+            self.parts.config.path.display()
+        );
+        self.launch(job)
+    }
+
+    fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
+        let tree = Tree::new(RunLimits {
+            budget_usd: job.budget_usd,
+            ..self.parts.config.run_limits
+        });
         let cancel = tree.cancel.clone();
-        let (id, done) = tree.add(None, &profile.name, task, cancel.clone());
+        let (id, done) = tree.add(None, &job.profile.name, &job.task, cancel.clone());
         tree.set_phase(&id, Phase::Running(Instant::now()));
         let root = Agent {
             host: self.parts.clone(),
             tree: tree.clone(),
             id: id.clone(),
-            limits: profile.limits,
-            access: ToolAccess::new(profile.clone())?,
-            profile,
-            extra_prompt: None,
+            limits: job.limits,
+            access: ToolAccess::new(job.profile.clone())?,
+            profile: job.profile,
+            extra_prompt: job.extra_prompt,
             parent_span: None,
-            depth: 0,
+            traceparent: job.traceparent,
+            depth: job.depth,
             children_cancel: cancel.child_token(),
             cancel,
         };
         let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
-        let task = task.to_string();
+        let task = job.task;
         let record = tree.clone();
         let handle = tokio::spawn(async move {
             let outcome = root.run(task).await;

@@ -24,6 +24,7 @@ pub mod host;
 pub mod jobs;
 pub mod llm;
 pub mod plugin;
+pub mod queue;
 pub mod sandbox;
 pub mod scaffold;
 pub mod telemetry;

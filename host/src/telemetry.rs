@@ -70,6 +70,30 @@ impl Visit for Fields<'_> {
     }
 }
 
+/// The W3C `traceparent` of `span` (`00-TRACE-SPAN-01`), when traces are recorded.
+pub fn traceparent(span: &tracing::Span) -> Option<String> {
+    span.with_subscriber(|(id, dispatch)| {
+        let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+        let span = registry.span(id)?;
+        let extensions = span.extensions();
+        let data = extensions.get::<SpanData>()?;
+        Some(format!(
+            "00-{:032x}-{:016x}-01",
+            data.trace_id, data.span_id
+        ))
+    })
+    .flatten()
+}
+
+/// `(trace id, span id)` of a W3C `traceparent`.
+fn parse_traceparent(text: &str) -> Option<(u128, u64)> {
+    let mut parts = text.split('-');
+    let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
+    let trace = u128::from_str_radix(trace, 16).ok().filter(|t| *t != 0)?;
+    let span = u64::from_str_radix(span, 16).ok().filter(|s| *s != 0)?;
+    Some((trace, span))
+}
+
 /// Random ids from the process's hash seeds and a counter.
 fn random_u64(counter: &AtomicU64) -> u64 {
     let mut hasher = RandomState::new().build_hasher();
@@ -109,6 +133,19 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
             attributes: Vec::new(),
         };
         attributes.record(&mut Fields(&mut data.attributes));
+        // A root span that carries a remote parent's trace context joins its trace.
+        if parent.is_none() {
+            let remote = data
+                .attributes
+                .iter()
+                .find(|(key, _)| key == "warren.traceparent")
+                .and_then(|(_, value)| value["stringValue"].as_str())
+                .and_then(parse_traceparent);
+            if let Some((trace_id, span_id)) = remote {
+                data.trace_id = trace_id;
+                data.parent_span_id = Some(span_id);
+            }
+        }
         span.extensions_mut().insert(data);
     }
 

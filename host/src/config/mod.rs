@@ -17,6 +17,7 @@ use toml::Spanned;
 
 use crate::llm::{ModelConfig, ProviderKind};
 use crate::plugin::CompileCache;
+use crate::queue::QueueConfig;
 use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
 use crate::sandbox::net::{NetPattern, NetPolicy};
 
@@ -202,6 +203,8 @@ pub struct Config {
     pub profiles: BTreeMap<String, Profile>,
     /// Limits of every run.
     pub run_limits: RunLimits,
+    /// `[queue]`: where sub-agent jobs go (in-process unless `redis` is set).
+    pub queue: QueueConfig,
     /// The implicit profile used when the file defines none.
     implicit: Profile,
 }
@@ -447,6 +450,24 @@ impl Config {
             models,
             profiles,
             run_limits,
+            queue: raw
+                .queue
+                .map(|q| {
+                    let d = QueueConfig::default();
+                    QueueConfig {
+                        redis: q.redis,
+                        name: q.name.map_or(d.name, |n| n.0),
+                        keep_results_s: q.keep_results_s.map_or(d.keep_results_s, |v| v.0),
+                        attempts: q.attempts.map_or(d.attempts, |v| v.0 as u32),
+                        lock_ms: q.lock_ms.map_or(d.lock_ms, |v| v.0),
+                        stalled_interval_ms: q
+                            .stalled_interval_ms
+                            .map_or(d.stalled_interval_ms, |v| v.0),
+                        max_stalled: q.max_stalled.map_or(d.max_stalled, |v| v.0 as u32),
+                        shutdown_grace_s: q.shutdown_grace_s.map_or(d.shutdown_grace_s, |v| v.0),
+                    }
+                })
+                .unwrap_or_default(),
             implicit,
         })
     }
@@ -671,6 +692,21 @@ struct RawConfig {
     defaults: RawDefaults,
     #[serde(default)]
     profiles: BTreeMap<ProfileName, RawProfile>,
+    queue: Option<RawQueue>,
+}
+
+/// `[queue]`: sub-agent jobs through Redis (see [`crate::queue`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQueue {
+    redis: Option<String>,
+    name: Option<QueueName>,
+    keep_results_s: Option<Bounded<1, 31_536_000>>,
+    attempts: Option<Bounded<1, 100>>,
+    lock_ms: Option<Bounded<500, 3_600_000>>,
+    stalled_interval_ms: Option<Bounded<100, 3_600_000>>,
+    max_stalled: Option<Bounded<0, 100>>,
+    shutdown_grace_s: Option<Bounded<0, 86_400>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -807,6 +843,11 @@ validated_string!(
     /// `[a-zA-Z0-9_-]{1,64}`: a profile name, also used as an enum value for models.
     ProfileName,
     |s| name_like(s, "profile name", false)
+);
+validated_string!(
+    /// `[a-zA-Z0-9_-]{1,64}`: a queue name (BullMQ keys are `bull:NAME:…`).
+    QueueName,
+    |s| name_like(s, "queue name", false)
 );
 validated_string!(
     /// A tool name or a pattern with `*`.

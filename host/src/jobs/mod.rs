@@ -81,6 +81,8 @@ pub struct Tree {
     pub cancel: CancellationToken,
     /// Where the run's events go.
     pub events: EventBus,
+    /// Random, distinct per run: prefixes the ids of the run's jobs on a queue.
+    pub run_id: String,
 }
 
 impl Tree {
@@ -94,6 +96,7 @@ impl Tree {
             next_id: AtomicU64::new(0x5eed),
             cancel: CancellationToken::new(),
             events: EventBus::default(),
+            run_id: random_run_id(),
         })
     }
 
@@ -215,6 +218,19 @@ impl Tree {
             .budget_usd
             .is_some_and(|budget| self.spent() >= budget)
     }
+}
+
+/// Eight hex digits from the process's hash seeds, the clock and the process id.
+fn random_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
 }
 
 /// Formats a number with thousands separators.

@@ -15,6 +15,8 @@ use crate::config::{AgentLimits, Config, ToolSelection};
 use crate::events::{summarize, Event};
 use crate::llm::ToolDefinition;
 use crate::plugin::ToolAccess;
+use crate::queue::client::run_remote;
+use crate::queue::{compose_task, Ceiling, JobData, JobLimits};
 
 const SPAWN_TOOLS: [&str; 4] = ["spawn_agent", "await_agents", "cancel_agent", "list_agents"];
 
@@ -79,25 +81,38 @@ pub fn definitions(config: &Config) -> Vec<ToolDefinition> {
 
 type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Runs a child: waits for a slot (or a cancellation), runs it, records the outcome.
+/// Runs a child: waits for a slot (or a cancellation), runs it here or, with a queue,
+/// on a worker, and records the outcome.
 /// Boxed, because a child is an agent that may itself spawn children.
-fn run_child(child: Agent, task: String, done: tokio::sync::watch::Sender<bool>) -> BoxedRun {
+fn run_child(
+    child: Agent,
+    task: String,
+    job: JobData,
+    done: tokio::sync::watch::Sender<bool>,
+) -> BoxedRun {
     Box::pin(async move {
-        // A slot of the run, then one of the host (shared by every run).
+        // A slot of the run, then (for a child run here) one of the host.
+        let remote = child.host.queue.clone();
         let (run_slots, host_slots) = (child.tree.slots.clone(), child.host.slots.clone());
+        let local = remote.is_none();
         let permit = tokio::select! {
             biased;
             _ = child.cancel.cancelled() => None,
-            permits = async { (run_slots.acquire_owned().await.ok(), host_slots.acquire_owned().await.ok()) } => Some(permits),
+            permits = async {
+                let run = run_slots.acquire_owned().await.ok();
+                let host = if local { host_slots.acquire_owned().await.ok() } else { None };
+                (run, host)
+            } => Some(permits),
         };
-        let outcome = match permit {
-            Some(_permit) => {
+        let outcome = match (permit, remote) {
+            (Some(_permit), Some(queue)) => run_remote(&child, &queue, job).await,
+            (Some(_permit), None) => {
                 child
                     .tree
                     .set_phase(&child.id, Phase::Running(Instant::now()));
                 child.run(task).await
             }
-            None => AgentOutcome::cancelled_before_start(),
+            (None, _) => AgentOutcome::cancelled_before_start(),
         };
         child.tree.set_phase(&child.id, Phase::Done(outcome));
         done.send_replace(true);
@@ -182,6 +197,7 @@ impl Agent {
         };
         let mut profile = base.clone();
         profile.capabilities = base.capabilities.intersect(&self.profile.capabilities);
+        let mut tool_subset = None;
         if !args["tools"].is_null() {
             let tools: Vec<String> = serde_json::from_value(args["tools"].clone())
                 .map_err(|_| "`tools` must be a list of tool names".to_string())?;
@@ -204,7 +220,8 @@ impl Agent {
                     available.join(", ")
                 ));
             }
-            profile.tools = ToolSelection::from_names(tools);
+            profile.tools = ToolSelection::from_names(tools.clone());
+            tool_subset = Some(tools);
         }
         let constraints: Vec<String> = match &args["constraints"] {
             Value::Null => Vec::new(),
@@ -256,24 +273,35 @@ impl Agent {
                 ));
             }
         }
-        let mut message = task.clone();
-        match &args["context"] {
-            Value::Null => {}
-            Value::String(context) => {
-                message.push_str(&format!("\n\n<context>\n{context}\n</context>"))
-            }
-            context => message.push_str(&format!(
-                "\n\n<context>\n{}\n</context>",
-                serde_json::to_string_pretty(context).unwrap_or_default()
-            )),
-        }
-        if !constraints.is_empty() {
-            let list: Vec<String> = constraints.iter().map(|c| format!("- {c}")).collect();
-            message.push_str(&format!(
-                "\n\n<constraints>\n{}\n</constraints>",
-                list.join("\n")
-            ));
-        }
+        let context = match &args["context"] {
+            Value::Null => None,
+            context => Some(context.clone()),
+        };
+        let message = compose_task(&task, context.as_ref(), &constraints);
+        let extra_prompt = text_arg(args, "system_prompt")?;
+        // What a worker needs to run it, should the job go through the queue.
+        let job = JobData {
+            task: task.clone(),
+            profile: profile_name.clone(),
+            context,
+            constraints,
+            system_prompt: extra_prompt.clone(),
+            tools: tool_subset,
+            limits: JobLimits {
+                max_turns: Some(limits.max_turns),
+                timeout_s: Some(limits.timeout_s),
+                max_cost_usd: limits.max_cost_usd,
+                budget_usd: self
+                    .tree
+                    .limits
+                    .budget_usd
+                    .map(|budget| (budget - self.tree.spent()).max(0.0)),
+            },
+            ceiling: Some(Ceiling::of(&self.profile.capabilities)),
+            parent: Some(self.id.0.clone()),
+            depth: self.depth + 1,
+            traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
+        };
 
         let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;
         let cancel = self.children_cancel.child_token();
@@ -293,15 +321,16 @@ impl Agent {
             tree: Arc::clone(&self.tree),
             id: id.clone(),
             profile,
-            extra_prompt: text_arg(args, "system_prompt")?,
+            extra_prompt,
             depth: self.depth + 1,
             limits,
             children_cancel: cancel.child_token(),
             cancel,
             access,
             parent_span: Some(tracing::Span::current()),
+            traceparent: None,
         };
-        tokio::spawn(run_child(child, message, done));
+        tokio::spawn(run_child(child, message, job, done));
         if !background {
             return Ok(self
                 .await_jobs(std::slice::from_ref(&id), None, false)

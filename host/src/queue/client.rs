@@ -1,0 +1,547 @@
+//! The parent's side of a remote sub-agent: enqueue it, mirror its events into the
+//! run (so the live view and the event log show it and its descendants), wait for
+//! its result, and cancel it.
+//!
+//! One [`RemoteQueue`] per host reads the queue's BullMQ event stream and routes
+//! progress and completion events to the waiting children by job id. The job's hash
+//! in Redis stays the source of truth: a child also checks its job's state every
+//! second, so a result is never missed if events are lost (a Redis restart, a
+//! trimmed stream).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bullmq::types::{KeepJobs, RemoveOnFinish};
+use bullmq::{
+    JobOptions, JobState, Queue, QueueEvent, QueueEvents, QueueEventsOptions, QueueOptions,
+};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::{JobData, JobOutcome, QueueConfig, JOB_NAME};
+use crate::agent::{Agent, AgentOutcome, AgentState};
+use crate::events::Event;
+use crate::jobs::{JobId, Phase, Tree};
+use crate::llm::Usage;
+
+/// How often a waiting child checks its job's state in Redis.
+const POLL: Duration = Duration::from_secs(1);
+/// How long a cancelled child waits for its worker to confirm before giving up.
+const CANCEL_GRACE: Duration = Duration::from_secs(15);
+
+/// What the event listener tells a waiting child.
+enum Notice {
+    /// Agent events from the worker.
+    Events(Vec<Event>),
+    /// The job completed or failed: look at its state.
+    Finished,
+}
+
+type Watchers = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Notice>>>>;
+
+/// A connection to the queue: enqueues jobs and routes their events.
+pub struct RemoteQueue {
+    config: QueueConfig,
+    queue: Queue,
+    watchers: Watchers,
+    events: Arc<QueueEvents>,
+    router: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RemoteQueue {
+    fn drop(&mut self) {
+        self.router.abort();
+        let events = self.events.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { events.close().await });
+        }
+    }
+}
+
+impl RemoteQueue {
+    /// Connects to the queue `config` names and starts reading its events.
+    pub async fn connect(config: &QueueConfig) -> anyhow::Result<Arc<RemoteQueue>> {
+        let where_ = format!("queue `{}` at {}", config.name, config.redacted_url());
+        let queue = Queue::with_options(
+            &config.name,
+            QueueOptions {
+                connection: config.connection(),
+                ..QueueOptions::default()
+            },
+        )
+        .await
+        .with_context(|| format!("cannot connect to {where_}"))?;
+        let events = Arc::new(
+            QueueEvents::with_options(
+                &config.name,
+                QueueEventsOptions {
+                    connection: config.connection(),
+                    blocking_timeout: 1000,
+                    ..QueueEventsOptions::default()
+                },
+            )
+            .await
+            .with_context(|| format!("cannot read the events of {where_}"))?,
+        );
+        let watchers = Watchers::default();
+        let router = tokio::spawn(route(events.clone(), watchers.clone()));
+        Ok(Arc::new(RemoteQueue {
+            config: config.clone(),
+            queue,
+            watchers,
+            events,
+            router,
+        }))
+    }
+
+    /// The queue's settings.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// The BullMQ queue.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Adds a job with warren's options: id, attempts with backoff, retention.
+    pub async fn enqueue(&self, id: &str, data: &JobData) -> anyhow::Result<()> {
+        let keep = |age| {
+            Some(RemoveOnFinish::Options(KeepJobs {
+                age: Some(age),
+                count: None,
+                limit: None,
+            }))
+        };
+        let options = JobOptions {
+            job_id: Some(id.to_string()),
+            attempts: Some(self.config.attempts),
+            backoff: Some(bullmq::types::BackoffStrategy::Exponential(500)),
+            remove_on_complete: keep(self.config.keep_results_s),
+            remove_on_fail: keep(self.config.keep_results_s),
+            ..JobOptions::default()
+        };
+        self.queue
+            .add(JOB_NAME, data)
+            .options(options)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot add job {id} to queue `{}` at {}",
+                    self.config.name,
+                    self.config.redacted_url()
+                )
+            })?;
+        Ok(())
+    }
+
+    /// Asks for job `id` to be cancelled. A job no worker has taken yet is removed
+    /// at once (`true`); a running one is cancelled by its worker, which polls the
+    /// cancel key (`false`).
+    pub async fn cancel(&self, id: &str) -> anyhow::Result<bool> {
+        let mut conn = self.queue.connection().connection();
+        redis::cmd("SET")
+            .arg(self.config.cancel_key(id))
+            .arg("1")
+            .arg("EX")
+            .arg(self.config.keep_results_s.max(3600))
+            .query_async::<()>(&mut conn)
+            .await
+            .context("setting the cancel key")?;
+        let state = self.queue.get_job_state(id).await?;
+        if matches!(
+            state,
+            JobState::Waiting | JobState::Delayed | JobState::Prioritized
+        ) {
+            return Ok(self.queue.remove(id).await?);
+        }
+        Ok(false)
+    }
+
+    /// The outcome of job `id` if it has finished (or vanished), from its hash.
+    pub async fn finished(&self, id: &str) -> anyhow::Result<Option<AgentOutcome>> {
+        let state = self.queue.get_job_state(id).await?;
+        let job = match state {
+            JobState::Completed | JobState::Failed => self.queue.get_job(id).await?,
+            JobState::Unknown => None,
+            _ => return Ok(None),
+        };
+        let Some(job) = job else {
+            return Ok(Some(failed_outcome(format!(
+                "job {id} is no longer in queue `{}` (removed, or its result expired after keep_results_s)",
+                self.config.name
+            ))));
+        };
+        if state == JobState::Completed {
+            let outcome: JobOutcome =
+                serde_json::from_str(job.returnvalue()).with_context(|| {
+                    format!(
+                        "job {id} returned something that is not a warren outcome: {}",
+                        job.returnvalue()
+                    )
+                })?;
+            return Ok(Some(outcome.into_outcome()));
+        }
+        let (logs, _) = self
+            .queue
+            .get_job_logs(id, 0, 50, true)
+            .await
+            .unwrap_or_default();
+        let mut error = format!(
+            "job {id} failed after {} attempt(s): {}",
+            job.attempts_made().max(1),
+            job.failed_reason()
+        );
+        if !logs.is_empty() {
+            error.push_str("\nattempts:\n");
+            error.push_str(&logs.join("\n"));
+        }
+        Ok(Some(failed_outcome(error)))
+    }
+
+    fn watch(&self, id: &str) -> mpsc::UnboundedReceiver<Notice> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.watchers
+            .lock()
+            .expect("watchers poisoned")
+            .insert(id.to_string(), sender);
+        receiver
+    }
+
+    fn unwatch(&self, id: &str) {
+        self.watchers.lock().expect("watchers poisoned").remove(id);
+    }
+}
+
+fn failed_outcome(error: String) -> AgentOutcome {
+    AgentOutcome {
+        state: AgentState::Error,
+        text: String::new(),
+        error: Some(error),
+        turns: 0,
+        usage: Usage::default(),
+        cost_usd: 0.0,
+        duration: Duration::ZERO,
+    }
+}
+
+/// Reads the queue's event stream and hands each job's events to its watcher.
+async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
+    while let Some(entry) = events.next_event().await {
+        let (id, notice) = match entry.event {
+            QueueEvent::Progress { job_id, data } => {
+                let Some(batch) = data.get("warren_events").cloned() else {
+                    continue;
+                };
+                match serde_json::from_value::<Vec<Event>>(batch) {
+                    Ok(batch) => (job_id, Notice::Events(batch)),
+                    Err(error) => {
+                        tracing::warn!(%job_id, %error, "ignoring malformed warren events");
+                        continue;
+                    }
+                }
+            }
+            QueueEvent::Completed { job_id, .. } | QueueEvent::Failed { job_id, .. } => {
+                (job_id, Notice::Finished)
+            }
+            QueueEvent::Error { message } => {
+                tracing::debug!(%message, "queue events: connection error (reconnecting)");
+                continue;
+            }
+            _ => continue,
+        };
+        let watchers = watchers.lock().expect("watchers poisoned");
+        if let Some(sender) = watchers.get(&id) {
+            let _ = sender.send(notice);
+        }
+    }
+}
+
+/// Runs `child` on a worker: enqueues `data`, mirrors the remote agents' events into
+/// the child's tree, and returns the job's outcome once.
+pub(crate) async fn run_remote(child: &Agent, queue: &RemoteQueue, data: JobData) -> AgentOutcome {
+    let started = Instant::now();
+    let id = format!("{}-{}", child.tree.run_id, child.id);
+    let mut notices = queue.watch(&id);
+    let mut mirror = Mirror::new(child);
+    let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;
+    queue.unwatch(&id);
+    // Events that arrived with the result reach the view before the end.
+    while let Ok(Notice::Events(events)) = notices.try_recv() {
+        mirror.apply(events);
+    }
+    if outcome.duration.is_zero() {
+        outcome.duration = started.elapsed();
+    }
+    child.tree.charge(outcome.cost_usd);
+    mirror.finish_descendants();
+    child.tree.events.publish(Event::AgentFinished {
+        agent: child.id.0.clone(),
+        state: outcome.state.as_str().to_string(),
+        turns: outcome.turns,
+        input_tokens: outcome.usage.input_tokens,
+        output_tokens: outcome.usage.output_tokens,
+        cost_usd: outcome.cost_usd,
+        duration_ms: outcome.duration.as_millis() as u64,
+        error: outcome.error.clone(),
+    });
+    outcome
+}
+
+async fn wait_remote(
+    child: &Agent,
+    queue: &RemoteQueue,
+    id: &str,
+    data: &JobData,
+    notices: &mut mpsc::UnboundedReceiver<Notice>,
+    mirror: &mut Mirror,
+) -> AgentOutcome {
+    if let Err(error) = queue.enqueue(id, data).await {
+        return failed_outcome(format!("{error:#}"));
+    }
+    tracing::info!(job = %id, profile = %data.profile, "queued on redis");
+    let mut poll = tokio::time::interval(POLL);
+    let mut cancel_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
+                cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+                match queue.cancel(id).await {
+                    Ok(true) => return AgentOutcome::cancelled_before_start(),
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
+                }
+            }
+            _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
+                return AgentOutcome {
+                    error: Some(format!("cancelled; its worker did not confirm within {} s", CANCEL_GRACE.as_secs())),
+                    ..AgentOutcome::cancelled_before_start()
+                };
+            }
+            notice = notices.recv() => match notice {
+                Some(Notice::Events(events)) => mirror.apply(events),
+                Some(Notice::Finished) | None => {
+                    if let Ok(Some(outcome)) = queue.finished(id).await {
+                        return outcome;
+                    }
+                }
+            },
+            _ = poll.tick() => match queue.finished(id).await {
+                Ok(Some(outcome)) => return outcome,
+                Ok(None) => {}
+                Err(error) => tracing::debug!(job = %id, "checking the job: {error:#}"),
+            },
+        }
+    }
+}
+
+/// Maps a worker's agent ids onto this run's: the remote root becomes the child,
+/// each remote descendant a new job in this tree under its mapped parent.
+struct Mirror {
+    tree: Arc<Tree>,
+    root: JobId,
+    cancel: CancellationToken,
+    ids: HashMap<String, JobId>,
+    done: HashMap<JobId, watch::Sender<bool>>,
+}
+
+impl Mirror {
+    fn new(child: &Agent) -> Mirror {
+        Mirror {
+            tree: child.tree.clone(),
+            root: child.id.clone(),
+            cancel: child.children_cancel.clone(),
+            ids: HashMap::new(),
+            done: HashMap::new(),
+        }
+    }
+
+    fn local(&self, remote: &str) -> Option<String> {
+        self.ids.get(remote).map(|id| id.0.clone())
+    }
+
+    fn apply(&mut self, events: Vec<Event>) {
+        for event in events {
+            if let Some(event) = self.map(event) {
+                self.tree.events.publish(event);
+            }
+        }
+    }
+
+    fn map(&mut self, event: Event) -> Option<Event> {
+        Some(match event {
+            Event::AgentStarted {
+                agent,
+                parent: None,
+                profile,
+                task,
+            } => {
+                // A (re)started remote root: a retry on another worker starts afresh.
+                self.ids.clear();
+                self.ids.insert(agent, self.root.clone());
+                self.tree
+                    .set_phase(&self.root, Phase::Running(Instant::now()));
+                Event::AgentStarted {
+                    agent: self.root.0.clone(),
+                    parent: self
+                        .tree
+                        .job(&self.root)
+                        .and_then(|j| j.parent)
+                        .map(|p| p.0),
+                    profile,
+                    task,
+                }
+            }
+            Event::AgentQueued {
+                agent,
+                parent,
+                profile,
+                task,
+            } => {
+                let parent = parent
+                    .and_then(|p| self.ids.get(&p).cloned())
+                    .unwrap_or_else(|| self.root.clone());
+                let (id, done) =
+                    self.tree
+                        .add(Some(&parent), &profile, &task, self.cancel.child_token());
+                self.ids.insert(agent, id.clone());
+                self.done.insert(id.clone(), done);
+                Event::AgentQueued {
+                    agent: id.0,
+                    parent: Some(parent.0),
+                    profile,
+                    task,
+                }
+            }
+            Event::AgentStarted {
+                agent,
+                profile,
+                task,
+                ..
+            } => {
+                let id = self.ids.get(&agent)?.clone();
+                self.tree.set_phase(&id, Phase::Running(Instant::now()));
+                Event::AgentStarted {
+                    agent: id.0.clone(),
+                    parent: self.tree.job(&id).and_then(|j| j.parent).map(|p| p.0),
+                    profile,
+                    task,
+                }
+            }
+            Event::AgentFinished {
+                agent,
+                state,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                duration_ms,
+                error,
+            } => {
+                let id = self.ids.get(&agent)?.clone();
+                if id == self.root {
+                    // The child's own end is published once, with the job's result.
+                    return None;
+                }
+                let outcome = JobOutcome {
+                    state: state.clone(),
+                    text: String::new(),
+                    error: error.clone(),
+                    turns,
+                    input_tokens,
+                    cached_input_tokens: 0,
+                    output_tokens,
+                    cost_usd,
+                    duration_ms,
+                    worker: String::new(),
+                }
+                .into_outcome();
+                self.tree.set_phase(&id, Phase::Done(outcome));
+                if let Some(done) = self.done.remove(&id) {
+                    done.send_replace(true);
+                }
+                Event::AgentFinished {
+                    agent: id.0,
+                    state,
+                    turns,
+                    input_tokens,
+                    output_tokens,
+                    cost_usd,
+                    duration_ms,
+                    error,
+                }
+            }
+            Event::TextDelta { agent, text } => Event::TextDelta {
+                agent: self.local(&agent)?,
+                text,
+            },
+            Event::TurnStarted { agent, turn } => Event::TurnStarted {
+                agent: self.local(&agent)?,
+                turn,
+            },
+            Event::ToolCallStarted {
+                agent,
+                call_id,
+                tool,
+                arguments,
+            } => Event::ToolCallStarted {
+                agent: self.local(&agent)?,
+                call_id,
+                tool,
+                arguments,
+            },
+            Event::ToolCallFinished {
+                agent,
+                call_id,
+                tool,
+                outcome,
+                summary,
+                duration_ms,
+            } => Event::ToolCallFinished {
+                agent: self.local(&agent)?,
+                call_id,
+                tool,
+                outcome,
+                summary,
+                duration_ms,
+            },
+            Event::Usage {
+                agent,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+            } => Event::Usage {
+                agent: self.local(&agent)?,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+            },
+            Event::Lagged { .. } => return None,
+        })
+    }
+
+    /// Marks mirrored descendants whose end was never seen (their worker died, or
+    /// events were lost) as cancelled, so no job stays "running" in the report.
+    fn finish_descendants(&mut self) {
+        let tree = &self.tree;
+        for (id, done) in self.done.drain() {
+            if tree
+                .job(&id)
+                .is_some_and(|j| !matches!(j.phase, Phase::Done(_)))
+            {
+                tree.set_phase(
+                    &id,
+                    Phase::Done(AgentOutcome {
+                        error: Some("its end was not reported by the worker".into()),
+                        ..AgentOutcome::cancelled_before_start()
+                    }),
+                );
+            }
+            done.send_replace(true);
+        }
+    }
+}

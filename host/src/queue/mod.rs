@@ -1,0 +1,378 @@
+//! Sub-agent jobs through Redis, in the BullMQ data layout, so `warren worker`
+//! processes on any number of machines run them and Node BullMQ producers and
+//! consumers interoperate.
+//!
+//! Layout: [`client`] (the parent's side: enqueue a child, mirror its events into the
+//! run, wait for its result, cancel it) and [`worker`] (`warren worker`: take jobs and
+//! run each as the root of a local agent tree). The queue itself is the official Rust
+//! port of BullMQ (`bullmq-official`): the same Lua scripts and keys as Node BullMQ,
+//! with locks, stalled-job recovery, retries and retention.
+//!
+//! What warren adds on top, all under the queue's own key prefix:
+//! - **job data** ([`JobData`]): task, profile, context, constraints, limits, the
+//!   parent's capability ceiling, parent id, depth and a W3C `traceparent`;
+//! - **return value** ([`JobOutcome`]): state, text, error, turns, usage, cost,
+//!   duration and the worker that ran it;
+//! - **events**: a worker batches its agents' events into job progress updates
+//!   (`{"warren_events": [...]}`), which BullMQ publishes on the queue's event stream;
+//! - **cancel**: a key `bull:NAME:warren:cancel:ID` that the worker running the job
+//!   polls (BullMQ has no cross-process cancel of an active job); a job still waiting
+//!   is removed at once.
+
+pub mod client;
+pub mod worker;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::{AgentOutcome, AgentState};
+use crate::llm::Usage;
+use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode};
+use crate::sandbox::net::{NetPattern, NetPolicy};
+
+/// The BullMQ job name warren's jobs carry (Node producers may use any name).
+pub const JOB_NAME: &str = "agent";
+
+/// `[queue]` in `warren.toml`, or `--redis`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueConfig {
+    /// `redis://[user:password@]host:port[/db]`; `None` runs sub-agents in-process.
+    pub redis: Option<String>,
+    /// The BullMQ queue name (keys `bull:NAME:…`; default `warren`).
+    pub name: String,
+    /// How long finished jobs and their results stay in Redis (default one day).
+    pub keep_results_s: u64,
+    /// Attempts before a job that keeps failing ends failed (default 3).
+    pub attempts: u32,
+    /// A worker's lock on a job; renewed at half this while it runs, so a killed
+    /// worker's job is taken again after at most this long (default 30 000).
+    pub lock_ms: u64,
+    /// How often workers look for stalled jobs (default 30 000).
+    pub stalled_interval_ms: u64,
+    /// Stalls (a worker died while running it) before a job ends failed (default 1).
+    pub max_stalled: u32,
+    /// On SIGTERM or Ctrl-C, how long a worker lets its jobs finish before it hands
+    /// them back to the queue (default 30).
+    pub shutdown_grace_s: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            redis: None,
+            name: "warren".into(),
+            keep_results_s: 86_400,
+            attempts: 3,
+            lock_ms: 30_000,
+            stalled_interval_ms: 30_000,
+            max_stalled: 1,
+            shutdown_grace_s: 30,
+        }
+    }
+}
+
+impl QueueConfig {
+    /// The BullMQ connection options.
+    pub(crate) fn connection(&self) -> bullmq::options::RedisConnectionOptions {
+        bullmq::options::RedisConnectionOptions {
+            url: self.redis.clone().unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    /// The Redis URL without its password, for messages.
+    pub fn redacted_url(&self) -> String {
+        let url = self.redis.as_deref().unwrap_or("");
+        match (url.find("://"), url.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+            }
+            _ => url.to_string(),
+        }
+    }
+
+    /// The key a parent sets to cancel job `id`.
+    pub(crate) fn cancel_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:cancel:{id}", self.name)
+    }
+}
+
+/// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
+/// are required, so a Node producer can send `{task, profile}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobData {
+    /// What to do.
+    pub task: String,
+    /// The profile, by name; the worker uses its own profile of that name.
+    pub profile: String,
+    /// Only what the sub-agent needs (string or object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Rules the sub-agent must follow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<String>,
+    /// Added to the profile's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// A subset of the profile's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Limits; each only tightens the worker's profile.
+    #[serde(default)]
+    pub limits: JobLimits,
+    /// What the parent's tools may touch: the child gets at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
+    /// The spawning agent's job id (for the record and the worker's logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// How deep the agent is (0: a root, as for a job from a Node producer).
+    #[serde(default)]
+    pub depth: u32,
+    /// W3C trace context of the parent's `execute_tool spawn_agent` span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+/// A job's limits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobLimits {
+    /// Model turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Wall time of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Cost cap of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// What is left of the parent run's budget, for the job's whole subtree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+}
+
+/// A capability set in portable form: the parent's grants that bound a child.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceiling {
+    /// Directories as `(host path, writable)`.
+    pub fs: Vec<(String, bool)>,
+    /// Whether a scratch directory is allowed.
+    pub scratch: bool,
+    /// Names of the environment variables allowed.
+    pub env: Vec<String>,
+    /// `capabilities.net` entries.
+    pub net: Vec<String>,
+    /// Instructions per tool call.
+    pub fuel: u64,
+    /// Wall time per tool call.
+    pub tool_timeout_ms: u64,
+    /// Memory per tool call.
+    pub memory_mb: u64,
+    /// Output cap per tool call.
+    pub max_output_kb: u64,
+}
+
+impl Ceiling {
+    /// The portable form of `caps`.
+    pub fn of(caps: &CapabilitySet) -> Ceiling {
+        Ceiling {
+            fs: caps
+                .fs
+                .iter()
+                .map(|g| (g.host.display().to_string(), g.mode == FsMode::ReadWrite))
+                .collect(),
+            scratch: caps.scratch,
+            env: caps.env.iter().map(|g| g.name.clone()).collect(),
+            net: caps.net.patterns().iter().map(|p| p.to_string()).collect(),
+            fuel: caps.fuel,
+            tool_timeout_ms: caps.tool_timeout_ms,
+            memory_mb: caps.memory_mb,
+            max_output_kb: caps.max_output_kb,
+        }
+    }
+
+    /// A capability set that admits exactly the ceiling, to intersect a worker's
+    /// profile with. An entry that does not parse admits nothing.
+    pub fn to_capabilities(&self) -> CapabilitySet {
+        CapabilitySet {
+            fs: self
+                .fs
+                .iter()
+                .map(|(host, writable)| FsGrant {
+                    host: host.into(),
+                    guest: String::new(),
+                    mode: if *writable {
+                        FsMode::ReadWrite
+                    } else {
+                        FsMode::ReadOnly
+                    },
+                })
+                .collect(),
+            scratch: self.scratch,
+            env: self
+                .env
+                .iter()
+                .map(|name| EnvGrant {
+                    name: name.clone(),
+                    value: None,
+                })
+                .collect(),
+            net: std::sync::Arc::new(NetPolicy::new(
+                self.net
+                    .iter()
+                    .filter_map(|p| p.parse::<NetPattern>().ok())
+                    .collect(),
+            )),
+            fuel: self.fuel,
+            tool_timeout_ms: self.tool_timeout_ms,
+            memory_mb: self.memory_mb,
+            max_output_kb: self.max_output_kb,
+        }
+    }
+}
+
+/// A finished job's return value: the sub-agent's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// `ok`, `error`, `cancelled`, `timed_out`, `max_turns` or `budget_exceeded`.
+    pub state: String,
+    /// The final answer (or the last text).
+    pub text: String,
+    /// Why it did not end well.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Model turns.
+    pub turns: u32,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Of those, cached.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Dollars spent by the agent and its descendants.
+    pub cost_usd: f64,
+    /// Wall time on the worker.
+    pub duration_ms: u64,
+    /// The worker that ran it.
+    #[serde(default)]
+    pub worker: String,
+}
+
+impl JobOutcome {
+    /// The return value for `outcome`; `cost_usd` is the whole subtree's.
+    pub fn new(outcome: &AgentOutcome, cost_usd: f64, worker: &str) -> JobOutcome {
+        JobOutcome {
+            state: outcome.state.as_str().into(),
+            text: outcome.text.clone(),
+            error: outcome.error.clone(),
+            turns: outcome.turns,
+            input_tokens: outcome.usage.input_tokens,
+            cached_input_tokens: outcome.usage.cached_input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd,
+            duration_ms: outcome.duration.as_millis() as u64,
+            worker: worker.into(),
+        }
+    }
+
+    /// Back to an agent outcome.
+    pub fn into_outcome(self) -> AgentOutcome {
+        let state = match self.state.as_str() {
+            "ok" => AgentState::Ok,
+            "cancelled" => AgentState::Cancelled,
+            "timed_out" => AgentState::TimedOut,
+            "max_turns" => AgentState::MaxTurns,
+            "budget_exceeded" => AgentState::BudgetExceeded,
+            _ => AgentState::Error,
+        };
+        AgentOutcome {
+            state,
+            text: self.text,
+            error: self.error,
+            turns: self.turns,
+            usage: Usage {
+                input_tokens: self.input_tokens,
+                cached_input_tokens: self.cached_input_tokens,
+                output_tokens: self.output_tokens,
+            },
+            cost_usd: self.cost_usd,
+            duration: Duration::from_millis(self.duration_ms),
+        }
+    }
+}
+
+/// The message a sub-agent starts with: the task, then its context and constraints.
+pub fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
+    let mut message = task.to_string();
+    match context {
+        None | Some(Value::Null) => {}
+        Some(Value::String(context)) => {
+            message.push_str(&format!("\n\n<context>\n{context}\n</context>"))
+        }
+        Some(context) => message.push_str(&format!(
+            "\n\n<context>\n{}\n</context>",
+            serde_json::to_string_pretty(context).unwrap_or_default()
+        )),
+    }
+    if !constraints.is_empty() {
+        let list: Vec<String> = constraints.iter().map(|c| format!("- {c}")).collect();
+        message.push_str(&format!(
+            "\n\n<constraints>\n{}\n</constraints>",
+            list.join("\n")
+        ));
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ceiling_round_trips_through_json() {
+        let caps = CapabilitySet {
+            fs: vec![FsGrant {
+                host: "/data".into(),
+                guest: "/d".into(),
+                mode: FsMode::ReadOnly,
+            }],
+            net: std::sync::Arc::new(NetPolicy::new(vec!["example.com:443".parse().unwrap()])),
+            fuel: 7,
+            ..CapabilitySet::default()
+        };
+        let ceiling = Ceiling::of(&caps);
+        let back: Ceiling =
+            serde_json::from_str(&serde_json::to_string(&ceiling).unwrap()).unwrap();
+        let child = CapabilitySet {
+            fs: vec![FsGrant {
+                host: "/data/x".into(),
+                guest: "/x".into(),
+                mode: FsMode::ReadWrite,
+            }],
+            net: std::sync::Arc::new(NetPolicy::new(vec![
+                "example.com:443".parse().unwrap(),
+                "evil.com".parse().unwrap(),
+            ])),
+            ..CapabilitySet::default()
+        };
+        let effective = child.intersect(&back.to_capabilities());
+        assert_eq!(effective.fs[0].mode, FsMode::ReadOnly);
+        assert_eq!(effective.net.patterns().len(), 1);
+        assert_eq!(effective.fuel, 7);
+    }
+
+    #[test]
+    fn urls_are_redacted() {
+        let config = QueueConfig {
+            redis: Some("redis://user:secret@host:6379/0".into()),
+            ..QueueConfig::default()
+        };
+        assert_eq!(config.redacted_url(), "redis://***@host:6379/0");
+    }
+}

@@ -1,0 +1,328 @@
+//! `warren worker`: takes sub-agent jobs from the queue and runs each as the root of
+//! an agent tree on this machine, with this machine's plugins, models and profiles.
+//!
+//! A job names a profile; the worker uses its own profile of that name, narrowed by
+//! the job (its tools subset, its limits, the parent's capability ceiling), so a job
+//! can never widen what the worker's profile allows. While the agent runs, its events
+//! go back to the parent in batches (job progress), and the worker polls the job's
+//! cancel key. Jobs that cannot run here (no such profile, bad job data) fail at once
+//! with the reason; jobs whose agent cannot start (no model on this worker) are
+//! retried with backoff, on any worker, up to `[queue] attempts`, and each attempt's
+//! reason is kept in the job's log.
+//!
+//! Shutdown (SIGTERM or Ctrl-C): the worker stops taking jobs and lets running ones
+//! finish for `[queue] shutdown_grace_s`; then (or at a second signal) it hands the
+//! rest back to the queue, where another worker takes them.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bullmq::types::JobProgress;
+use bullmq::worker::CancellationToken as JobToken;
+use bullmq::{Job, Worker};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::{compose_task, JobData, JobOutcome, QueueConfig};
+use crate::agent::AgentOutcome;
+use crate::config::{AgentLimits, ToolSelection};
+use crate::events::Event;
+use crate::host::{Host, JobStart};
+
+/// How often a running job's events are sent to its parent.
+const EVENT_BATCH: Duration = Duration::from_millis(100);
+/// How often a running job's cancel key is checked.
+const CANCEL_POLL: Duration = Duration::from_millis(250);
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Shown in logs and stored on each job it runs (default `HOST:PID`).
+    pub name: String,
+}
+
+/// The default worker name: `HOST:PID`.
+pub fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+struct Shared {
+    host: Host,
+    config: QueueConfig,
+    name: String,
+    /// Flips to `true` when running jobs must be handed back.
+    hand_back: watch::Receiver<bool>,
+}
+
+/// Runs a worker until `shutdown` resolves (the first signal), then shuts down
+/// gracefully; `hand_back_now` resolving (a second signal) cuts the grace short.
+pub async fn run(
+    host: Host,
+    options: WorkerOptions,
+    shutdown: impl Future<Output = ()>,
+    hand_back_now: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let config = host.config().queue.clone();
+    anyhow::ensure!(
+        config.redis.is_some(),
+        "no Redis URL: pass --redis URL or set [queue] redis in {}",
+        host.config().path.display()
+    );
+    let (hand_back_tx, hand_back) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        host: host.clone(),
+        config: config.clone(),
+        name: options.name.clone(),
+        hand_back,
+    });
+    let processor = move |job: Job, token: JobToken| {
+        let shared = shared.clone();
+        async move { process(&shared, job, token).await }
+    };
+    let worker = Worker::with_options(
+        &config.name,
+        processor,
+        bullmq::WorkerOptions {
+            connection: config.connection(),
+            name: Some(options.name.clone()),
+            concurrency: options.concurrency,
+            lock_duration: config.lock_ms,
+            stalled_interval: config.stalled_interval_ms,
+            max_stalled_count: config.max_stalled,
+            drain_delay: 1,
+            ..bullmq::WorkerOptions::default()
+        },
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "cannot connect to queue `{}` at {}",
+            config.name,
+            config.redacted_url()
+        )
+    })?;
+    let profiles: Vec<String> = host.config().profiles.keys().cloned().collect();
+    eprintln!(
+        "warren worker {}: taking jobs from queue `{}` at {} (concurrency {}; profiles: {})",
+        options.name,
+        config.name,
+        config.redacted_url(),
+        options.concurrency,
+        if profiles.is_empty() {
+            "none".to_string()
+        } else {
+            profiles.join(", ")
+        }
+    );
+    shutdown.await;
+    let active = worker.active_count().await;
+    eprintln!(
+        "warren worker {}: shutting down; letting {active} running job(s) finish (up to {} s, signal again to hand them back now)",
+        options.name, config.shutdown_grace_s
+    );
+    let grace = Duration::from_secs(config.shutdown_grace_s);
+    let close = worker.close((grace + Duration::from_secs(30)).as_millis() as u64);
+    tokio::pin!(close);
+    tokio::select! {
+        result = &mut close => return result.context("closing the worker"),
+        _ = tokio::time::sleep(grace) => {}
+        _ = hand_back_now => {}
+    }
+    let active = worker.active_count().await;
+    eprintln!(
+        "warren worker {}: handing {active} job(s) back to the queue",
+        options.name
+    );
+    hand_back_tx.send_replace(true);
+    close.await.context("closing the worker")
+}
+
+/// Runs one job; the `Ok` value is the job's return value ([`JobOutcome`]).
+async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value, bullmq::Error> {
+    let id = job.id().to_string();
+    let data: JobData = serde_json::from_value(job.data().clone())
+        .map_err(|e| bullmq::Error::Unrecoverable(format!("job {id}: not a warren job: {e}")))?;
+    let worker = &shared.name;
+    let config = shared.host.config();
+    let Some(base) = config.profiles.get(&data.profile) else {
+        let known: Vec<String> = config.profiles.keys().cloned().collect();
+        let reason = format!(
+            "unknown profile `{}` on worker {worker} (it has: {})",
+            data.profile,
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        );
+        tracing::warn!(job = %id, "{reason}");
+        return Err(bullmq::Error::Unrecoverable(reason));
+    };
+    let cancel_key = shared.config.cancel_key(&id);
+    if cancel_requested(&shared.host, &cancel_key).await {
+        return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
+    }
+    let mut profile = base.clone();
+    if let Some(ceiling) = &data.ceiling {
+        profile.capabilities = base.capabilities.intersect(&ceiling.to_capabilities());
+    }
+    if let Some(tools) = &data.tools {
+        let allowed: Vec<String> = tools
+            .iter()
+            .filter(|t| base.tools.allows(t))
+            .cloned()
+            .collect();
+        profile.tools = ToolSelection::from_names(allowed);
+    }
+    let tighten = |job: Option<u64>, own: u64| job.map_or(own, |j| j.min(own));
+    let limits = AgentLimits {
+        max_turns: tighten(
+            data.limits.max_turns.map(u64::from),
+            u64::from(base.limits.max_turns),
+        ) as u32,
+        timeout_s: tighten(data.limits.timeout_s, base.limits.timeout_s),
+        max_cost_usd: match (data.limits.max_cost_usd, base.limits.max_cost_usd) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+    };
+    let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let start = JobStart {
+        profile,
+        task: compose_task(&data.task, data.context.as_ref(), &data.constraints),
+        extra_prompt: data.system_prompt.clone(),
+        limits,
+        depth: data.depth,
+        budget_usd,
+        traceparent: data.traceparent.clone(),
+    };
+    let run = match shared.host.start_job(start) {
+        Ok(run) => run,
+        Err(error) => {
+            let reason = format!("{error:#}");
+            let attempt = job.attempts_made() + 1;
+            let _ = job
+                .log(&format!("attempt {attempt} on worker {worker}: {reason}"))
+                .await;
+            tracing::warn!(job = %id, attempt, "{reason}");
+            return Err(bullmq::Error::ProcessingError(reason));
+        }
+    };
+    tracing::info!(job = %id, profile = %data.profile, "running");
+    let cancel = run.cancel_token();
+    let mut events = run.events();
+    let wait = run.wait();
+    tokio::pin!(wait);
+    let mut batch: Vec<Event> = Vec::new();
+    let mut flush = tokio::time::interval(EVENT_BATCH);
+    let mut poll = tokio::time::interval(CANCEL_POLL);
+    let mut hand_back = shared.hand_back.clone();
+    let mut handing_back = *hand_back.borrow();
+    let report = loop {
+        tokio::select! {
+            report = &mut wait => break report,
+            Some(record) = events.next() => {
+                if !matches!(record.event, Event::Lagged { .. }) {
+                    batch.push(record.event);
+                }
+            }
+            _ = flush.tick() => send_events(&mut job, &mut batch).await,
+            _ = poll.tick() => if cancel_requested(&shared.host, &cancel_key).await {
+                tracing::info!(job = %id, "cancel requested by the parent");
+                cancel.cancel();
+            },
+            _ = token.cancelled() => cancel.cancel(),
+            Ok(()) = hand_back.changed(), if !handing_back => {
+                handing_back = true;
+                cancel.cancel();
+            }
+        }
+    };
+    while let Ok(Some(record)) = tokio::time::timeout(Duration::from_millis(1), events.next()).await
+    {
+        if !matches!(record.event, Event::Lagged { .. }) {
+            batch.push(record.event);
+        }
+    }
+    if handing_back {
+        let _ = job
+            .log(&format!("handed back by worker {worker} at shutdown"))
+            .await;
+        return match job.move_to_wait(None).await {
+            // The job is back in the queue: tell BullMQ not to finish it.
+            Ok(_) => Err(bullmq::Error::Delayed),
+            Err(error) => Err(bullmq::Error::ProcessingError(format!(
+                "worker {worker} shut down and could not hand the job back: {error}"
+            ))),
+        };
+    }
+    send_events(&mut job, &mut batch).await;
+    wait_for_redis(&shared.host).await;
+    tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
+    outcome_value(&report.root, report.cost_usd, worker)
+}
+
+fn outcome_value(outcome: &AgentOutcome, cost: f64, worker: &str) -> Result<Value, bullmq::Error> {
+    serde_json::to_value(JobOutcome::new(outcome, cost, worker))
+        .map_err(|e| bullmq::Error::ProcessingError(format!("encoding the outcome: {e}")))
+}
+
+/// Sends the batched events as one progress update (BullMQ publishes it on the
+/// queue's event stream, where the parent reads it).
+async fn send_events(job: &mut Job, batch: &mut Vec<Event>) {
+    if batch.is_empty() {
+        return;
+    }
+    let events = std::mem::take(batch);
+    if let Err(error) = job
+        .update_progress(JobProgress::Object(json!({ "warren_events": events })))
+        .await
+    {
+        tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");
+    }
+}
+
+async fn cancel_requested(host: &Host, key: &str) -> bool {
+    let Some(queue) = host.remote_queue() else {
+        return false;
+    };
+    let mut conn = queue.queue().connection().connection();
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query_async::<u64>(&mut conn)
+        .await
+        .is_ok_and(|n| n > 0)
+}
+
+/// Waits (up to a minute) until Redis answers, so a result finished while Redis
+/// restarts is saved once it is back rather than lost to a failed write.
+async fn wait_for_redis(host: &Host) {
+    let Some(queue) = host.remote_queue() else {
+        return;
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
+        let mut conn = queue.queue().connection().connection();
+        if redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
