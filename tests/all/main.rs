@@ -11,5 +11,6 @@ mod guests;
 mod languages;
 mod llm;
 mod plugins;
+mod queue;
 mod sandbox;
 mod support;

@@ -1,0 +1,770 @@
+//! Sub-agents through Redis: a real `redis-server` per test on a free port, workers
+//! as separate `warren worker` processes, the parent as `warren run --redis`, and a
+//! Node BullMQ producer from npm.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A `redis-server` of our own, with an append-only file so a restart keeps its data.
+struct Redis {
+    port: u16,
+    dir: tempfile::TempDir,
+    server: Child,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let server = Redis::spawn(port, dir.path());
+        let redis = Redis { port, dir, server };
+        redis.wait_ready();
+        redis
+    }
+
+    fn spawn(port: u16, dir: &Path) -> Child {
+        Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start redis-server ({e}): install it with `apt-get install redis-server` (.ci/run does)")
+            })
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.connection().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("redis-server on port {} did not start", self.port);
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn connection(&self) -> Option<redis::Connection> {
+        let mut conn = redis::Client::open(self.url())
+            .ok()?
+            .get_connection()
+            .ok()?;
+        redis::cmd("PING").query::<String>(&mut conn).ok()?;
+        Some(conn)
+    }
+
+    fn query<T: redis::FromRedisValue>(&self, cmd: &mut redis::Cmd) -> T {
+        cmd.query(&mut self.connection().expect("redis is up"))
+            .unwrap()
+    }
+
+    /// Stops the server (its append-only file stays) and starts it again on the same
+    /// port, `down` later.
+    fn restart(&mut self, down: Duration) {
+        let _ = redis::cmd("SHUTDOWN").query::<()>(&mut self.connection().unwrap());
+        let _ = self.server.wait();
+        std::thread::sleep(down);
+        self.server = Redis::spawn(self.port, self.dir.path());
+        self.wait_ready();
+    }
+
+    /// Every job hash of queue `warren` with its id.
+    fn jobs(&self) -> Vec<(String, std::collections::HashMap<String, String>)> {
+        let keys: Vec<String> = self.query(redis::cmd("KEYS").arg("bull:warren:*"));
+        keys.into_iter()
+            .filter_map(|key| {
+                let id = key.strip_prefix("bull:warren:")?.to_string();
+                let kind: String = self.query(redis::cmd("TYPE").arg(&key));
+                if kind != "hash" {
+                    return None;
+                }
+                let fields: std::collections::HashMap<String, String> =
+                    self.query(redis::cmd("HGETALL").arg(&key));
+                fields.contains_key("data").then_some((id, fields))
+            })
+            .collect()
+    }
+
+    /// The return values of completed jobs, parsed.
+    fn outcomes(&self) -> Vec<Value> {
+        self.jobs()
+            .into_iter()
+            .filter_map(|(_, job)| serde_json::from_str(job.get("returnvalue")?).ok())
+            .collect()
+    }
+
+    /// Waits until some job is active and returns the worker holding it (BullMQ's
+    /// `pb`, processed-by, field).
+    fn wait_active(&self, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            let active: Vec<String> = self.query(
+                redis::cmd("LRANGE")
+                    .arg("bull:warren:active")
+                    .arg(0)
+                    .arg(-1),
+            );
+            if let Some(id) = active.first() {
+                let by: Option<String> = self.query(
+                    redis::cmd("HGET")
+                        .arg(format!("bull:warren:{id}"))
+                        .arg("pb"),
+                );
+                if let Some(by) = by {
+                    return by;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("no job became active within {within:?}");
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// A `warren worker` process; killed when dropped.
+struct Worker {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Worker {
+    fn start(dir: &Path, redis: &Redis, name: &str, concurrency: u32) -> Worker {
+        let log = dir.join(format!("{name}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(["worker", "--redis", &redis.url(), "--name", name])
+            .args(["--concurrency", &concurrency.to_string()])
+            .current_dir(dir)
+            .env_remove("WARREN_CONFIG")
+            .env("RUST_LOG", "warn,warren=info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let worker = Worker { child, log };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !worker.output().contains("taking jobs") {
+            assert!(
+                Instant::now() < deadline,
+                "worker {name} did not start:\n{}",
+                worker.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        worker
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "worker did not exit:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A directory with `warren.toml` (scripted model, `[queue]` with short locks) and
+/// `script.toml`.
+fn world(extra: &str, script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("warren.toml"),
+        format!(
+            r#"[plugins]
+cache = false
+
+[models.scripted]
+provider = "scripted"
+script = "script.toml"
+
+[defaults]
+max_turns = 6
+timeout_s = 60
+max_concurrent = 3
+
+[queue]
+lock_ms = 1000
+stalled_interval_ms = 500
+attempts = 2
+shutdown_grace_s = 1
+
+[profiles.main]
+description = "Coordinator"
+
+[profiles.researcher]
+description = "Researches one topic"
+{extra}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("script.toml"), script).unwrap();
+    dir
+}
+
+/// Runs `warren run TASK --redis URL --events events.jsonl` in `dir`; returns the
+/// exit code, stdout, stderr and the events.
+fn run_parent(dir: &Path, redis: &Redis, task: &str) -> (Option<i32>, String, String, Vec<Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", task, "--redis", &redis.url(), "--progress", "plain"])
+        .args(["--events", "events.jsonl"])
+        .current_dir(dir)
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let events = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        events,
+    )
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The ids a run hands out first: the root's, then its first child's.
+fn first_ids() -> (String, String) {
+    let tree = warren::jobs::Tree::new(warren::config::RunLimits::default());
+    (tree.add_for_tests().0, tree.add_for_tests().0)
+}
+
+const THREE_TOPICS: &str = r#"
+[[turns]]
+profile = "main"
+tool_calls = [
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "topic one" } },
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "topic two" } },
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "topic three" } },
+]
+[[turns]]
+profile = "main"
+when = "Started job"
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "all three reported"
+[[turns]]
+profile = "researcher"
+when = "topic one"
+delay_ms = 1500
+text = "one is done"
+[[turns]]
+profile = "researcher"
+when = "topic two"
+delay_ms = 1500
+text = "two is done"
+[[turns]]
+profile = "researcher"
+when = "topic three"
+delay_ms = 1500
+text = "three is done"
+"#;
+
+#[test]
+fn three_workers_share_the_children_and_the_parent_sees_their_events() {
+    let redis = Redis::start();
+    let dir = world("", THREE_TOPICS);
+    let _workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|name| Worker::start(dir.path(), &redis, name, 1))
+        .collect();
+    let (code, stdout, stderr, events) = run_parent(dir.path(), &redis, "research");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "all three reported");
+
+    // Each worker ran one child (each takes one job at a time, all three at once).
+    let outcomes = redis.outcomes();
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    let workers: BTreeSet<&str> = outcomes
+        .iter()
+        .map(|o| o["worker"].as_str().unwrap())
+        .collect();
+    assert_eq!(workers, BTreeSet::from(["w1", "w2", "w3"]));
+    assert!(outcomes.iter().all(|o| o["state"] == "ok"), "{outcomes:?}");
+
+    // The parent's event log shows the remote agents under the root, with their turns,
+    // streamed text and ends.
+    let (root, _) = first_ids();
+    let started = of_type(&events, "agent_started");
+    let children: Vec<&str> = started
+        .iter()
+        .filter(|e| e["parent"] == root.as_str())
+        .map(|e| e["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(children.len(), 3, "{started:?}");
+    for child in &children {
+        let mine = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| e["type"] == kind && e["agent"] == *child)
+                .count()
+        };
+        assert_eq!(mine("turn_started"), 1, "{child}");
+        assert!(mine("text_delta") >= 1, "{child}");
+        assert_eq!(mine("agent_finished"), 1, "{child}");
+    }
+    assert!(stderr.contains("finished ok"), "{stderr}");
+    // Together they took about as long as one, not three.
+    let ends: Vec<u64> = of_type(&events, "agent_finished")
+        .iter()
+        .filter(|e| children.contains(&e["agent"].as_str().unwrap()))
+        .map(|e| e["duration_ms"].as_u64().unwrap())
+        .collect();
+    assert!(ends.iter().all(|d| *d >= 1500), "{ends:?}");
+}
+
+#[test]
+fn a_node_bullmq_producer_gets_a_warren_workers_result() {
+    let client = crate::support::root().join("tests/fixtures/bullmq-client");
+    if !client.join("node_modules/bullmq").exists() {
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund"])
+            .current_dir(&client)
+            .status()
+            .expect(
+                "npm is needed for the BullMQ interop test: install Node.js and npm (.ci/run does)",
+            );
+        assert!(
+            status.success(),
+            "npm install failed in {}",
+            client.display()
+        );
+    }
+    let redis = Redis::start();
+    let dir = world("", THREE_TOPICS);
+    let _worker = Worker::start(dir.path(), &redis, "w1", 2);
+    let node = |task: &str, profile: &str| -> Value {
+        let output = Command::new("node")
+            .arg(client.join("client.mjs"))
+            .args([&redis.url(), "warren", task, profile])
+            .output()
+            .expect("node is needed for the BullMQ interop test");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(stdout.trim()).unwrap()
+    };
+    let answer = node("topic two", "researcher");
+    assert_eq!(answer["result"]["state"], "ok", "{answer}");
+    assert_eq!(answer["result"]["text"], "two is done");
+    assert_eq!(answer["result"]["worker"], "w1");
+    assert_eq!(answer["result"]["turns"], 1);
+    // A profile the worker does not have fails the job at once, saying so.
+    let refused = node("anything", "ghost");
+    let reason = refused["failed"].as_str().unwrap();
+    assert!(
+        reason.contains("unknown profile `ghost` on worker w1 (it has: main, researcher)"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_worker_killed_mid_job_loses_nothing() {
+    let redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "got it"
+[[turns]]
+profile = "researcher"
+when = "slow topic"
+delay_ms = 2500
+text = "slow topic done"
+"#;
+    let dir = world("", script);
+    let mut first = Worker::start(dir.path(), &redis, "first", 1);
+    let parent = {
+        let dir = dir.path().to_path_buf();
+        let url = redis.url();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args([
+                    "run",
+                    "go",
+                    "--redis",
+                    &url,
+                    "--quiet",
+                    "--events",
+                    "events.jsonl",
+                ])
+                .current_dir(&dir)
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");
+    let _second = Worker::start(dir.path(), &redis, "second", 1);
+    first.signal("-KILL");
+    first.wait_exit(Duration::from_secs(5));
+
+    let output = parent.join().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.trim(), "got it");
+    let outcomes = redis.outcomes();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0]["worker"], "second");
+    assert_eq!(outcomes[0]["text"], "slow topic done");
+    // Delivered once: one end for the child in the parent's log.
+    let events: Vec<Value> = std::fs::read_to_string(dir.path().join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (_, child) = first_ids();
+    let ends: Vec<&Value> = of_type(&events, "agent_finished")
+        .into_iter()
+        .filter(|e| e["agent"] == child.as_str())
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["state"], "ok");
+}
+
+#[test]
+fn cancel_reaches_the_remote_job_and_its_descendants() {
+    let redis = Redis::start();
+    let (_, child) = first_ids();
+    let script = format!(
+        r#"
+[[turns]]
+profile = "main"
+tool_calls = [{{ name = "spawn_agent", arguments = {{ profile = "researcher", task = "deep task" }} }}]
+[[turns]]
+profile = "main"
+when = "Started job"
+delay_ms = 3000
+tool_calls = [{{ name = "cancel_agent", arguments = {{ job_id = "{child}" }} }}]
+[[turns]]
+profile = "main"
+when = "Cancelled job"
+tool_calls = [{{ name = "await_agents", arguments = {{ job_ids = "*" }} }}]
+[[turns]]
+profile = "main"
+when = "CANCELLED]"
+text = "stopped it"
+[[turns]]
+profile = "researcher"
+when = "deep task"
+tool_calls = [{{ name = "spawn_agent", arguments = {{ profile = "digger", task = "dig forever" }} }}]
+[[turns]]
+profile = "researcher"
+when = "Started job"
+tool_calls = [{{ name = "await_agents", arguments = {{ job_ids = "*" }} }}]
+[[turns]]
+profile = "digger"
+when = "dig forever"
+delay_ms = 60000
+text = "never"
+"#
+    );
+    let dir = world("[profiles.digger]\ndescription = \"Digs\"\n", &script);
+    // Children of the remote researcher may spawn too.
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2");
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    let _workers = [
+        Worker::start(dir.path(), &redis, "w1", 2),
+        Worker::start(dir.path(), &redis, "w2", 2),
+    ];
+    let started = Instant::now();
+    let (code, stdout, stderr, events) = run_parent(dir.path(), &redis, "go");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "stopped it");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Both the researcher and the digger it spawned on a worker ended cancelled.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let outcomes = loop {
+        let outcomes = redis.outcomes();
+        if outcomes.len() == 2 || Instant::now() > deadline {
+            break outcomes;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o["state"] == "cancelled"),
+        "{outcomes:?}"
+    );
+    // The parent's log shows the remote grandchild too, under the child.
+    let grandchild = of_type(&events, "agent_queued")
+        .into_iter()
+        .find(|e| e["parent"] == child.as_str())
+        .unwrap_or_else(|| panic!("no grandchild in {events:?}"));
+    assert_eq!(grandchild["profile"], "digger");
+    let child_end = of_type(&events, "agent_finished")
+        .into_iter()
+        .find(|e| e["agent"] == child.as_str())
+        .unwrap();
+    assert_eq!(child_end["state"], "cancelled", "{child_end}");
+}
+
+#[test]
+fn a_redis_restart_loses_no_result() {
+    let mut redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "survived"
+[[turns]]
+profile = "researcher"
+when = "slow topic"
+delay_ms = 3000
+text = "slow topic done"
+"#;
+    let dir = world("", script);
+    let _worker = Worker::start(dir.path(), &redis, "w1", 1);
+    let parent = {
+        let dir = dir.path().to_path_buf();
+        let url = redis.url();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["run", "go", "--redis", &url, "--quiet"])
+                .current_dir(&dir)
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    redis.wait_active(Duration::from_secs(20));
+    redis.restart(Duration::from_millis(500));
+    let output = parent.join().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "survived");
+    // The finished result is still there after another restart.
+    redis.restart(Duration::ZERO);
+    let outcomes = redis.outcomes();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0]["text"], "slow topic done");
+}
+
+#[test]
+fn failing_jobs_end_failed_with_every_reason() {
+    let redis = Redis::start();
+    // The parent's configuration.
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "topic one" } },
+  { name = "spawn_agent", arguments = { profile = "analyst", task = "numbers" } },
+]
+[[turns]]
+profile = "main"
+when = "Started job"
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+[[turns]]
+profile = "main"
+when = "ERROR]"
+text = "both failed"
+"#;
+    let dir = world("[profiles.analyst]\ndescription = \"Counts\"\n", script);
+    // The worker's: no model at all, and no `analyst` profile.
+    let worker_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        worker_dir.path().join("warren.toml"),
+        "[plugins]\ncache = false\n[queue]\nattempts = 2\n[profiles.main]\n[profiles.researcher]\n",
+    )
+    .unwrap();
+    let _worker = Worker::start(worker_dir.path(), &redis, "bare", 2);
+    let (code, stdout, stderr, events) = run_parent(dir.path(), &redis, "go");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "both failed");
+    let errors: Vec<String> = of_type(&events, "agent_finished")
+        .iter()
+        .filter_map(|e| e["error"].as_str().map(str::to_string))
+        .collect();
+    let no_model = errors
+        .iter()
+        .find(|e| e.contains("has no model"))
+        .unwrap_or_else(|| panic!("{errors:?}"));
+    assert!(no_model.contains("failed after 2 attempt(s)"), "{no_model}");
+    assert!(
+        no_model.contains("attempt 1 on worker bare: profile `researcher` has no model"),
+        "{no_model}"
+    );
+    assert!(no_model.contains("attempt 2 on worker bare"), "{no_model}");
+    let unknown = errors
+        .iter()
+        .find(|e| e.contains("unknown profile"))
+        .unwrap_or_else(|| panic!("{errors:?}"));
+    assert!(
+        unknown.contains("failed after 1 attempt(s): unknown profile `analyst` on worker bare (it has: main, researcher)"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn a_stopping_worker_finishes_its_job_or_hands_it_back() {
+    let redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "done"
+[[turns]]
+profile = "researcher"
+when = "slow topic"
+delay_ms = 4000
+text = "slow topic done"
+"#;
+    // shutdown_grace_s = 1 is shorter than the job: the worker hands it back.
+    let dir = world("", script);
+    let mut leaving = Worker::start(dir.path(), &redis, "leaving", 1);
+    let parent = {
+        let dir = dir.path().to_path_buf();
+        let url = redis.url();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["run", "go", "--redis", &url, "--quiet"])
+                .current_dir(&dir)
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    assert_eq!(redis.wait_active(Duration::from_secs(20)), "leaving");
+    leaving.signal("-TERM");
+    let status = leaving.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "{}", leaving.output());
+    let log = leaving.output();
+    assert!(
+        log.contains("letting 1 running job(s) finish (up to 1 s"),
+        "{log}"
+    );
+    assert!(log.contains("handing 1 job(s) back to the queue"), "{log}");
+    let _staying = Worker::start(dir.path(), &redis, "staying", 1);
+    let output = parent.join().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcomes = redis.outcomes();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0]["worker"], "staying");
+
+    // With time enough, a stopping worker finishes the job itself.
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace("shutdown_grace_s = 1", "shutdown_grace_s = 30");
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    drop(_staying);
+    let mut patient = Worker::start(dir.path(), &redis, "patient", 1);
+    let parent = {
+        let dir = dir.path().to_path_buf();
+        let url = redis.url();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["run", "go", "--redis", &url, "--quiet"])
+                .current_dir(&dir)
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    assert_eq!(redis.wait_active(Duration::from_secs(20)), "patient");
+    patient.signal("-TERM");
+    assert!(
+        patient.wait_exit(Duration::from_secs(20)).success(),
+        "{}",
+        patient.output()
+    );
+    let output = parent.join().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let by_patient = redis
+        .outcomes()
+        .into_iter()
+        .filter(|o| o["worker"] == "patient")
+        .count();
+    assert_eq!(by_patient, 1);
+}
