@@ -149,10 +149,21 @@ struct Worker {
 
 impl Worker {
     fn start(dir: &Path, redis: &Redis, name: &str, concurrency: u32) -> Worker {
+        Worker::start_with(dir, redis, name, concurrency, &[])
+    }
+
+    fn start_with(
+        dir: &Path,
+        redis: &Redis,
+        name: &str,
+        concurrency: u32,
+        extra: &[&str],
+    ) -> Worker {
         let log = dir.join(format!("{name}.log"));
         let child = Command::new(env!("CARGO_BIN_EXE_warren"))
             .args(["worker", "--redis", &redis.url(), "--name", name])
             .args(["--concurrency", &concurrency.to_string()])
+            .args(extra)
             .current_dir(dir)
             .env_remove("WARREN_CONFIG")
             .env("RUST_LOG", "warn,warren=info")
@@ -767,4 +778,80 @@ text = "slow topic done"
         .filter(|o| o["worker"] == "patient")
         .count();
     assert_eq!(by_patient, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agents_spans_join_the_parents_trace() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    // The fake LLM server doubles as the OTLP/HTTP receiver of both processes.
+    let receiver = FakeLlm::start().await;
+    for _ in 0..100 {
+        receiver.push(Reply::json(serde_json::json!({})));
+    }
+    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
+    let redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "topic one", background = false } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "traced"
+[[turns]]
+profile = "researcher"
+when = "topic one"
+text = "one is done"
+"#;
+    let dir = world("", script);
+    let mut worker =
+        Worker::start_with(dir.path(), &redis, "w1", 1, &["--otlp-endpoint", &endpoint]);
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args([
+            "run",
+            "go",
+            "--quiet",
+            "--redis",
+            &redis.url(),
+            "--otlp-endpoint",
+            &endpoint,
+        ])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A stopping worker sends its last spans.
+    worker.signal("-TERM");
+    tokio::task::block_in_place(|| worker.wait_exit(Duration::from_secs(20)));
+    let spans: Vec<Value> = receiver
+        .requests()
+        .iter()
+        .flat_map(|p| {
+            p.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let named =
+        |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
+    let spawn = named("execute_tool spawn_agent");
+    let remote = named("invoke_agent researcher");
+    assert_eq!((spawn.len(), remote.len()), (1, 1), "{spans:#?}");
+    assert_eq!(remote[0]["traceId"], spawn[0]["traceId"]);
+    assert_eq!(remote[0]["parentSpanId"], spawn[0]["spanId"]);
+    // The remote agent's own model call nests under it, in the same trace.
+    let chats: Vec<&Value> = named("chat scripted")
+        .into_iter()
+        .filter(|c| c["parentSpanId"] == remote[0]["spanId"])
+        .collect();
+    assert_eq!(chats.len(), 1);
+    assert_eq!(chats[0]["traceId"], spawn[0]["traceId"]);
 }
