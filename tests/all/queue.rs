@@ -287,8 +287,14 @@ fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 /// The ids a run hands out first: the root's, then its first child's.
 fn first_ids() -> (String, String) {
+    let ids = ids(2);
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// The first `n` ids a run hands out (the root's first).
+fn ids(n: usize) -> Vec<String> {
     let tree = warren::jobs::Tree::new(warren::config::RunLimits::default());
-    (tree.add_for_tests().0, tree.add_for_tests().0)
+    (0..n).map(|_| tree.add_for_tests().0).collect()
 }
 
 const THREE_TOPICS: &str = r#"
@@ -302,7 +308,10 @@ tool_calls = [
 [[turns]]
 profile = "main"
 when = "Started job"
-tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+tool_calls = [
+  { name = "list_agents", arguments = {} },
+  { name = "await_agents", arguments = { job_ids = "CHILDREN" } },
+]
 [[turns]]
 profile = "main"
 when = "OK]"
@@ -327,7 +336,8 @@ text = "three is done"
 #[test]
 fn three_workers_share_the_children_and_the_parent_sees_their_events() {
     let redis = Redis::start();
-    let dir = world("", THREE_TOPICS);
+    let children = ids(4)[1..].join(",");
+    let dir = world("", &THREE_TOPICS.replace("CHILDREN", &children));
     let _workers: Vec<Worker> = ["w1", "w2", "w3"]
         .iter()
         .map(|name| Worker::start(dir.path(), &redis, name, 1))
@@ -368,6 +378,23 @@ fn three_workers_share_the_children_and_the_parent_sees_their_events() {
         assert_eq!(mine("agent_finished"), 1, "{child}");
     }
     assert!(stderr.contains("finished ok"), "{stderr}");
+    // list_agents and await_agents (by a list of ids) see the remote children.
+    let results: Vec<&Value> = of_type(&events, "tool_call_finished");
+    let listed = results.iter().find(|e| e["tool"] == "list_agents").unwrap();
+    assert_eq!(
+        listed["summary"]
+            .as_str()
+            .unwrap()
+            .matches("researcher")
+            .count(),
+        3,
+        "{listed}"
+    );
+    let awaited = results
+        .iter()
+        .find(|e| e["tool"] == "await_agents")
+        .unwrap();
+    assert_eq!(awaited["outcome"], "ok");
     // Together they took about as long as one, not three.
     let ends: Vec<u64> = of_type(&events, "agent_finished")
         .iter()
