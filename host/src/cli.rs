@@ -83,8 +83,9 @@ enum Command {
 /// Where sub-agent jobs go.
 #[derive(Debug, Args)]
 struct QueueArgs {
-    /// Send sub-agents to this Redis (BullMQ layout) instead of running them here, e.g.
-    /// redis://10.0.0.5:6379; overrides `[queue] redis`.
+    /// The Redis that sub-agent jobs go through (BullMQ layout), e.g.
+    /// redis://10.0.0.5:6379: `run` sends its sub-agents there instead of running them
+    /// here, `worker` takes them from there. Overrides `[queue] redis`.
     #[arg(long, env = "WARREN_REDIS", value_name = "URL")]
     redis: Option<String>,
     /// The queue name (keys `bull:NAME:…`); overrides `[queue] name`.
@@ -96,8 +97,8 @@ impl QueueArgs {
     fn apply(&self, config: &mut Config) -> Result<(), Failure> {
         if let Some(url) = &self.redis {
             if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-                return Err(Failure::Run(anyhow::anyhow!(
-                    "--redis: expected redis://HOST:PORT or rediss://HOST:PORT, got `{url}`"
+                return Err(Failure::Usage(format!(
+                    "--redis: expected redis://[:PASSWORD@]HOST:PORT[/DB] or rediss://…, got `{url}`"
                 )));
             }
             config.queue.redis = Some(url.clone());
@@ -108,7 +109,7 @@ impl QueueArgs {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
-                return Err(Failure::Run(anyhow::anyhow!(
+                return Err(Failure::Usage(format!(
                     "--queue: use letters, digits, `_` and `-`, got `{name}`"
                 )));
             }
@@ -215,6 +216,9 @@ enum Failure {
     /// Bad configuration or usage: exit code 2.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Bad arguments: exit code 2.
+    #[error("{0}")]
+    Usage(String),
     /// The work itself failed: exit code 1.
     #[error(transparent)]
     Run(#[from] anyhow::Error),
@@ -242,6 +246,10 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Config(error)) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Usage(error)) => {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }
@@ -277,7 +285,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Worker(args) => {
             args.queue.apply(&mut config)?;
             if config.queue.redis.is_none() {
-                return Err(Failure::Run(anyhow::anyhow!(
+                return Err(Failure::Usage(format!(
                     "warren worker needs a queue: pass --redis URL (or set WARREN_REDIS, or [queue] redis in {})",
                     config.path.display()
                 )));

@@ -423,6 +423,11 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     }
     let redis = Redis::start();
     let dir = world("", THREE_TOPICS);
+    // Results are kept one second (BullMQ drops older ones as later jobs finish).
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace("attempts = 2", "attempts = 2\nkeep_results_s = 1");
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
     let _worker = Worker::start(dir.path(), &redis, "w1", 2);
     let node = |task: &str, profile: &str| -> Value {
         let output = Command::new("node")
@@ -443,6 +448,17 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     assert_eq!(answer["result"]["text"], "two is done");
     assert_eq!(answer["result"]["worker"], "w1");
     assert_eq!(answer["result"]["turns"], 1);
+    // Past keep_results_s, a finished job and its result leave Redis.
+    let first = answer["id"].as_str().unwrap().to_string();
+    let exists = |id: &str| -> bool {
+        redis.query::<u32>(redis::cmd("EXISTS").arg(format!("bull:warren:{id}"))) == 1
+    };
+    assert!(exists(&first));
+    std::thread::sleep(Duration::from_millis(2100));
+    let later = node("topic one", "researcher");
+    assert_eq!(later["result"]["text"], "one is done");
+    assert!(!exists(&first), "job {first} outlived keep_results_s");
+    assert!(exists(later["id"].as_str().unwrap()));
     // A profile the worker does not have fails the job at once, saying so.
     let refused = node("anything", "ghost");
     let reason = refused["failed"].as_str().unwrap();
@@ -881,4 +897,48 @@ text = "one is done"
         .collect();
     assert_eq!(chats.len(), 1);
     assert_eq!(chats[0]["traceId"], spawn[0]["traceId"]);
+}
+
+#[test]
+fn bad_queue_arguments_are_named() {
+    let dir = world("", THREE_TOPICS);
+    let warren = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env_remove("WARREN_REDIS")
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = warren(&["worker"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("warren worker needs a queue: pass --redis URL"),
+        "{stderr}"
+    );
+    let (code, stderr) = warren(&["run", "go", "--redis", "http://example.com"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--redis: expected redis://"), "{stderr}");
+    let (code, stderr) = warren(&["worker", "--redis", "redis://127.0.0.1:1", "--queue", "a:b"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--queue: use letters"), "{stderr}");
+    // Nobody listens on port 1: a prompt, clear failure (the password stays hidden).
+    let started = Instant::now();
+    let (code, stderr) = warren(&["worker", "--redis", "redis://:hunter2@127.0.0.1:1"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("cannot connect to queue `warren` at redis://***@127.0.0.1:1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use bullmq::types::{KeepJobs, RemoveOnFinish};
 use bullmq::{
     JobOptions, JobState, Queue, QueueEvent, QueueEvents, QueueEventsOptions, QueueOptions,
 };
@@ -64,6 +63,9 @@ impl RemoteQueue {
     /// Connects to the queue `config` names and starts reading its events.
     pub async fn connect(config: &QueueConfig) -> anyhow::Result<Arc<RemoteQueue>> {
         let where_ = format!("queue `{}` at {}", config.name, config.redacted_url());
+        reachable(config)
+            .await
+            .with_context(|| format!("cannot connect to {where_}"))?;
         let queue = Queue::with_options(
             &config.name,
             QueueOptions {
@@ -108,19 +110,12 @@ impl RemoteQueue {
 
     /// Adds a job with warren's options: id, attempts with backoff, retention.
     pub async fn enqueue(&self, id: &str, data: &JobData) -> anyhow::Result<()> {
-        let keep = |age| {
-            Some(RemoveOnFinish::Options(KeepJobs {
-                age: Some(age),
-                count: None,
-                limit: None,
-            }))
-        };
         let options = JobOptions {
             job_id: Some(id.to_string()),
             attempts: Some(self.config.attempts),
             backoff: Some(bullmq::types::BackoffStrategy::Exponential(500)),
-            remove_on_complete: keep(self.config.keep_results_s),
-            remove_on_fail: keep(self.config.keep_results_s),
+            remove_on_complete: self.config.retention(),
+            remove_on_fail: self.config.retention(),
             ..JobOptions::default()
         };
         self.queue
@@ -212,6 +207,22 @@ impl RemoteQueue {
 
     fn unwatch(&self, id: &str) {
         self.watchers.lock().expect("watchers poisoned").remove(id);
+    }
+}
+
+/// Fails within a few seconds when Redis does not answer (the queue's own connection
+/// retries for much longer before giving up).
+pub(crate) async fn reachable(config: &QueueConfig) -> anyhow::Result<()> {
+    let url = config.redis.as_deref().unwrap_or_default();
+    let client = redis::Client::open(url).context("not a Redis URL")?;
+    let ping = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), ping).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(anyhow::anyhow!("Redis did not answer: {error}")),
+        Err(_) => Err(anyhow::anyhow!("Redis did not answer within 5 s")),
     }
 }
 
@@ -320,9 +331,9 @@ async fn wait_remote(
                     ..AgentOutcome::cancelled_before_start()
                 };
             }
-            notice = notices.recv() => match notice {
-                Some(Notice::Events(events)) => mirror.apply(events),
-                Some(Notice::Finished) | None => {
+            Some(notice) = notices.recv() => match notice {
+                Notice::Events(events) => mirror.apply(events),
+                Notice::Finished => {
                     if let Ok(Some(outcome)) = queue.finished(id).await {
                         return outcome;
                     }

@@ -93,6 +93,19 @@ impl QueueConfig {
         }
     }
 
+    /// BullMQ's retention policy for finished jobs: older than `keep_results_s`, they
+    /// are dropped (lazily, when a later job finishes). Producers set it on each job;
+    /// workers set it too, for jobs from producers that did not.
+    pub(crate) fn retention(&self) -> Option<bullmq::types::RemoveOnFinish> {
+        Some(bullmq::types::RemoveOnFinish::Options(
+            bullmq::types::KeepJobs {
+                age: Some(self.keep_results_s),
+                count: None,
+                limit: None,
+            },
+        ))
+    }
+
     /// The key a parent sets to cancel job `id`.
     pub(crate) fn cancel_key(&self, id: &str) -> String {
         format!("bull:{}:warren:cancel:{id}", self.name)

@@ -100,6 +100,8 @@ pub async fn run(
             stalled_interval: config.stalled_interval_ms,
             max_stalled_count: config.max_stalled,
             drain_delay: 1,
+            remove_on_complete: config.retention(),
+            remove_on_fail: config.retention(),
             ..bullmq::WorkerOptions::default()
         },
     )
