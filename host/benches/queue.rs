@@ -1,0 +1,244 @@
+//! What Redis adds to a sub-agent: the same children run in-process and through a
+//! real `redis-server` (started here on a free port, no persistence) to `warren
+//! worker` processes, against a zero-latency scripted model. Each child makes one
+//! model turn with one tool call (the fixture's `echo`, in a fresh sandbox) and one
+//! answering turn.
+//!
+//! - latency: one child, spawn to result in the parent, repeated; p50 and p99;
+//! - throughput: many children at once over one and over two workers.
+//!
+//! Run with: `cargo bench --bench queue` (needs `redis-server` on PATH).
+
+#[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
+#[path = "../../tests/all/guests.rs"]
+mod guests;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use warren::jobs::Phase;
+use warren::{AgentState, Config, Host};
+
+/// A `redis-server` without persistence on a free port; killed when dropped.
+struct Redis {
+    url: String,
+    server: Child,
+}
+
+impl Redis {
+    fn start() -> anyhow::Result<Redis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let server = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                anyhow::anyhow!("cannot start redis-server ({e}): install it with `apt-get install redis-server`")
+            })?;
+        let redis = Redis {
+            url: format!("redis://127.0.0.1:{port}"),
+            server,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            anyhow::ensure!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(redis)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// A `warren worker` process; killed when dropped.
+struct Worker(Child);
+
+impl Worker {
+    fn start(dir: &Path, redis: &Redis, name: &str, concurrency: usize) -> anyhow::Result<Worker> {
+        let log = dir.join(format!("{name}.log"));
+        let worker = Worker(
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["worker", "--redis", &redis.url, "--name", name])
+                .args(["--concurrency", &concurrency.to_string()])
+                .current_dir(dir)
+                .env_remove("WARREN_CONFIG")
+                .env("RUST_LOG", "warn,warren=info")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log)?)
+                .spawn()?,
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&log)?.contains("taking jobs") {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "worker {name} did not start: {}",
+                std::fs::read_to_string(&log)?
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(worker)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `warren.toml` for `dir`: the fixture plugin, the scripted model, profiles `main`
+/// and `worker`, and the queue when `redis` is given.
+fn write_config(dir: &Path, redis: Option<&Redis>) -> anyhow::Result<()> {
+    let hostile = guests::guests().hostile.display().to_string();
+    let queue = redis.map_or(String::new(), |r| {
+        format!("[queue]\nredis = {:?}\n\n", r.url)
+    });
+    let config = format!(
+        "[plugins]\nfiles = [{hostile:?}]\n\n[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+         [defaults]\nmax_concurrent = 200\ntimeout_s = 600\n\n{queue}[profiles.main]\ntools = []\n\n\
+         [profiles.worker]\ntools = [\"echo\"]\n"
+    );
+    std::fs::write(dir.join("warren.toml"), config)?;
+    Ok(())
+}
+
+/// The turns of `children` children: an `echo` call, then the answer.
+fn child_turns(script: &mut String, children: usize) -> anyhow::Result<()> {
+    for _ in 0..children {
+        writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ntool_calls = [{{ name = \"echo\", arguments = {{ bench = 1 }} }}]\n")?;
+        writeln!(
+            script,
+            "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ntext = \"done\"\n"
+        )?;
+    }
+    Ok(())
+}
+
+/// A parent in a fresh directory: its root spawns `children` children in one turn and
+/// awaits them all. In-process, the same script holds the children's turns.
+async fn parent(
+    children: usize,
+    redis: Option<&Redis>,
+) -> anyhow::Result<(Host, tempfile::TempDir)> {
+    let dir = tempfile::tempdir()?;
+    write_config(dir.path(), redis)?;
+    let mut script = String::from("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
+    for i in 0..children {
+        writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},")?;
+    }
+    script.push_str("]\n\n[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
+    script.push_str(
+        "[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n",
+    );
+    if redis.is_none() {
+        child_turns(&mut script, children)?;
+    }
+    std::fs::write(dir.path().join("script.toml"), script)?;
+    let host = Host::load(Config::load(&dir.path().join("warren.toml"))?).await?;
+    Ok((host, dir))
+}
+
+/// Runs the parent's root to the end; its wall time.
+async fn run(host: &Host, children: usize) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let report = host.start("main", "bench", None)?.wait().await;
+    let elapsed = started.elapsed();
+    anyhow::ensure!(
+        report.root.state == AgentState::Ok,
+        "run failed: {:?}",
+        report.root
+    );
+    anyhow::ensure!(
+        report.agents.len() == children + 1,
+        "expected {} agents, got {}",
+        children + 1,
+        report.agents.len()
+    );
+    let failed: Vec<_> = report
+        .agents
+        .iter()
+        .filter(|a| !matches!(&a.phase, Phase::Done(o) if o.state == AgentState::Ok))
+        .map(|a| (&a.id, &a.phase))
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "children failed: {failed:?}");
+    Ok(elapsed)
+}
+
+/// One child per run, `n` runs: p50 and p99 of the run's wall time, in ms.
+async fn latency(n: usize, redis: Option<&Redis>) -> anyhow::Result<(f64, f64)> {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (host, _dir) = parent(1, redis).await?;
+        times.push(run(&host, 1).await?.as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[n / 2], times[(n * 99 / 100).min(n - 1)]))
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let redis = Redis::start()?;
+        // The workers' directory: enough children's turns for every run below.
+        let workers = tempfile::tempdir()?;
+        write_config(workers.path(), Some(&redis))?;
+        let mut script = String::new();
+        child_turns(&mut script, 3000)?;
+        std::fs::write(workers.path().join("script.toml"), script)?;
+
+        // Warm the compile cache, the allocator and the connections.
+        let (host, _dir) = parent(10, None).await?;
+        run(&host, 10).await?;
+        let w1 = Worker::start(workers.path(), &redis, "w1", 100)?;
+        let (host, _dir) = parent(10, Some(&redis)).await?;
+        run(&host, 10).await?;
+
+        let runs = 50;
+        let (local50, local99) = latency(runs, None).await?;
+        let (remote50, remote99) = latency(runs, Some(&redis)).await?;
+        println!(
+            "one child, spawn to result, n={runs}:  in-process p50 {local50:>7.2} ms  p99 {local99:>7.2} ms   through Redis p50 {remote50:>7.2} ms  p99 {remote99:>7.2} ms   (+{:.2} ms per job at p50)",
+            remote50 - local50
+        );
+
+        let children = 500;
+        let (host, _dir) = parent(children, None).await?;
+        let local = run(&host, children).await?;
+        println!(
+            "{children} children in-process:              {:>8.1} ms total  {:>7.0} children/s",
+            local.as_secs_f64() * 1e3,
+            children as f64 / local.as_secs_f64()
+        );
+        let (host, _dir) = parent(children, Some(&redis)).await?;
+        let one = run(&host, children).await?;
+        println!(
+            "{children} children through Redis, 1 worker:  {:>8.1} ms total  {:>7.0} children/s",
+            one.as_secs_f64() * 1e3,
+            children as f64 / one.as_secs_f64()
+        );
+        let w2 = Worker::start(workers.path(), &redis, "w2", 100)?;
+        let (host, _dir) = parent(children, Some(&redis)).await?;
+        let two = run(&host, children).await?;
+        println!(
+            "{children} children through Redis, 2 workers: {:>8.1} ms total  {:>7.0} children/s",
+            two.as_secs_f64() * 1e3,
+            children as f64 / two.as_secs_f64()
+        );
+        drop((w1, w2));
+        Ok(())
+    })
+}
