@@ -942,3 +942,97 @@ fn bad_queue_arguments_are_named() {
         started.elapsed()
     );
 }
+
+#[test]
+fn remote_agents_share_the_runs_budget() {
+    let redis = Redis::start();
+    // Three remote researchers; each turn takes two seconds and costs $0.004 (4000
+    // input tokens at $1/Mtok). The run's budget of $0.01 is gone after the first
+    // turn of all three: the parent, charging each remote turn as its events come,
+    // stops them. (Each worker alone sees only its own child's spend and would let
+    // it run three turns: $0.036 in all.)
+    let mut script = String::from(
+        r#"
+[[turns]]
+profile = "main"
+usage = { input_tokens = 0, output_tokens = 0 }
+tool_calls = [
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "costly one" } },
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "costly two" } },
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "costly three" } },
+]
+[[turns]]
+profile = "main"
+when = "Started job"
+usage = { input_tokens = 0, output_tokens = 0 }
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+"#,
+    );
+    for _ in 0..12 {
+        script.push_str(
+            r#"
+[[turns]]
+profile = "researcher"
+delay_ms = 2000
+usage = { input_tokens = 4000, output_tokens = 0 }
+tool_calls = [{ name = "list_agents", arguments = {} }]
+"#,
+        );
+    }
+    let dir = world("", &script);
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace(
+            "script = \"script.toml\"",
+            "script = \"script.toml\"\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0 }",
+        )
+        .replace(
+            "max_concurrent = 3",
+            "max_concurrent = 3\nmax_depth = 2\nbudget_usd = 0.01",
+        );
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    let _workers = [
+        Worker::start(dir.path(), &redis, "w1", 3),
+        Worker::start(dir.path(), &redis, "w2", 3),
+    ];
+    let (code, stdout, stderr, events) = run_parent(dir.path(), &redis, "go");
+    // The root's own next turn is refused too: the run ends over budget.
+    assert_ne!(code, Some(0), "{stdout}\n{stderr}");
+    let children = ids(4)[1..].to_vec();
+    for child in &children {
+        let end = of_type(&events, "agent_finished")
+            .into_iter()
+            .find(|e| e["agent"] == child.as_str())
+            .unwrap_or_else(|| panic!("no end of {child} in {events:?}"));
+        assert_eq!(end["state"], "budget_exceeded", "{end}");
+        assert!(
+            end["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("the run's budget of $0.0100 is used up (spent $0.01"),
+            "{end}"
+        );
+    }
+    // What the workers spent, from the jobs' return values: the first turn of each
+    // (3 × $0.004), not three turns of each.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let outcomes = loop {
+        let outcomes = redis.outcomes();
+        if outcomes.len() == 3 || Instant::now() > deadline {
+            break outcomes;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    let spent: f64 = outcomes
+        .iter()
+        .map(|o| o["cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!(spent < 0.02, "the workers spent ${spent:.4}: {outcomes:?}");
+    // The parent's total is what the workers spent, counted once.
+    let total = format!("total cost ${spent:.4}");
+    assert!(
+        stdout.contains(&total) || stderr.contains(&total),
+        "expected `{total}`:\n{stdout}\n{stderr}"
+    );
+}

@@ -286,7 +286,11 @@ pub(crate) async fn run_remote(child: &Agent, queue: &RemoteQueue, data: JobData
     if outcome.duration.is_zero() {
         outcome.duration = started.elapsed();
     }
-    child.tree.charge(outcome.cost_usd);
+    // The subtree's cost was charged turn by turn as its events came; charge what
+    // they missed (events lost to a Redis restart, or sent after the result).
+    child
+        .tree
+        .charge((outcome.cost_usd - mirror.charged).max(0.0));
     mirror.finish_descendants();
     child.tree.events.publish(Event::AgentFinished {
         agent: child.id.0.clone(),
@@ -315,36 +319,75 @@ async fn wait_remote(
     tracing::info!(job = %id, profile = %data.profile, "queued on redis");
     let mut poll = tokio::time::interval(POLL);
     let mut cancel_deadline: Option<tokio::time::Instant> = None;
+    // Set when the run's budget ran out while the job ran: it is cancelled and ends
+    // `budget_exceeded`, as an in-process agent would at its next turn.
+    let mut over_budget: Option<String> = None;
     loop {
-        tokio::select! {
+        if over_budget.is_none() && cancel_deadline.is_none() && child.tree.over_budget() {
+            let reason = format!(
+                "the run's budget of ${:.4} is used up (spent ${:.4}; defaults.budget_usd)",
+                child.tree.limits.budget_usd.unwrap_or_default(),
+                child.tree.spent()
+            );
+            tracing::info!(job = %id, "{reason}: cancelling the remote job");
+            over_budget = Some(reason);
+            cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+            match queue.cancel(id).await {
+                Ok(true) => {
+                    return budget_outcome(AgentOutcome::cancelled_before_start(), over_budget)
+                }
+                Ok(false) => {}
+                Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
+            }
+        }
+        let outcome = tokio::select! {
             _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
                 cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
                 match queue.cancel(id).await {
-                    Ok(true) => return AgentOutcome::cancelled_before_start(),
-                    Ok(false) => {}
-                    Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
+                    Ok(true) => Some(AgentOutcome::cancelled_before_start()),
+                    Ok(false) => None,
+                    Err(error) => {
+                        tracing::warn!(job = %id, "cancel: {error:#}");
+                        None
+                    }
                 }
             }
             _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
-                return AgentOutcome {
+                Some(AgentOutcome {
                     error: Some(format!("cancelled; its worker did not confirm within {} s", CANCEL_GRACE.as_secs())),
                     ..AgentOutcome::cancelled_before_start()
-                };
+                })
             }
             Some(notice) = notices.recv() => match notice {
-                Notice::Events(events) => mirror.apply(events),
-                Notice::Finished => {
-                    if let Ok(Some(outcome)) = queue.finished(id).await {
-                        return outcome;
-                    }
+                Notice::Events(events) => {
+                    mirror.apply(events);
+                    None
                 }
+                Notice::Finished => queue.finished(id).await.ok().flatten(),
             },
             _ = poll.tick() => match queue.finished(id).await {
-                Ok(Some(outcome)) => return outcome,
-                Ok(None) => {}
-                Err(error) => tracing::debug!(job = %id, "checking the job: {error:#}"),
+                Ok(outcome) => outcome,
+                Err(error) => {
+                    tracing::debug!(job = %id, "checking the job: {error:#}");
+                    None
+                }
             },
+        };
+        if let Some(outcome) = outcome {
+            return budget_outcome(outcome, over_budget);
         }
+    }
+}
+
+/// A job cancelled because the run's budget ran out ends `budget_exceeded`, saying so.
+fn budget_outcome(outcome: AgentOutcome, over_budget: Option<String>) -> AgentOutcome {
+    match over_budget {
+        Some(reason) if outcome.state == AgentState::Cancelled => AgentOutcome {
+            state: AgentState::BudgetExceeded,
+            error: Some(reason),
+            ..outcome
+        },
+        _ => outcome,
     }
 }
 
@@ -356,6 +399,10 @@ struct Mirror {
     cancel: CancellationToken,
     ids: HashMap<String, JobId>,
     done: HashMap<JobId, watch::Sender<bool>>,
+    /// Each remote agent's cost so far (its `usage` events are cumulative).
+    costs: HashMap<String, f64>,
+    /// What this attempt's agents have cost, charged to the tree as it was spent.
+    charged: f64,
 }
 
 impl Mirror {
@@ -366,6 +413,8 @@ impl Mirror {
             cancel: child.children_cancel.clone(),
             ids: HashMap::new(),
             done: HashMap::new(),
+            costs: HashMap::new(),
+            charged: 0.0,
         }
     }
 
@@ -390,7 +439,10 @@ impl Mirror {
                 task,
             } => {
                 // A (re)started remote root: a retry on another worker starts afresh.
+                // What the earlier attempt spent stays charged: it was spent.
                 self.ids.clear();
+                self.costs.clear();
+                self.charged = 0.0;
                 self.ids.insert(agent, self.root.clone());
                 self.tree
                     .set_phase(&self.root, Phase::Running(Instant::now()));
@@ -524,13 +576,19 @@ impl Mirror {
                 input_tokens,
                 output_tokens,
                 cost_usd,
-            } => Event::Usage {
-                agent: self.local(&agent)?,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-            },
+            } => {
+                let before = self.costs.insert(agent.clone(), cost_usd).unwrap_or(0.0);
+                let spent = (cost_usd - before).max(0.0);
+                self.tree.charge(spent);
+                self.charged += spent;
+                Event::Usage {
+                    agent: self.local(&agent)?,
+                    turns,
+                    input_tokens,
+                    output_tokens,
+                    cost_usd,
+                }
+            }
             Event::Lagged { .. } => return None,
         })
     }
