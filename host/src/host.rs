@@ -57,6 +57,8 @@ pub(crate) struct JobStart {
     pub(crate) budget_usd: Option<f64>,
     /// The parent's trace context.
     pub(crate) traceparent: Option<String>,
+    /// The queue job it runs for (on a worker).
+    pub(crate) queue_job: Option<String>,
 }
 
 /// A loaded configuration with its plugins and models, ready to run agents.
@@ -159,6 +161,7 @@ impl Host {
             depth: 0,
             budget_usd: config.run_limits.budget_usd,
             traceparent: None,
+            queue_job: None,
         })
     }
 
@@ -174,10 +177,13 @@ impl Host {
     }
 
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
-        let tree = Tree::new(RunLimits {
-            budget_usd: job.budget_usd,
-            ..self.parts.config.run_limits
-        });
+        let tree = Tree::for_queue_job(
+            RunLimits {
+                budget_usd: job.budget_usd,
+                ..self.parts.config.run_limits
+            },
+            job.queue_job,
+        );
         let cancel = tree.cancel.clone();
         let (id, done) = tree.add(None, &job.profile.name, &job.task, cancel.clone());
         tree.set_phase(&id, Phase::Running(Instant::now()));

@@ -541,6 +541,142 @@ text = "slow topic done"
 }
 
 #[test]
+fn a_retried_job_cancels_the_sub_agents_of_its_earlier_attempt() {
+    let redis = Redis::start();
+    // The researcher (on worker `first`) spawns a digger that runs on `second`; then
+    // `first` dies. The researcher's retry on `second` spawns a new digger; the old
+    // one, whose result nobody would read, must not keep running (and holding a slot).
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "deep task", background = false } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "got it"
+[[turns]]
+profile = "researcher"
+when = "deep task"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "digger", task = "dig" } }]
+[[turns]]
+profile = "researcher"
+when = "Started job"
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+[[turns]]
+profile = "researcher"
+when = "OK]"
+text = "researched"
+[[turns]]
+profile = "digger"
+when = "dig"
+delay_ms = 60000
+text = "never"
+[[turns]]
+profile = "digger"
+when = "dig"
+text = "dug"
+"#;
+    let dir = world("[profiles.digger]\ndescription = \"Digs\"\n", script);
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2");
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    let mut first = Worker::start(dir.path(), &redis, "first", 1);
+    let started = Instant::now();
+    let parent = {
+        let dir = dir.path().to_path_buf();
+        let url = redis.url();
+        std::thread::spawn(move || {
+            Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["run", "go", "--redis", &url, "--quiet"])
+                .current_dir(&dir)
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap()
+        })
+    };
+    assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");
+    // `first` has one slot, taken by the researcher: the digger waits for `second`.
+    let _second = Worker::start(dir.path(), &redis, "second", 2);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let active: Vec<String> = redis.query(
+            redis::cmd("LRANGE")
+                .arg("bull:warren:active")
+                .arg(0)
+                .arg(-1),
+        );
+        if active.len() == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the digger did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.signal("-KILL");
+    first.wait_exit(Duration::from_secs(5));
+
+    let output = parent.join().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "got it");
+    // Well before the first digger's minute was up.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let states = loop {
+        let mut states: Vec<(String, String)> = redis
+            .jobs()
+            .into_iter()
+            .filter_map(|(_, job)| {
+                let data: Value = serde_json::from_str(&job["data"]).ok()?;
+                let outcome: Value = serde_json::from_str(job.get("returnvalue")?).ok()?;
+                Some((
+                    data["profile"].as_str()?.to_string(),
+                    outcome["state"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        states.sort();
+        if states.len() == 3 || Instant::now() > deadline {
+            break states;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let expected = [
+        ("digger", "cancelled"),
+        ("digger", "ok"),
+        ("researcher", "ok"),
+    ];
+    assert_eq!(
+        states,
+        expected.map(|(p, s)| (p.to_string(), s.to_string())),
+    );
+    let (researcher, _) = redis
+        .jobs()
+        .into_iter()
+        .find(|(_, job)| job["data"].contains("deep task"))
+        .unwrap();
+    let logs: Vec<String> = redis.query(
+        redis::cmd("LRANGE")
+            .arg(format!("bull:warren:{researcher}:logs"))
+            .arg(0)
+            .arg(-1),
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l == "worker second: cancelled 1 sub-agent job(s) of an earlier attempt"),
+        "{logs:?}"
+    );
+}
+
+#[test]
 fn cancel_reaches_the_remote_job_and_its_descendants() {
     let redis = Redis::start();
     let (_, child) = first_ids();

@@ -83,11 +83,19 @@ pub struct Tree {
     pub events: EventBus,
     /// Random, distinct per run: prefixes the ids of the run's jobs on a queue.
     pub run_id: String,
+    /// The queue job this run works for, on a worker (its sub-agent jobs are
+    /// recorded under it, so a retry can cancel an earlier attempt's).
+    pub(crate) queue_job: Option<String>,
 }
 
 impl Tree {
     /// An empty tree with `limits`.
     pub fn new(limits: RunLimits) -> Arc<Tree> {
+        Tree::for_queue_job(limits, None)
+    }
+
+    /// An empty tree with `limits` for queue job `queue_job`.
+    pub(crate) fn for_queue_job(limits: RunLimits, queue_job: Option<String>) -> Arc<Tree> {
         Arc::new(Tree {
             jobs: Mutex::default(),
             slots: Arc::new(Semaphore::new(limits.max_concurrent)),
@@ -97,6 +105,7 @@ impl Tree {
             cancel: CancellationToken::new(),
             events: EventBus::default(),
             run_id: random_run_id(),
+            queue_job,
         })
     }
 

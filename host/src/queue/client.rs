@@ -109,7 +109,26 @@ impl RemoteQueue {
     }
 
     /// Adds a job with warren's options: id, attempts with backoff, retention.
-    pub async fn enqueue(&self, id: &str, data: &JobData) -> anyhow::Result<()> {
+    /// When a worker's agent enqueues it, `owner` is the worker's job: the new job is
+    /// recorded under it first, so that a retry of `owner` can cancel it.
+    pub async fn enqueue(
+        &self,
+        id: &str,
+        data: &JobData,
+        owner: Option<&str>,
+    ) -> anyhow::Result<()> {
+        if let Some(owner) = owner {
+            let mut conn = self.queue.connection().connection();
+            let key = self.config.children_key(owner);
+            redis::pipe()
+                .sadd(&key, id)
+                .ignore()
+                .expire(&key, self.config.keep_results_s.max(3600) as i64)
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .with_context(|| format!("recording job {id} under job {owner}"))?;
+        }
         let options = JobOptions {
             job_id: Some(id.to_string()),
             attempts: Some(self.config.attempts),
@@ -130,6 +149,27 @@ impl RemoteQueue {
                 )
             })?;
         Ok(())
+    }
+
+    /// Cancels the sub-agent jobs an earlier attempt of job `owner` enqueued (its
+    /// worker died or handed it back): the new attempt starts its own, and nothing
+    /// would read theirs. Returns how many there were.
+    pub(crate) async fn cancel_children_of(&self, owner: &str) -> anyhow::Result<usize> {
+        let mut conn = self.queue.connection().connection();
+        let key = self.config.children_key(owner);
+        let children: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .context("reading the earlier attempt's sub-agent jobs")?;
+        for child in &children {
+            self.cancel(child).await?;
+        }
+        redis::cmd("DEL")
+            .arg(&key)
+            .query_async::<()>(&mut conn)
+            .await?;
+        Ok(children.len())
     }
 
     /// Asks for job `id` to be cancelled. A job no worker has taken yet is removed
@@ -313,7 +353,10 @@ async fn wait_remote(
     notices: &mut mpsc::UnboundedReceiver<Notice>,
     mirror: &mut Mirror,
 ) -> AgentOutcome {
-    if let Err(error) = queue.enqueue(id, data).await {
+    if let Err(error) = queue
+        .enqueue(id, data, child.tree.queue_job.as_deref())
+        .await
+    {
         return failed_outcome(format!("{error:#}"));
     }
     tracing::info!(job = %id, profile = %data.profile, "queued on redis");

@@ -106,6 +106,11 @@ impl QueueConfig {
         ))
     }
 
+    /// The set of the sub-agent jobs that job `id`'s agents enqueued.
+    pub(crate) fn children_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:children:{id}", self.name)
+    }
+
     /// The key a parent sets to cancel job `id`.
     pub(crate) fn cancel_key(&self, id: &str) -> String {
         format!("bull:{}:warren:cancel:{id}", self.name)

@@ -174,6 +174,23 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     if cancel_requested(&shared.host, &cancel_key).await {
         return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
     }
+    if let Some(queue) = shared.host.remote_queue() {
+        match queue.cancel_children_of(&id).await {
+            Ok(0) => {}
+            Ok(n) => {
+                let line = format!(
+                    "worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt"
+                );
+                tracing::info!(job = %id, "{line}");
+                let _ = job.log(&line).await;
+            }
+            Err(error) => {
+                return Err(bullmq::Error::ProcessingError(format!(
+                    "cannot cancel the sub-agents of an earlier attempt: {error:#}"
+                )))
+            }
+        }
+    }
     let mut profile = base.clone();
     if let Some(ceiling) = &data.ceiling {
         profile.capabilities = base.capabilities.intersect(&ceiling.to_capabilities());
@@ -210,6 +227,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         depth: data.depth,
         budget_usd,
         traceparent: data.traceparent.clone(),
+        queue_job: Some(id.clone()),
     };
     let run = match shared.host.start_job(start) {
         Ok(run) => run,
