@@ -677,6 +677,70 @@ text = "dug"
 }
 
 #[test]
+fn a_dead_parents_remote_jobs_are_cancelled() {
+    let redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "main"
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "endless topic", background = false } }]
+[[turns]]
+profile = "researcher"
+when = "endless topic"
+delay_ms = 60000
+text = "never read"
+"#;
+    let dir = world("", script);
+    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
+        .unwrap()
+        .replace("attempts = 2", "attempts = 2\nparent_timeout_s = 2");
+    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    let _worker = Worker::start(dir.path(), &redis, "w1", 1);
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "go", "--redis", &redis.url(), "--quiet"])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(redis.wait_active(Duration::from_secs(20)), "w1");
+    // A live parent renews its heartbeat: past parent_timeout_s the job still runs.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(redis.outcomes().is_empty(), "{:?}", redis.outcomes());
+    let active: Vec<String> = redis.query(
+        redis::cmd("LRANGE")
+            .arg("bull:warren:active")
+            .arg(0)
+            .arg(-1),
+    );
+    assert_eq!(active.len(), 1);
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    // Once its heartbeat expires, the worker cancels the job nobody will read.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let outcomes = loop {
+        let outcomes = redis.outcomes();
+        if !outcomes.is_empty() || Instant::now() > deadline {
+            break outcomes;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        outcomes.len(),
+        1,
+        "the job still runs after its parent died"
+    );
+    assert_eq!(outcomes[0]["state"], "cancelled", "{outcomes:?}");
+    assert!(
+        outcomes[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("cancelled: its parent process stopped renewing its heartbeat for 2 s"),
+        "{outcomes:?}"
+    );
+}
+
+#[test]
 fn cancel_reaches_the_remote_job_and_its_descendants() {
     let redis = Redis::start();
     let (_, child) = first_ids();

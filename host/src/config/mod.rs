@@ -465,6 +465,7 @@ impl Config {
                             .map_or(d.stalled_interval_ms, |v| v.0),
                         max_stalled: q.max_stalled.map_or(d.max_stalled, |v| v.0 as u32),
                         shutdown_grace_s: q.shutdown_grace_s.map_or(d.shutdown_grace_s, |v| v.0),
+                        parent_timeout_s: q.parent_timeout_s.map_or(d.parent_timeout_s, |v| v.0),
                     }
                 })
                 .unwrap_or_default(),
@@ -707,6 +708,7 @@ struct RawQueue {
     stalled_interval_ms: Option<Bounded<100, 3_600_000>>,
     max_stalled: Option<Bounded<0, 100>>,
     shutdown_grace_s: Option<Bounded<0, 86_400>>,
+    parent_timeout_s: Option<Bounded<2, 86_400>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -970,6 +972,8 @@ net = []
             ("[profiles.a.capabilities]\nfs = [{ host = \"docs\", guest = \"../d\" }]\n", "line 2", "must be absolute"),
             ("[profiles.a.capabilities]\nenv = [\"1BAD\"]\n", "line 2", "environment variable name"),
             ("[profiles.\"bad name\"]\n", "line 1", "not a valid profile name"),
+            ("[queue]\nparent_timeout_s = 1\n", "line 2", "must be between 2 and 86400"),
+            ("[queue]\nname = \"a:b\"\n", "line 2", "queue name"),
         ];
         for (text, line, message) in cases {
             let error = parse(text).unwrap_err().to_string();
@@ -1060,6 +1064,20 @@ script = "demo.toml"
             error.contains("main.md:1: name: profile `main` is already defined"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn queue_settings_default_and_parse() {
+        let config = parse("").unwrap();
+        assert_eq!(config.queue, QueueConfig::default());
+        assert_eq!(config.queue.parent_timeout_s, 30);
+        let config =
+            parse("[queue]\nredis = \"redis://h:1\"\nparent_timeout_s = 5\nkeep_results_s = 60\n")
+                .unwrap();
+        assert_eq!(config.queue.redis.as_deref(), Some("redis://h:1"));
+        assert_eq!(config.queue.parent_timeout_s, 5);
+        assert_eq!(config.queue.keep_results_s, 60);
+        assert_eq!(config.queue.attempts, QueueConfig::default().attempts);
     }
 
     #[test]

@@ -104,7 +104,7 @@ impl Tree {
             next_id: AtomicU64::new(0x5eed),
             cancel: CancellationToken::new(),
             events: EventBus::default(),
-            run_id: random_run_id(),
+            run_id: random_id(),
             queue_job,
         })
     }
@@ -230,7 +230,7 @@ impl Tree {
 }
 
 /// Eight hex digits from the process's hash seeds, the clock and the process id.
-fn random_run_id() -> String {
+pub(crate) fn random_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(

@@ -301,6 +301,7 @@ impl Agent {
             parent: Some(self.id.0.clone()),
             depth: self.depth + 1,
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
+            heartbeat: None,
         };
 
         let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;

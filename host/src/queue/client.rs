@@ -47,11 +47,15 @@ pub struct RemoteQueue {
     watchers: Watchers,
     events: Arc<QueueEvents>,
     router: tokio::task::JoinHandle<()>,
+    /// This process's heartbeat id (see [`JobData::heartbeat`]).
+    heartbeat: String,
+    beating: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for RemoteQueue {
     fn drop(&mut self) {
         self.router.abort();
+        self.beating.abort();
         let events = self.events.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move { events.close().await });
@@ -89,12 +93,30 @@ impl RemoteQueue {
         );
         let watchers = Watchers::default();
         let router = tokio::spawn(route(events.clone(), watchers.clone()));
+        let heartbeat = crate::jobs::random_id();
+        let key = config.alive_key(&heartbeat);
+        let mut conn = queue.connection().connection();
+        beat(&mut conn, &key, config.parent_timeout_s)
+            .await
+            .with_context(|| format!("cannot write to {where_}"))?;
+        let every = Duration::from_millis(config.parent_timeout_s * 1000 / 6);
+        let timeout_s = config.parent_timeout_s;
+        let beating = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Err(error) = beat(&mut conn, &key, timeout_s).await {
+                    tracing::debug!("heartbeat: {error}");
+                }
+            }
+        });
         Ok(Arc::new(RemoteQueue {
             config: config.clone(),
             queue,
             watchers,
             events,
             router,
+            heartbeat,
+            beating,
         }))
     }
 
@@ -250,6 +272,32 @@ impl RemoteQueue {
     }
 }
 
+/// Renews heartbeat `key` for `timeout_s`.
+async fn beat(
+    conn: &mut impl redis::aio::ConnectionLike,
+    key: &str,
+    timeout_s: u64,
+) -> redis::RedisResult<()> {
+    redis::cmd("SET")
+        .arg(key)
+        .arg("1")
+        .arg("EX")
+        .arg(timeout_s)
+        .query_async(conn)
+        .await
+}
+
+/// Whether the parent process with heartbeat `id` is gone (its key expired).
+/// Unknown (Redis unreachable) counts as not gone.
+pub(crate) async fn parent_gone(queue: &RemoteQueue, id: &str) -> bool {
+    let mut conn = queue.queue.connection().connection();
+    redis::cmd("EXISTS")
+        .arg(queue.config.alive_key(id))
+        .query_async::<u32>(&mut conn)
+        .await
+        .is_ok_and(|n| n == 0)
+}
+
 /// Fails within a few seconds when Redis does not answer (the queue's own connection
 /// retries for much longer before giving up).
 pub(crate) async fn reachable(config: &QueueConfig) -> anyhow::Result<()> {
@@ -312,7 +360,12 @@ async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
 
 /// Runs `child` on a worker: enqueues `data`, mirrors the remote agents' events into
 /// the child's tree, and returns the job's outcome once.
-pub(crate) async fn run_remote(child: &Agent, queue: &RemoteQueue, data: JobData) -> AgentOutcome {
+pub(crate) async fn run_remote(
+    child: &Agent,
+    queue: &RemoteQueue,
+    mut data: JobData,
+) -> AgentOutcome {
+    data.heartbeat = Some(queue.heartbeat.clone());
     let started = Instant::now();
     let id = format!("{}-{}", child.tree.run_id, child.id);
     let mut notices = queue.watch(&id);

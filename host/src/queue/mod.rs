@@ -56,6 +56,10 @@ pub struct QueueConfig {
     /// On SIGTERM or Ctrl-C, how long a worker lets its jobs finish before it hands
     /// them back to the queue (default 30).
     pub shutdown_grace_s: u64,
+    /// A parent process renews its heartbeat key every sixth of this; when the key
+    /// has expired (the parent died, or lost Redis this long), workers cancel its
+    /// jobs (default 30).
+    pub parent_timeout_s: u64,
 }
 
 impl Default for QueueConfig {
@@ -69,6 +73,7 @@ impl Default for QueueConfig {
             stalled_interval_ms: 30_000,
             max_stalled: 1,
             shutdown_grace_s: 30,
+            parent_timeout_s: 30,
         }
     }
 }
@@ -109,6 +114,11 @@ impl QueueConfig {
     /// The set of the sub-agent jobs that job `id`'s agents enqueued.
     pub(crate) fn children_key(&self, id: &str) -> String {
         format!("bull:{}:warren:children:{id}", self.name)
+    }
+
+    /// The heartbeat key of parent process `id`.
+    pub(crate) fn alive_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:alive:{id}", self.name)
     }
 
     /// The key a parent sets to cancel job `id`.
@@ -153,6 +163,12 @@ pub struct JobData {
     /// W3C trace context of the parent's `execute_tool spawn_agent` span.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The parent process's heartbeat (the `ID` of `bull:NAME:warren:alive:ID`):
+    /// while it runs it keeps that key alive; once the key expires, the worker
+    /// cancels the job, as nobody is left to read its result. Absent (a Node
+    /// producer): no such check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<String>,
 }
 
 /// A job's limits.

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::{compose_task, JobData, JobOutcome, QueueConfig};
-use crate::agent::AgentOutcome;
+use crate::agent::{AgentOutcome, AgentState};
 use crate::config::{AgentLimits, ToolSelection};
 use crate::events::Event;
 use crate::host::{Host, JobStart};
@@ -35,6 +35,8 @@ use crate::host::{Host, JobStart};
 const EVENT_BATCH: Duration = Duration::from_millis(100);
 /// How often a running job's cancel key is checked.
 const CANCEL_POLL: Duration = Duration::from_millis(250);
+/// How often a running job's parent heartbeat is checked.
+const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -249,6 +251,9 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     let mut batch: Vec<Event> = Vec::new();
     let mut flush = tokio::time::interval(EVENT_BATCH);
     let mut poll = tokio::time::interval(CANCEL_POLL);
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_POLL);
+    // Set when the parent process is gone and the job was cancelled for it.
+    let mut orphaned: Option<String> = None;
     let mut hand_back = shared.hand_back.clone();
     let mut handing_back = *hand_back.borrow();
     let report = loop {
@@ -263,6 +268,21 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             _ = poll.tick() => if cancel_requested(&shared.host, &cancel_key).await {
                 tracing::info!(job = %id, "cancel requested by the parent");
                 cancel.cancel();
+            },
+            _ = heartbeat.tick(), if orphaned.is_none() && data.heartbeat.is_some() => {
+                let parent = data.heartbeat.as_deref().expect("checked");
+                if let Some(queue) = shared.host.remote_queue() {
+                    if super::client::parent_gone(queue, parent).await {
+                        let reason = format!(
+                            "cancelled: its parent process stopped renewing its heartbeat for {} s (parent_timeout_s); it died or lost Redis",
+                            shared.config.parent_timeout_s
+                        );
+                        tracing::warn!(job = %id, "{reason}");
+                        let _ = job.log(&format!("worker {worker}: {reason}")).await;
+                        orphaned = Some(reason);
+                        cancel.cancel();
+                    }
+                }
             },
             _ = token.cancelled() => cancel.cancel(),
             Ok(()) = hand_back.changed(), if !handing_back => {
@@ -292,7 +312,11 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     send_events(&mut job, &mut batch).await;
     wait_for_redis(&shared.host).await;
     tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
-    outcome_value(&report.root, report.cost_usd, worker)
+    let mut root = report.root;
+    if let Some(reason) = orphaned.filter(|_| root.state == AgentState::Cancelled) {
+        root.error = Some(reason);
+    }
+    outcome_value(&root, report.cost_usd, worker)
 }
 
 fn outcome_value(outcome: &AgentOutcome, cost: f64, worker: &str) -> Result<Value, bullmq::Error> {
