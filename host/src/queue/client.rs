@@ -93,7 +93,13 @@ impl RemoteQueue {
         );
         let watchers = Watchers::default();
         let router = tokio::spawn(route(events.clone(), watchers.clone()));
-        let heartbeat = crate::jobs::random_id();
+        // Host and process id, for whoever reads the keys; the random part keeps two
+        // processes with the same pid on same-named hosts apart.
+        let heartbeat = format!(
+            "{}-{}",
+            super::worker::default_name(),
+            crate::jobs::random_id()
+        );
         let key = config.alive_key(&heartbeat);
         let mut conn = queue.connection().connection();
         beat(&mut conn, &key, config.parent_timeout_s)
