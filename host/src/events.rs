@@ -134,6 +134,21 @@ impl Event {
             Event::Lagged { .. } => None,
         }
     }
+
+    /// The agent the event is about, to rename it (a worker's ids in the parent's run).
+    pub(crate) fn agent_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Event::AgentQueued { agent, .. }
+            | Event::AgentStarted { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::TurnStarted { agent, .. }
+            | Event::ToolCallStarted { agent, .. }
+            | Event::ToolCallFinished { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::AgentFinished { agent, .. } => Some(agent),
+            Event::Lagged { .. } => None,
+        }
+    }
 }
 
 /// An event with when it happened.

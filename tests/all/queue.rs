@@ -107,18 +107,34 @@ impl Redis {
             .collect()
     }
 
+    /// The ids of the active jobs.
+    fn active(&self) -> Vec<String> {
+        self.query(
+            redis::cmd("LRANGE")
+                .arg("bull:warren:active")
+                .arg(0)
+                .arg(-1),
+        )
+    }
+
+    /// The return values once there are `n` (or what there is after `within`).
+    fn wait_outcomes(&self, n: usize, within: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            let outcomes = self.outcomes();
+            if outcomes.len() >= n || Instant::now() > deadline {
+                return outcomes;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until some job is active and returns the worker holding it (BullMQ's
     /// `pb`, processed-by, field).
     fn wait_active(&self, within: Duration) -> String {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
-            let active: Vec<String> = self.query(
-                redis::cmd("LRANGE")
-                    .arg("bull:warren:active")
-                    .arg(0)
-                    .arg(-1),
-            );
-            if let Some(id) = active.first() {
+            if let Some(id) = self.active().first() {
                 let by: Option<String> = self.query(
                     redis::cmd("HGET")
                         .arg(format!("bull:warren:{id}"))
@@ -279,6 +295,21 @@ fn run_parent(dir: &Path, redis: &Redis, task: &str) -> (Option<i32>, String, St
         String::from_utf8_lossy(&output.stderr).into_owned(),
         events,
     )
+}
+
+/// Runs `warren run go --redis URL --quiet EXTRA…` in `dir` on another thread.
+fn run_parent_in_background(
+    dir: &Path,
+    redis: &Redis,
+    extra: &[&str],
+) -> std::thread::JoinHandle<std::process::Output> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+    command
+        .args(["run", "go", "--redis", &redis.url(), "--quiet"])
+        .args(extra)
+        .current_dir(dir)
+        .env_remove("WARREN_CONFIG");
+    std::thread::spawn(move || command.output().unwrap())
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -487,26 +518,7 @@ text = "slow topic done"
 "#;
     let dir = world("", script);
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
-    let parent = {
-        let dir = dir.path().to_path_buf();
-        let url = redis.url();
-        std::thread::spawn(move || {
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args([
-                    "run",
-                    "go",
-                    "--redis",
-                    &url,
-                    "--quiet",
-                    "--events",
-                    "events.jsonl",
-                ])
-                .current_dir(&dir)
-                .env_remove("WARREN_CONFIG")
-                .output()
-                .unwrap()
-        })
-    };
+    let parent = run_parent_in_background(dir.path(), &redis, &["--events", "events.jsonl"]);
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");
     let _second = Worker::start(dir.path(), &redis, "second", 1);
     first.signal("-KILL");
@@ -583,29 +595,13 @@ text = "dug"
     std::fs::write(dir.path().join("warren.toml"), config).unwrap();
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
     let started = Instant::now();
-    let parent = {
-        let dir = dir.path().to_path_buf();
-        let url = redis.url();
-        std::thread::spawn(move || {
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args(["run", "go", "--redis", &url, "--quiet"])
-                .current_dir(&dir)
-                .env_remove("WARREN_CONFIG")
-                .output()
-                .unwrap()
-        })
-    };
+    let parent = run_parent_in_background(dir.path(), &redis, &[]);
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");
     // `first` has one slot, taken by the researcher: the digger waits for `second`.
     let _second = Worker::start(dir.path(), &redis, "second", 2);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let active: Vec<String> = redis.query(
-            redis::cmd("LRANGE")
-                .arg("bull:warren:active")
-                .arg(0)
-                .arg(-1),
-        );
+        let active = redis.active();
         if active.len() == 2 {
             break;
         }
@@ -707,24 +703,12 @@ text = "never read"
     // A live parent renews its heartbeat: past parent_timeout_s the job still runs.
     std::thread::sleep(Duration::from_secs(3));
     assert!(redis.outcomes().is_empty(), "{:?}", redis.outcomes());
-    let active: Vec<String> = redis.query(
-        redis::cmd("LRANGE")
-            .arg("bull:warren:active")
-            .arg(0)
-            .arg(-1),
-    );
+    let active = redis.active();
     assert_eq!(active.len(), 1);
     parent.kill().unwrap();
     parent.wait().unwrap();
     // Once its heartbeat expires, the worker cancels the job nobody will read.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let outcomes = loop {
-        let outcomes = redis.outcomes();
-        if !outcomes.is_empty() || Instant::now() > deadline {
-            break outcomes;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let outcomes = redis.wait_outcomes(1, Duration::from_secs(15));
     assert_eq!(
         outcomes.len(),
         1,
@@ -798,14 +782,7 @@ text = "never"
     );
 
     // Both the researcher and the digger it spawned on a worker ended cancelled.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let outcomes = loop {
-        let outcomes = redis.outcomes();
-        if outcomes.len() == 2 || Instant::now() > deadline {
-            break outcomes;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let outcomes = redis.wait_outcomes(2, Duration::from_secs(10));
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     assert!(
         outcomes.iter().all(|o| o["state"] == "cancelled"),
@@ -843,18 +820,7 @@ text = "slow topic done"
 "#;
     let dir = world("", script);
     let _worker = Worker::start(dir.path(), &redis, "w1", 1);
-    let parent = {
-        let dir = dir.path().to_path_buf();
-        let url = redis.url();
-        std::thread::spawn(move || {
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args(["run", "go", "--redis", &url, "--quiet"])
-                .current_dir(&dir)
-                .env_remove("WARREN_CONFIG")
-                .output()
-                .unwrap()
-        })
-    };
+    let parent = run_parent_in_background(dir.path(), &redis, &[]);
     redis.wait_active(Duration::from_secs(20));
     redis.restart(Duration::from_millis(500));
     let output = parent.join().unwrap();
@@ -948,18 +914,7 @@ text = "slow topic done"
     // shutdown_grace_s = 1 is shorter than the job: the worker hands it back.
     let dir = world("", script);
     let mut leaving = Worker::start(dir.path(), &redis, "leaving", 1);
-    let parent = {
-        let dir = dir.path().to_path_buf();
-        let url = redis.url();
-        std::thread::spawn(move || {
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args(["run", "go", "--redis", &url, "--quiet"])
-                .current_dir(&dir)
-                .env_remove("WARREN_CONFIG")
-                .output()
-                .unwrap()
-        })
-    };
+    let parent = run_parent_in_background(dir.path(), &redis, &[]);
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "leaving");
     leaving.signal("-TERM");
     let status = leaving.wait_exit(Duration::from_secs(20));
@@ -989,18 +944,7 @@ text = "slow topic done"
     std::fs::write(dir.path().join("warren.toml"), config).unwrap();
     drop(_staying);
     let mut patient = Worker::start(dir.path(), &redis, "patient", 1);
-    let parent = {
-        let dir = dir.path().to_path_buf();
-        let url = redis.url();
-        std::thread::spawn(move || {
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args(["run", "go", "--redis", &url, "--quiet"])
-                .current_dir(&dir)
-                .env_remove("WARREN_CONFIG")
-                .output()
-                .unwrap()
-        })
-    };
+    let parent = run_parent_in_background(dir.path(), &redis, &[]);
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "patient");
     patient.signal("-TERM");
     assert!(
@@ -1215,14 +1159,7 @@ tool_calls = [{ name = "list_agents", arguments = {} }]
     }
     // What the workers spent, from the jobs' return values: the first turn of each
     // (3 × $0.004), not three turns of each.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let outcomes = loop {
-        let outcomes = redis.outcomes();
-        if outcomes.len() == 3 || Instant::now() > deadline {
-            break outcomes;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let outcomes = redis.wait_outcomes(3, Duration::from_secs(10));
     assert_eq!(outcomes.len(), 3, "{outcomes:?}");
     let spent: f64 = outcomes
         .iter()

@@ -532,32 +532,29 @@ impl Mirror {
         }
     }
 
-    fn map(&mut self, event: Event) -> Option<Event> {
-        Some(match event {
+    /// The event with this run's ids, or `None` for one that concerns no agent of
+    /// this subtree (or the child's own end, published once with the job's result).
+    fn map(&mut self, mut event: Event) -> Option<Event> {
+        match &mut event {
             Event::AgentStarted {
                 agent,
-                parent: None,
-                profile,
-                task,
+                parent: parent @ None,
+                ..
             } => {
                 // A (re)started remote root: a retry on another worker starts afresh.
                 // What the earlier attempt spent stays charged: it was spent.
                 self.ids.clear();
                 self.costs.clear();
                 self.charged = 0.0;
-                self.ids.insert(agent, self.root.clone());
+                self.ids.insert(std::mem::take(agent), self.root.clone());
                 self.tree
                     .set_phase(&self.root, Phase::Running(Instant::now()));
-                Event::AgentStarted {
-                    agent: self.root.0.clone(),
-                    parent: self
-                        .tree
-                        .job(&self.root)
-                        .and_then(|j| j.parent)
-                        .map(|p| p.0),
-                    profile,
-                    task,
-                }
+                *agent = self.root.0.clone();
+                *parent = self
+                    .tree
+                    .job(&self.root)
+                    .and_then(|j| j.parent)
+                    .map(|p| p.0);
             }
             Event::AgentQueued {
                 agent,
@@ -565,35 +562,23 @@ impl Mirror {
                 profile,
                 task,
             } => {
-                let parent = parent
-                    .and_then(|p| self.ids.get(&p).cloned())
+                let under = parent
+                    .as_ref()
+                    .and_then(|p| self.ids.get(p).cloned())
                     .unwrap_or_else(|| self.root.clone());
                 let (id, done) =
                     self.tree
-                        .add(Some(&parent), &profile, &task, self.cancel.child_token());
-                self.ids.insert(agent, id.clone());
+                        .add(Some(&under), profile, task, self.cancel.child_token());
+                self.ids.insert(std::mem::take(agent), id.clone());
                 self.done.insert(id.clone(), done);
-                Event::AgentQueued {
-                    agent: id.0,
-                    parent: Some(parent.0),
-                    profile,
-                    task,
-                }
+                *agent = id.0;
+                *parent = Some(under.0);
             }
-            Event::AgentStarted {
-                agent,
-                profile,
-                task,
-                ..
-            } => {
-                let id = self.ids.get(&agent)?.clone();
+            Event::AgentStarted { agent, parent, .. } => {
+                let id = self.ids.get(agent.as_str())?.clone();
                 self.tree.set_phase(&id, Phase::Running(Instant::now()));
-                Event::AgentStarted {
-                    agent: id.0.clone(),
-                    parent: self.tree.job(&id).and_then(|j| j.parent).map(|p| p.0),
-                    profile,
-                    task,
-                }
+                *parent = self.tree.job(&id).and_then(|j| j.parent).map(|p| p.0);
+                *agent = id.0;
             }
             Event::AgentFinished {
                 agent,
@@ -605,21 +590,20 @@ impl Mirror {
                 duration_ms,
                 error,
             } => {
-                let id = self.ids.get(&agent)?.clone();
+                let id = self.ids.get(agent.as_str())?.clone();
                 if id == self.root {
-                    // The child's own end is published once, with the job's result.
                     return None;
                 }
                 let outcome = JobOutcome {
                     state: state.clone(),
                     text: String::new(),
                     error: error.clone(),
-                    turns,
-                    input_tokens,
+                    turns: *turns,
+                    input_tokens: *input_tokens,
                     cached_input_tokens: 0,
-                    output_tokens,
-                    cost_usd,
-                    duration_ms,
+                    output_tokens: *output_tokens,
+                    cost_usd: *cost_usd,
+                    duration_ms: *duration_ms,
                     worker: String::new(),
                 }
                 .into_outcome();
@@ -627,72 +611,24 @@ impl Mirror {
                 if let Some(done) = self.done.remove(&id) {
                     done.send_replace(true);
                 }
-                Event::AgentFinished {
-                    agent: id.0,
-                    state,
-                    turns,
-                    input_tokens,
-                    output_tokens,
-                    cost_usd,
-                    duration_ms,
-                    error,
-                }
+                *agent = id.0;
             }
-            Event::TextDelta { agent, text } => Event::TextDelta {
-                agent: self.local(&agent)?,
-                text,
-            },
-            Event::TurnStarted { agent, turn } => Event::TurnStarted {
-                agent: self.local(&agent)?,
-                turn,
-            },
-            Event::ToolCallStarted {
-                agent,
-                call_id,
-                tool,
-                arguments,
-            } => Event::ToolCallStarted {
-                agent: self.local(&agent)?,
-                call_id,
-                tool,
-                arguments,
-            },
-            Event::ToolCallFinished {
-                agent,
-                call_id,
-                tool,
-                outcome,
-                summary,
-                duration_ms,
-            } => Event::ToolCallFinished {
-                agent: self.local(&agent)?,
-                call_id,
-                tool,
-                outcome,
-                summary,
-                duration_ms,
-            },
             Event::Usage {
-                agent,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
+                agent, cost_usd, ..
             } => {
-                let before = self.costs.insert(agent.clone(), cost_usd).unwrap_or(0.0);
-                let spent = (cost_usd - before).max(0.0);
+                let before = self.costs.insert(agent.clone(), *cost_usd).unwrap_or(0.0);
+                let spent = (*cost_usd - before).max(0.0);
                 self.tree.charge(spent);
                 self.charged += spent;
-                Event::Usage {
-                    agent: self.local(&agent)?,
-                    turns,
-                    input_tokens,
-                    output_tokens,
-                    cost_usd,
-                }
+                *agent = self.local(agent)?;
             }
             Event::Lagged { .. } => return None,
-        })
+            other => {
+                let agent = other.agent_mut()?;
+                *agent = self.local(agent)?;
+            }
+        }
+        Some(event)
     }
 
     /// Marks mirrored descendants whose end was never seen (their worker died, or
