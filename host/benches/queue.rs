@@ -12,8 +12,9 @@
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
+#[path = "support/script.rs"]
+mod script;
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -106,22 +107,10 @@ fn write_config(dir: &Path, redis: Option<&Redis>) -> anyhow::Result<()> {
     });
     let config = format!(
         "[plugins]\nfiles = [{hostile:?}]\n\n[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
-         [defaults]\nmax_concurrent = 200\ntimeout_s = 600\n\n{queue}[profiles.main]\ntools = []\n\n\
+         [defaults]\nmax_concurrent = 200\nmax_concurrent_total = 200\ntimeout_s = 600\n\n{queue}[profiles.main]\ntools = []\n\n\
          [profiles.worker]\ntools = [\"echo\"]\n"
     );
     std::fs::write(dir.join("warren.toml"), config)?;
-    Ok(())
-}
-
-/// The turns of `children` children: an `echo` call, then the answer.
-fn child_turns(script: &mut String, children: usize) -> anyhow::Result<()> {
-    for _ in 0..children {
-        writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ntool_calls = [{{ name = \"echo\", arguments = {{ bench = 1 }} }}]\n")?;
-        writeln!(
-            script,
-            "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ntext = \"done\"\n"
-        )?;
-    }
     Ok(())
 }
 
@@ -133,17 +122,9 @@ async fn parent(
 ) -> anyhow::Result<(Host, tempfile::TempDir)> {
     let dir = tempfile::tempdir()?;
     write_config(dir.path(), redis)?;
-    let mut script = String::from("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
-    for i in 0..children {
-        writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},")?;
-    }
-    script.push_str("]\n\n[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
-    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
-    script.push_str(
-        "[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n",
-    );
+    let mut script = script::root_turns(children);
     if redis.is_none() {
-        child_turns(&mut script, children)?;
+        script += &script::child_turns(children, 0);
     }
     std::fs::write(dir.path().join("script.toml"), script)?;
     let host = Host::load(Config::load(&dir.path().join("warren.toml"))?).await?;
@@ -196,9 +177,10 @@ fn main() -> anyhow::Result<()> {
         // The workers' directory: enough children's turns for every run below.
         let workers = tempfile::tempdir()?;
         write_config(workers.path(), Some(&redis))?;
-        let mut script = String::new();
-        child_turns(&mut script, 3000)?;
-        std::fs::write(workers.path().join("script.toml"), script)?;
+        std::fs::write(
+            workers.path().join("script.toml"),
+            script::child_turns(3000, 0),
+        )?;
 
         // Warm the compile cache, the allocator and the connections.
         let (host, _dir) = parent(10, None).await?;

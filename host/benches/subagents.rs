@@ -8,8 +8,9 @@
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
+#[path = "support/script.rs"]
+mod script;
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -40,25 +41,11 @@ fn write_world(
     latency_ms: u64,
 ) -> anyhow::Result<Config> {
     let hostile = guests::guests().hostile.display().to_string();
-    let mut script = String::from("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
-    for i in 0..children {
-        writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},")?;
-    }
-    script.push_str("]\n\n[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
-    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
-    // If children finish before the root's second turn, their notifications come
-    // first; the root answers, is told the others still run, and gets their results.
-    script.push_str(
-        "[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n",
-    );
-    for _ in 0..children {
-        writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ndelay_ms = {latency_ms}\ntool_calls = [{{ name = \"echo\", arguments = {{ bench = 1 }} }}]\n")?;
-        writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ndelay_ms = {latency_ms}\ntext = \"done\"\n")?;
-    }
+    let script = script::root_turns(children) + &script::child_turns(children, latency_ms);
     std::fs::write(dir.join("script.toml"), script)?;
     let config = format!(
         "[plugins]\nfiles = [{hostile:?}]\n\n[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
-         [defaults]\nmax_concurrent = {concurrency}\ntimeout_s = 600\n\n[profiles.main]\ntools = []\n\n\
+         [defaults]\nmax_concurrent = {concurrency}\nmax_concurrent_total = {concurrency}\ntimeout_s = 600\n\n[profiles.main]\ntools = []\n\n\
          [profiles.worker]\ntools = [\"echo\"]\n"
     );
     std::fs::write(dir.join("warren.toml"), config)?;

@@ -1,0 +1,31 @@
+//! The scripted model's turns the sub-agent benches share.
+
+use std::fmt::Write as _;
+
+/// The root's turns: spawn `children` `worker` sub-agents in one turn ("CHILD i"),
+/// await them all, answer.
+pub(crate) fn root_turns(children: usize) -> String {
+    let mut script = String::from("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
+    for i in 0..children {
+        let _ = writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},");
+    }
+    script.push_str("]\n\n[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
+    // If children finish before the root's second turn, their notifications come
+    // first; the root answers, is told the others still run, and gets their results.
+    script.push_str(
+        "[[turns]]\nprofile = \"main\"\nwhen = \"still running\"\ntext = \"all done\"\n\n",
+    );
+    script
+}
+
+/// The turns of `children` `worker` sub-agents: an `echo` call, then the answer,
+/// each after `latency_ms`.
+pub(crate) fn child_turns(children: usize, latency_ms: u64) -> String {
+    let mut script = String::new();
+    for _ in 0..children {
+        let _ = writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ndelay_ms = {latency_ms}\ntool_calls = [{{ name = \"echo\", arguments = {{ bench = 1 }} }}]\n");
+        let _ = writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ndelay_ms = {latency_ms}\ntext = \"done\"\n");
+    }
+    script
+}
