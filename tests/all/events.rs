@@ -302,15 +302,7 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
     assert!(!posts.is_empty(), "no traces were sent");
     assert!(posts.iter().all(|p| p.path == "/v1/traces"));
     assert_eq!(posts[0].headers["authorization"], "Basic dGVzdA==");
-    let spans: Vec<Value> = posts
-        .iter()
-        .flat_map(|p| {
-            p.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
+    let spans = receiver.otlp_spans();
     let trace_ids: std::collections::BTreeSet<&str> = spans
         .iter()
         .map(|s| s["traceId"].as_str().unwrap())

@@ -148,6 +148,19 @@ impl FakeLlm {
     pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// As an OTLP/HTTP receiver: every span posted to it, in order.
+    pub(crate) fn otlp_spans(&self) -> Vec<Value> {
+        self.requests()
+            .iter()
+            .flat_map(|p| {
+                p.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
 }
 
 async fn serve(

@@ -1017,16 +1017,7 @@ text = "one is done"
     // A stopping worker sends its last spans.
     worker.signal("-TERM");
     tokio::task::block_in_place(|| worker.wait_exit(Duration::from_secs(20)));
-    let spans: Vec<Value> = receiver
-        .requests()
-        .iter()
-        .flat_map(|p| {
-            p.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
+    let spans = receiver.otlp_spans();
     let named =
         |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
     let spawn = named("execute_tool spawn_agent");
