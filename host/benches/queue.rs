@@ -12,15 +12,14 @@
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
-#[path = "support/script.rs"]
-mod script;
+#[path = "support/runs.rs"]
+mod runs;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use warren::jobs::Phase;
-use warren::{AgentState, Config, Host};
+use warren::{Config, Host};
 
 /// A `redis-server` without persistence on a free port; killed when dropped.
 struct Redis {
@@ -122,9 +121,9 @@ async fn parent(
 ) -> anyhow::Result<(Host, tempfile::TempDir)> {
     let dir = tempfile::tempdir()?;
     write_config(dir.path(), redis)?;
-    let mut script = script::root_turns(children);
+    let mut script = runs::root_turns(children);
     if redis.is_none() {
-        script += &script::child_turns(children, 0);
+        script += &runs::child_turns(children, 0);
     }
     std::fs::write(dir.path().join("script.toml"), script)?;
     let host = Host::load(Config::load(&dir.path().join("warren.toml"))?).await?;
@@ -136,24 +135,7 @@ async fn run(host: &Host, children: usize) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let report = host.start("main", "bench", None)?.wait().await;
     let elapsed = started.elapsed();
-    anyhow::ensure!(
-        report.root.state == AgentState::Ok,
-        "run failed: {:?}",
-        report.root
-    );
-    anyhow::ensure!(
-        report.agents.len() == children + 1,
-        "expected {} agents, got {}",
-        children + 1,
-        report.agents.len()
-    );
-    let failed: Vec<_> = report
-        .agents
-        .iter()
-        .filter(|a| !matches!(&a.phase, Phase::Done(o) if o.state == AgentState::Ok))
-        .map(|a| (&a.id, &a.phase))
-        .collect();
-    anyhow::ensure!(failed.is_empty(), "children failed: {failed:?}");
+    runs::ensure_all_ok(&report, children)?;
     Ok(elapsed)
 }
 
@@ -179,7 +161,7 @@ fn main() -> anyhow::Result<()> {
         write_config(workers.path(), Some(&redis))?;
         std::fs::write(
             workers.path().join("script.toml"),
-            script::child_turns(3000, 0),
+            runs::child_turns(3000, 0),
         )?;
 
         // Warm the compile cache, the allocator and the connections.

@@ -8,13 +8,13 @@
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
-#[path = "support/script.rs"]
-mod script;
+#[path = "support/runs.rs"]
+mod runs;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use warren::{AgentState, Config, Host};
+use warren::{Config, Host};
 
 /// `VmRSS` or `VmHWM` of this process, in KiB.
 fn status_kib(field: &str) -> u64 {
@@ -41,7 +41,7 @@ fn write_world(
     latency_ms: u64,
 ) -> anyhow::Result<Config> {
     let hostile = guests::guests().hostile.display().to_string();
-    let script = script::root_turns(children) + &script::child_turns(children, latency_ms);
+    let script = runs::root_turns(children) + &runs::child_turns(children, latency_ms);
     std::fs::write(dir.join("script.toml"), script)?;
     let config = format!(
         "[plugins]\nfiles = [{hostile:?}]\n\n[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
@@ -76,16 +76,7 @@ async fn run(
     let elapsed = started.elapsed();
     sampler.abort();
     let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
-    anyhow::ensure!(
-        report.root.state == AgentState::Ok,
-        "run failed: {:?}",
-        report.root
-    );
-    anyhow::ensure!(
-        report.agents.len() == children + 1,
-        "expected {} agents",
-        children + 1
-    );
+    runs::ensure_all_ok(&report, children)?;
     Ok((elapsed, peak.saturating_sub(baseline)))
 }
 

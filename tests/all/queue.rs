@@ -297,6 +297,49 @@ fn run_parent(dir: &Path, redis: &Redis, task: &str) -> (Option<i32>, String, St
     )
 }
 
+/// Rewrites `dir`'s `warren.toml`, replacing each `from` with its `to`.
+fn edit_config(dir: &Path, edits: &[(&str, &str)]) {
+    let path = dir.join("warren.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    for (from, to) in edits {
+        assert!(config.contains(from), "{from:?} is not in {config}");
+        config = config.replace(from, to);
+    }
+    std::fs::write(path, config).unwrap();
+}
+
+/// A script where the root spawns one researcher on `task` and waits for it; the
+/// researcher answers `answer` after `delay_ms`, then the root answers `root_answer`.
+fn one_child_script(task: &str, delay_ms: u64, answer: &str, root_answer: &str) -> String {
+    format!(
+        r#"
+[[turns]]
+profile = "main"
+tool_calls = [{{ name = "spawn_agent", arguments = {{ profile = "researcher", task = "{task}", background = false }} }}]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "{root_answer}"
+[[turns]]
+profile = "researcher"
+when = "{task}"
+delay_ms = {delay_ms}
+text = "{answer}"
+"#
+    )
+}
+
+/// Asserts that a `warren run` exited 0; its stdout, trimmed.
+fn succeeded(output: &std::process::Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
 /// Runs `warren run go --redis URL --quiet EXTRA…` in `dir` on another thread.
 fn run_parent_in_background(
     dir: &Path,
@@ -455,10 +498,10 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     let redis = Redis::start();
     let dir = world("", THREE_TOPICS);
     // Results are kept one second (BullMQ drops older ones as later jobs finish).
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace("attempts = 2", "attempts = 2\nkeep_results_s = 1");
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[("attempts = 2", "attempts = 2\nkeep_results_s = 1")],
+    );
     let _worker = Worker::start(dir.path(), &redis, "w1", 2);
     let node = |task: &str, profile: &str| -> Value {
         let output = Command::new("node")
@@ -502,20 +545,7 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
 #[test]
 fn a_worker_killed_mid_job_loses_nothing() {
     let redis = Redis::start();
-    let script = r#"
-[[turns]]
-profile = "main"
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
-[[turns]]
-profile = "main"
-when = "OK]"
-text = "got it"
-[[turns]]
-profile = "researcher"
-when = "slow topic"
-delay_ms = 2500
-text = "slow topic done"
-"#;
+    let script = &one_child_script("slow topic", 2500, "slow topic done", "got it");
     let dir = world("", script);
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
     let parent = run_parent_in_background(dir.path(), &redis, &["--events", "events.jsonl"]);
@@ -525,14 +555,7 @@ text = "slow topic done"
     first.wait_exit(Duration::from_secs(5));
 
     let output = parent.join().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(stdout.trim(), "got it");
+    assert_eq!(succeeded(&output), "got it");
     let outcomes = redis.outcomes();
     assert_eq!(outcomes.len(), 1);
     assert_eq!(outcomes[0]["worker"], "second");
@@ -589,10 +612,10 @@ when = "dig"
 text = "dug"
 "#;
     let dir = world("[profiles.digger]\ndescription = \"Digs\"\n", script);
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2");
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2")],
+    );
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
     let started = Instant::now();
     let parent = run_parent_in_background(dir.path(), &redis, &[]);
@@ -612,13 +635,7 @@ text = "dug"
     first.wait_exit(Duration::from_secs(5));
 
     let output = parent.join().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "got it");
+    assert_eq!(succeeded(&output), "got it");
     // Well before the first digger's minute was up.
     assert!(
         started.elapsed() < Duration::from_secs(30),
@@ -675,21 +692,12 @@ text = "dug"
 #[test]
 fn a_dead_parents_remote_jobs_are_cancelled() {
     let redis = Redis::start();
-    let script = r#"
-[[turns]]
-profile = "main"
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "endless topic", background = false } }]
-[[turns]]
-profile = "researcher"
-when = "endless topic"
-delay_ms = 60000
-text = "never read"
-"#;
+    let script = &one_child_script("endless topic", 60000, "never read", "");
     let dir = world("", script);
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace("attempts = 2", "attempts = 2\nparent_timeout_s = 2");
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[("attempts = 2", "attempts = 2\nparent_timeout_s = 2")],
+    );
     let _worker = Worker::start(dir.path(), &redis, "w1", 1);
     let mut parent = Command::new(env!("CARGO_BIN_EXE_warren"))
         .args(["run", "go", "--redis", &redis.url(), "--quiet"])
@@ -763,10 +771,10 @@ text = "never"
     );
     let dir = world("[profiles.digger]\ndescription = \"Digs\"\n", &script);
     // Children of the remote researcher may spawn too.
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2");
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2")],
+    );
     let _workers = [
         Worker::start(dir.path(), &redis, "w1", 2),
         Worker::start(dir.path(), &redis, "w2", 2),
@@ -804,33 +812,14 @@ text = "never"
 #[test]
 fn a_redis_restart_loses_no_result() {
     let mut redis = Redis::start();
-    let script = r#"
-[[turns]]
-profile = "main"
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
-[[turns]]
-profile = "main"
-when = "OK]"
-text = "survived"
-[[turns]]
-profile = "researcher"
-when = "slow topic"
-delay_ms = 3000
-text = "slow topic done"
-"#;
+    let script = &one_child_script("slow topic", 3000, "slow topic done", "survived");
     let dir = world("", script);
     let _worker = Worker::start(dir.path(), &redis, "w1", 1);
     let parent = run_parent_in_background(dir.path(), &redis, &[]);
     redis.wait_active(Duration::from_secs(20));
     redis.restart(Duration::from_millis(500));
     let output = parent.join().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "survived");
+    assert_eq!(succeeded(&output), "survived");
     // The finished result is still there after another restart.
     redis.restart(Duration::ZERO);
     let outcomes = redis.outcomes();
@@ -897,20 +886,7 @@ text = "both failed"
 #[test]
 fn a_stopping_worker_finishes_its_job_or_hands_it_back() {
     let redis = Redis::start();
-    let script = r#"
-[[turns]]
-profile = "main"
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "slow topic", background = false } }]
-[[turns]]
-profile = "main"
-when = "OK]"
-text = "done"
-[[turns]]
-profile = "researcher"
-when = "slow topic"
-delay_ms = 4000
-text = "slow topic done"
-"#;
+    let script = &one_child_script("slow topic", 4000, "slow topic done", "done");
     // shutdown_grace_s = 1 is shorter than the job: the worker hands it back.
     let dir = world("", script);
     let mut leaving = Worker::start(dir.path(), &redis, "leaving", 1);
@@ -927,21 +903,16 @@ text = "slow topic done"
     assert!(log.contains("handing 1 job(s) back to the queue"), "{log}");
     let _staying = Worker::start(dir.path(), &redis, "staying", 1);
     let output = parent.join().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeded(&output);
     let outcomes = redis.outcomes();
     assert_eq!(outcomes.len(), 1);
     assert_eq!(outcomes[0]["worker"], "staying");
 
     // With time enough, a stopping worker finishes the job itself.
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace("shutdown_grace_s = 1", "shutdown_grace_s = 30");
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[("shutdown_grace_s = 1", "shutdown_grace_s = 30")],
+    );
     drop(_staying);
     let mut patient = Worker::start(dir.path(), &redis, "patient", 1);
     let parent = run_parent_in_background(dir.path(), &redis, &[]);
@@ -953,12 +924,7 @@ text = "slow topic done"
         patient.output()
     );
     let output = parent.join().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeded(&output);
     let by_patient = redis
         .outcomes()
         .into_iter()
@@ -977,19 +943,7 @@ async fn a_remote_agents_spans_join_the_parents_trace() {
     }
     let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
     let redis = Redis::start();
-    let script = r#"
-[[turns]]
-profile = "main"
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "topic one", background = false } }]
-[[turns]]
-profile = "main"
-when = "OK]"
-text = "traced"
-[[turns]]
-profile = "researcher"
-when = "topic one"
-text = "one is done"
-"#;
+    let script = &one_child_script("topic one", 0, "one is done", "traced");
     let dir = world("", script);
     let mut worker =
         Worker::start_with(dir.path(), &redis, "w1", 1, &["--otlp-endpoint", &endpoint]);
@@ -1115,17 +1069,19 @@ tool_calls = [{ name = "list_agents", arguments = {} }]
         );
     }
     let dir = world("", &script);
-    let config = std::fs::read_to_string(dir.path().join("warren.toml"))
-        .unwrap()
-        .replace(
-            "script = \"script.toml\"",
-            "script = \"script.toml\"\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0 }",
-        )
-        .replace(
-            "max_concurrent = 3",
-            "max_concurrent = 3\nmax_depth = 2\nbudget_usd = 0.01",
-        );
-    std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    edit_config(
+        dir.path(),
+        &[
+            (
+                "script = \"script.toml\"",
+                "script = \"script.toml\"\nprice = { input_per_mtok = 1.0, output_per_mtok = 1.0 }",
+            ),
+            (
+                "max_concurrent = 3",
+                "max_concurrent = 3\nmax_depth = 2\nbudget_usd = 0.01",
+            ),
+        ],
+    );
     let _workers = [
         Worker::start(dir.path(), &redis, "w1", 3),
         Worker::start(dir.path(), &redis, "w2", 3),

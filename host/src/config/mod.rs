@@ -57,7 +57,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A model was asked for that the file does not define.
-    #[error("{}: no model `{name}` (defined: {})", path.display(), if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+    #[error("{}: no model `{name}` (defined: {})", path.display(), names_or_none(available))]
     UnknownModel {
         /// The config file.
         path: PathBuf,
@@ -67,7 +67,7 @@ pub enum ConfigError {
         available: Vec<String>,
     },
     /// A profile was asked for that the file does not define.
-    #[error("{}: no profile `{name}` (defined: {})", path.display(), if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+    #[error("{}: no profile `{name}` (defined: {})", path.display(), names_or_none(available))]
     UnknownProfile {
         /// The config file.
         path: PathBuf,
@@ -913,6 +913,16 @@ impl TryFrom<String> for NetPatternValue {
 impl fmt::Display for ProfileName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// `names` joined with commas, or `none`.
+pub(crate) fn names_or_none<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
+    let names: Vec<&str> = names.into_iter().map(String::as_str).collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
     }
 }
 

@@ -151,7 +151,7 @@ impl RemoteQueue {
             redis::pipe()
                 .sadd(&key, id)
                 .ignore()
-                .expire(&key, self.config.keep_results_s.max(3600) as i64)
+                .expire(&key, self.config.marker_ttl_s() as i64)
                 .ignore()
                 .query_async::<()>(&mut conn)
                 .await
@@ -209,7 +209,7 @@ impl RemoteQueue {
             .arg(self.config.cancel_key(id))
             .arg("1")
             .arg("EX")
-            .arg(self.config.keep_results_s.max(3600))
+            .arg(self.config.marker_ttl_s())
             .query_async::<()>(&mut conn)
             .await
             .context("setting the cancel key")?;
@@ -221,6 +221,45 @@ impl RemoteQueue {
             return Ok(self.queue.remove(id).await?);
         }
         Ok(false)
+    }
+
+    /// Whether `key` exists; `None` when Redis does not answer.
+    async fn exists(&self, key: &str) -> Option<bool> {
+        let mut conn = self.queue.connection().connection();
+        redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<u32>(&mut conn)
+            .await
+            .ok()
+            .map(|n| n > 0)
+    }
+
+    /// Whether the parent asked for job `id` to be cancelled (not when Redis does not
+    /// answer: the worker asks again).
+    pub(crate) async fn cancel_requested(&self, id: &str) -> bool {
+        self.exists(&self.config.cancel_key(id)).await == Some(true)
+    }
+
+    /// Whether the parent process with heartbeat `id` is gone (its key expired).
+    /// Unknown (Redis unreachable) counts as not gone.
+    pub(crate) async fn parent_gone(&self, id: &str) -> bool {
+        self.exists(&self.config.alive_key(id)).await == Some(false)
+    }
+
+    /// Waits (up to `within`) until Redis answers.
+    pub(crate) async fn wait_until_reachable(&self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < deadline {
+            let mut conn = self.queue.connection().connection();
+            if redis::cmd("PING")
+                .query_async::<String>(&mut conn)
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// The outcome of job `id` if it has finished (or vanished), from its hash.
@@ -291,17 +330,6 @@ async fn beat(
         .arg(timeout_s)
         .query_async(conn)
         .await
-}
-
-/// Whether the parent process with heartbeat `id` is gone (its key expired).
-/// Unknown (Redis unreachable) counts as not gone.
-pub(crate) async fn parent_gone(queue: &RemoteQueue, id: &str) -> bool {
-    let mut conn = queue.queue.connection().connection();
-    redis::cmd("EXISTS")
-        .arg(queue.config.alive_key(id))
-        .query_async::<u32>(&mut conn)
-        .await
-        .is_ok_and(|n| n == 0)
 }
 
 /// Fails within a few seconds when Redis does not answer (the queue's own connection

@@ -121,6 +121,12 @@ impl QueueConfig {
         format!("bull:{}:warren:alive:{id}", self.name)
     }
 
+    /// How long warren's own keys for a job (cancel flag, sub-agent set) live: as long
+    /// as its result, and at least an hour.
+    pub(crate) fn marker_ttl_s(&self) -> u64 {
+        self.keep_results_s.max(3600)
+    }
+
     /// The key a parent sets to cancel job `id`.
     pub(crate) fn cancel_key(&self, id: &str) -> String {
         format!("bull:{}:warren:cancel:{id}", self.name)

@@ -25,9 +25,10 @@ use bullmq::{Job, Worker};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::{compose_task, JobData, JobOutcome, QueueConfig};
+use super::client::RemoteQueue;
+use super::{compose_task, JobData, JobOutcome};
 use crate::agent::{AgentOutcome, AgentState};
-use crate::config::{AgentLimits, ToolSelection};
+use crate::config::{names_or_none, AgentLimits, ToolSelection};
 use crate::events::Event;
 use crate::host::{Host, JobStart};
 
@@ -60,7 +61,8 @@ pub fn default_name() -> String {
 
 struct Shared {
     host: Host,
-    config: QueueConfig,
+    /// The host's queue connection (a worker always has one).
+    queue: Arc<RemoteQueue>,
     name: String,
     /// Flips to `true` when running jobs must be handed back.
     hand_back: watch::Receiver<bool>,
@@ -74,16 +76,17 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     hand_back_now: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let config = host.config().queue.clone();
-    anyhow::ensure!(
-        config.redis.is_some(),
-        "no Redis URL: pass --redis URL or set [queue] redis in {}",
-        host.config().path.display()
-    );
+    let queue = host.remote_queue().cloned().with_context(|| {
+        format!(
+            "no Redis URL: pass --redis URL or set [queue] redis in {}",
+            host.config().path.display()
+        )
+    })?;
+    let config = queue.config().clone();
     let (hand_back_tx, hand_back) = watch::channel(false);
     let shared = Arc::new(Shared {
         host: host.clone(),
-        config: config.clone(),
+        queue,
         name: options.name.clone(),
         hand_back,
     });
@@ -115,18 +118,13 @@ pub async fn run(
             config.redacted_url()
         )
     })?;
-    let profiles: Vec<String> = host.config().profiles.keys().cloned().collect();
     eprintln!(
         "warren worker {}: taking jobs from queue `{}` at {} (concurrency {}; profiles: {})",
         options.name,
         config.name,
         config.redacted_url(),
         options.concurrency,
-        if profiles.is_empty() {
-            "none".to_string()
-        } else {
-            profiles.join(", ")
-        }
+        names_or_none(host.config().profiles.keys())
     );
     shutdown.await;
     let active = worker.active_count().await;
@@ -159,38 +157,30 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     let worker = &shared.name;
     let config = shared.host.config();
     let Some(base) = config.profiles.get(&data.profile) else {
-        let known: Vec<String> = config.profiles.keys().cloned().collect();
         let reason = format!(
             "unknown profile `{}` on worker {worker} (it has: {})",
             data.profile,
-            if known.is_empty() {
-                "none".into()
-            } else {
-                known.join(", ")
-            }
+            names_or_none(config.profiles.keys())
         );
         tracing::warn!(job = %id, "{reason}");
         return Err(bullmq::Error::Unrecoverable(reason));
     };
-    let cancel_key = shared.config.cancel_key(&id);
-    if cancel_requested(&shared.host, &cancel_key).await {
+    let queue = &shared.queue;
+    if queue.cancel_requested(&id).await {
         return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
     }
-    if let Some(queue) = shared.host.remote_queue() {
-        match queue.cancel_children_of(&id).await {
-            Ok(0) => {}
-            Ok(n) => {
-                let line = format!(
-                    "worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt"
-                );
-                tracing::info!(job = %id, "{line}");
-                let _ = job.log(&line).await;
-            }
-            Err(error) => {
-                return Err(bullmq::Error::ProcessingError(format!(
-                    "cannot cancel the sub-agents of an earlier attempt: {error:#}"
-                )))
-            }
+    match queue.cancel_children_of(&id).await {
+        Ok(0) => {}
+        Ok(n) => {
+            let line =
+                format!("worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt");
+            tracing::info!(job = %id, "{line}");
+            let _ = job.log(&line).await;
+        }
+        Err(error) => {
+            return Err(bullmq::Error::ProcessingError(format!(
+                "cannot cancel the sub-agents of an earlier attempt: {error:#}"
+            )))
         }
     }
     let mut profile = base.clone();
@@ -265,23 +255,21 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
                 }
             }
             _ = flush.tick() => send_events(&mut job, &mut batch).await,
-            _ = poll.tick() => if cancel_requested(&shared.host, &cancel_key).await {
+            _ = poll.tick() => if queue.cancel_requested(&id).await {
                 tracing::info!(job = %id, "cancel requested by the parent");
                 cancel.cancel();
             },
             _ = heartbeat.tick(), if orphaned.is_none() && data.heartbeat.is_some() => {
                 let parent = data.heartbeat.as_deref().expect("checked");
-                if let Some(queue) = shared.host.remote_queue() {
-                    if super::client::parent_gone(queue, parent).await {
-                        let reason = format!(
-                            "cancelled: its parent process stopped renewing its heartbeat for {} s (parent_timeout_s); it died or lost Redis",
-                            shared.config.parent_timeout_s
-                        );
-                        tracing::warn!(job = %id, "{reason}");
-                        let _ = job.log(&format!("worker {worker}: {reason}")).await;
-                        orphaned = Some(reason);
-                        cancel.cancel();
-                    }
+                if queue.parent_gone(parent).await {
+                    let reason = format!(
+                        "cancelled: its parent process stopped renewing its heartbeat for {} s (parent_timeout_s); it died or lost Redis",
+                        queue.config().parent_timeout_s
+                    );
+                    tracing::warn!(job = %id, "{reason}");
+                    let _ = job.log(&format!("worker {worker}: {reason}")).await;
+                    orphaned = Some(reason);
+                    cancel.cancel();
                 }
             },
             _ = token.cancelled() => cancel.cancel(),
@@ -310,7 +298,9 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         };
     }
     send_events(&mut job, &mut batch).await;
-    wait_for_redis(&shared.host).await;
+    // A result finished while Redis restarts is saved once it is back, not lost to a
+    // failed write.
+    queue.wait_until_reachable(Duration::from_secs(60)).await;
     tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
     let mut root = report.root;
     if let Some(reason) = orphaned.filter(|_| root.state == AgentState::Cancelled) {
@@ -336,37 +326,5 @@ async fn send_events(job: &mut Job, batch: &mut Vec<Event>) {
         .await
     {
         tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");
-    }
-}
-
-async fn cancel_requested(host: &Host, key: &str) -> bool {
-    let Some(queue) = host.remote_queue() else {
-        return false;
-    };
-    let mut conn = queue.queue().connection().connection();
-    redis::cmd("EXISTS")
-        .arg(key)
-        .query_async::<u64>(&mut conn)
-        .await
-        .is_ok_and(|n| n > 0)
-}
-
-/// Waits (up to a minute) until Redis answers, so a result finished while Redis
-/// restarts is saved once it is back rather than lost to a failed write.
-async fn wait_for_redis(host: &Host) {
-    let Some(queue) = host.remote_queue() else {
-        return;
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while tokio::time::Instant::now() < deadline {
-        let mut conn = queue.queue().connection().connection();
-        if redis::cmd("PING")
-            .query_async::<String>(&mut conn)
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -1,6 +1,10 @@
-//! The scripted model's turns the sub-agent benches share.
+//! What the sub-agent benches share: the scripted model's turns, and the check that
+//! a run went as scripted.
 
 use std::fmt::Write as _;
+
+use warren::jobs::Phase;
+use warren::{AgentState, RunReport};
 
 /// The root's turns: spawn `children` `worker` sub-agents in one turn ("CHILD i"),
 /// await them all, answer.
@@ -28,4 +32,27 @@ pub(crate) fn child_turns(children: usize, latency_ms: u64) -> String {
         let _ = writeln!(script, "[[turns]]\nprofile = \"worker\"\nwhen = \"bench\"\ndelay_ms = {latency_ms}\ntext = \"done\"\n");
     }
     script
+}
+
+/// Fails unless the root and each of its `children` ended ok.
+pub(crate) fn ensure_all_ok(report: &RunReport, children: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        report.root.state == AgentState::Ok,
+        "run failed: {:?}",
+        report.root
+    );
+    anyhow::ensure!(
+        report.agents.len() == children + 1,
+        "expected {} agents, got {}",
+        children + 1,
+        report.agents.len()
+    );
+    let failed: Vec<_> = report
+        .agents
+        .iter()
+        .filter(|a| !matches!(&a.phase, Phase::Done(o) if o.state == AgentState::Ok))
+        .map(|a| (&a.id, &a.phase))
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "children failed: {failed:?}");
+    Ok(())
 }
