@@ -1120,3 +1120,41 @@ tool_calls = [{ name = "list_agents", arguments = {} }]
         "expected `{total}`:\n{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn the_queue_comes_from_config_or_environment_too() {
+    let redis = Redis::start();
+    let mut script = one_child_script("topic one", 0, "one is done", "from the queue");
+    script.push_str(
+        "[[turns]]\nprofile = \"researcher\"\nwhen = \"topic one\"\ntext = \"one again\"\n",
+    );
+    let dir = world("", &script);
+    let _worker = Worker::start(dir.path(), &redis, "w1", 1);
+    let run = |env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+        command
+            .args(["run", "go", "--quiet"])
+            .current_dir(dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env_remove("WARREN_REDIS");
+        if let Some(url) = env {
+            command.env("WARREN_REDIS", url);
+        }
+        command.output().unwrap()
+    };
+    // `WARREN_REDIS` stands in for --redis.
+    assert_eq!(succeeded(&run(Some(&redis.url()))), "from the queue");
+    // So does `[queue] redis` in warren.toml.
+    edit_config(
+        dir.path(),
+        &[(
+            "[queue]\n",
+            &format!("[queue]\nredis = {:?}\n", redis.url()),
+        )],
+    );
+    assert_eq!(succeeded(&run(None)), "from the queue");
+    // Both children ran on the worker, not in-process.
+    let outcomes = redis.wait_outcomes(2, Duration::from_secs(10));
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o["worker"] == "w1"), "{outcomes:?}");
+}
