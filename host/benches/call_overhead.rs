@@ -83,6 +83,9 @@ fn main() -> anyhow::Result<()> {
             system_prompt: String::new(),
             model: None,
             limits: Default::default(),
+            inherit_model: false,
+            source: warren::config::ProfileSource::Config,
+            notes: Vec::new(),
         };
         let access = ToolAccess::new(profile)?;
         for _ in 0..100 {

@@ -134,10 +134,35 @@ pub(crate) struct Agent {
     pub(crate) traceparent: Option<String>,
 }
 
+/// Logs what a user must know about a profile (tools with no sandboxed equivalent, a
+/// model name that means nothing here) once per process, when its first agent starts,
+/// rather than at every load of a large agent collection.
+fn warn_profile_notes_once(profile: &crate::config::Profile) {
+    static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let notes: Vec<String> = profile
+        .notes
+        .iter()
+        .filter(|n| n.warns())
+        .map(ToString::to_string)
+        .collect();
+    if notes.is_empty() {
+        return;
+    }
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warned.insert(profile.name.clone()) {
+        for note in notes {
+            tracing::warn!(profile = %profile.name, "{note}");
+        }
+    }
+}
+
 impl Agent {
     /// Whether this agent gets the spawn tools.
     pub(crate) fn can_spawn(&self) -> bool {
-        self.depth < self.tree.limits.max_depth
+        self.depth < self.tree.limits.max_depth && self.profile.tools.allows_spawn()
     }
 
     /// Runs the loop to its end.
@@ -155,6 +180,7 @@ impl Agent {
         );
         async {
             let started = Instant::now();
+            warn_profile_notes_once(&self.profile);
             self.tree.events.publish(Event::AgentStarted {
                 agent: self.id.0.clone(),
                 parent: self.tree.job(&self.id).and_then(|j| j.parent).map(|p| p.0),
@@ -513,7 +539,7 @@ impl Agent {
                         "- {}: {} (tools: {})",
                         p.name,
                         p.description.as_deref().unwrap_or("no description"),
-                        p.tools.patterns().join(", ")
+                        p.tools.describe()
                     )
                 })
                 .collect();

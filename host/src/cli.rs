@@ -68,6 +68,12 @@ enum Command {
     /// output limit, crash, bad input) goes to stderr with the limit and the profile
     /// key that raises it, and the exit code is 1.
     Call(CallArgs),
+    /// List every profile (from warren.toml and from agent files) with its source,
+    /// model and the tools it gets, and every agent file that was skipped, with why.
+    ///
+    /// Agent files (Claude Code format) are read from `agents/` and `.claude/agents/`
+    /// beside the config, subfolders included. `--check` exits 1 when any was skipped.
+    Agents(AgentsArgs),
     /// Take sub-agent jobs from a Redis queue and run them with this machine's
     /// plugins, models and profiles (matched by name).
     ///
@@ -129,6 +135,16 @@ struct WorkerArgs {
     /// The worker's name in logs and on the jobs it runs (default HOST-PID).
     #[arg(long)]
     name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct AgentsArgs {
+    /// Exit 1 when any agent file was skipped (for CI).
+    #[arg(long)]
+    check: bool,
+    /// Print JSON: {profiles: [...], skipped: [...], not_agent_files: [...]}.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -297,6 +313,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             };
             let (first, second) = shutdown_signals();
             crate::queue::worker::run(host, options, first, second).await?;
+        }
+        Command::Agents(args) => {
+            let registry = load_registry(&config).await?;
+            crate::agents_report::print(&config, &registry, args.json)?;
+            if args.check && !config.agent_files.skipped.is_empty() {
+                return Err(Failure::Run(anyhow::anyhow!(
+                    "{} agent file(s) skipped",
+                    config.agent_files.skipped.len()
+                )));
+            }
         }
         Command::Tools(args) => {
             let profile = config.profile(&args.profile)?;

@@ -17,6 +17,7 @@
 //! - [`cli`]: the `warren` command line.
 
 pub mod agent;
+mod agents_report;
 pub mod cli;
 pub mod config;
 pub mod events;

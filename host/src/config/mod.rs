@@ -5,7 +5,9 @@
 //! that need the file system (a granted directory exists) run afterwards and report
 //! the line from the value's span. Host paths are relative to the config file.
 
+mod agent_dir;
 mod agent_files;
+mod tool_selection;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,6 +22,11 @@ use crate::plugin::CompileCache;
 use crate::queue::QueueConfig;
 use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
 use crate::sandbox::net::{NetPattern, NetPolicy};
+
+pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::tool_selection::glob_match as tool_pattern_matches;
+use self::tool_selection::{resolve, ListKind};
+pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
 
 /// Name of the profile used when none is given.
 pub const DEFAULT_PROFILE: &str = "main";
@@ -76,52 +83,6 @@ pub enum ConfigError {
         /// The names defined.
         available: Vec<String>,
     },
-}
-
-/// Which tools a profile may call: names, `*` wildcards, or all.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolSelection {
-    /// Patterns such as `read_file`, `files_*` or `*`.
-    patterns: Vec<String>,
-}
-
-impl ToolSelection {
-    /// Every tool.
-    pub fn all() -> Self {
-        ToolSelection {
-            patterns: vec!["*".into()],
-        }
-    }
-
-    /// Exactly these tool names.
-    pub fn from_names(names: Vec<String>) -> Self {
-        ToolSelection { patterns: names }
-    }
-
-    /// The patterns as written.
-    pub fn patterns(&self) -> &[String] {
-        &self.patterns
-    }
-
-    /// Whether `tool` is selected.
-    pub fn allows(&self, tool: &str) -> bool {
-        self.patterns.iter().any(|p| glob_match(p, tool))
-    }
-}
-
-/// `*` matches any run of characters; everything else matches itself.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((prefix, rest)) => {
-            let Some(tail) = text.strip_prefix(prefix) else {
-                return false;
-            };
-            (0..=tail.len())
-                .filter(|i| tail.is_char_boundary(*i))
-                .any(|i| glob_match(rest, &tail[i..]))
-        }
-    }
 }
 
 /// Limits of one agent; spawn arguments may only tighten them.
@@ -186,6 +147,92 @@ pub struct Profile {
     pub model: Option<String>,
     /// Turn, time and cost limits.
     pub limits: AgentLimits,
+    /// `model: inherit` (agent files): a sub-agent takes its parent's model.
+    pub inherit_model: bool,
+    /// Where it was defined.
+    pub source: ProfileSource,
+    /// What a user should know about the definition: tools with no sandboxed
+    /// equivalent, a model name that means nothing here, keys with no meaning.
+    pub notes: Vec<ProfileNote>,
+}
+
+/// Where a profile was defined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProfileSource {
+    /// `[profiles.NAME]` in `warren.toml` (or the implicit `main`).
+    Config,
+    /// An agent file; `written_name` is its `name` when that had to be changed into a
+    /// valid profile name (or was missing).
+    AgentFile {
+        /// The file.
+        path: PathBuf,
+        /// The `name` as written, when it differs from the profile name.
+        written_name: Option<String>,
+    },
+}
+
+/// Something about a profile's definition worth telling the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProfileNote {
+    /// Tool names with no sandboxed equivalent (warned once per process when an agent
+    /// of the profile starts).
+    UnavailableTools(Vec<String>),
+    /// A model name that is neither a `[models]` nor a `[model_aliases]` name; the
+    /// default model is used instead (warned like unavailable tools).
+    UnknownModel {
+        /// As written.
+        written: String,
+        /// What is used instead.
+        used: Option<String>,
+    },
+    /// Agent-file keys warren gives no meaning to (`color`, `hooks`, …).
+    IgnoredKeys(Vec<String>),
+    /// The front matter was not valid YAML and was read leniently.
+    Lenient(String),
+    /// `permissionMode: plan`: every file grant read-only, no write tools.
+    PlanMode,
+}
+
+impl ProfileNote {
+    /// Whether an agent starting under the profile should log this as a warning.
+    pub fn warns(&self) -> bool {
+        matches!(
+            self,
+            ProfileNote::UnavailableTools(_) | ProfileNote::UnknownModel { .. }
+        )
+    }
+}
+
+impl fmt::Display for ProfileNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileNote::UnavailableTools(names) => write!(
+                f,
+                "tools with no sandboxed equivalent, not available: {}",
+                names.join(", ")
+            ),
+            ProfileNote::UnknownModel { written, used } => write!(
+                f,
+                "model `{written}` is not under [models] or [model_aliases]; using {}",
+                used.as_deref()
+                    .map_or("no model".to_string(), |m| format!("`{m}`"))
+            ),
+            ProfileNote::IgnoredKeys(keys) => {
+                write!(
+                    f,
+                    "keys with no meaning in warren, ignored: {}",
+                    keys.join(", ")
+                )
+            }
+            ProfileNote::Lenient(why) => write!(
+                f,
+                "front matter is not valid YAML ({why}); read with each key's text taken as written"
+            ),
+            ProfileNote::PlanMode => {
+                f.write_str("permissionMode: plan: every file grant read-only, no write tools")
+            }
+        }
+    }
 }
 
 /// A loaded, validated `warren.toml`.
@@ -205,6 +252,8 @@ pub struct Config {
     pub run_limits: RunLimits,
     /// `[queue]`: where sub-agent jobs go (in-process unless `redis` is set).
     pub queue: QueueConfig,
+    /// Agent files that were skipped or are not agent files.
+    pub agent_files: AgentFilesReport,
     /// The implicit profile used when the file defines none.
     implicit: Profile,
 }
@@ -239,34 +288,13 @@ impl Config {
             (_, Some(dir)) => CompileCache::new(base.join(dir.get_ref())),
             _ => CompileCache::default_dir().map_or_else(CompileCache::disabled, CompileCache::new),
         };
-        let mut models = BTreeMap::new();
-        for (name, model) in &raw.models {
-            let key = format!("models.{}", name.0);
-            let mut config = model.get_ref().clone();
-            if config.provider != ProviderKind::Scripted && config.model.is_empty() {
-                return cx.invalid(
-                    model.span(),
-                    &key,
-                    "`model` is required (the name the API expects)".into(),
-                );
-            }
-            if config.provider == ProviderKind::Scripted {
-                let Some(script) = &config.script else {
-                    return cx.invalid(
-                        model.span(),
-                        &key,
-                        "a scripted model needs `script = \"file.toml\"`".into(),
-                    );
-                };
-                config.script = Some(base.join(script));
-            }
-            models.insert(name.0.clone(), config);
-        }
+        let models = cx.models(&raw.models)?;
+        let model_aliases = cx.model_aliases(&raw.model_aliases, &models)?;
         let default_capabilities =
             cx.capabilities(&raw.defaults.capabilities, None, "defaults.capabilities")?;
         let defaults = &raw.defaults;
         let default_model = match &defaults.model {
-            Some(model) => Some(cx.model_name(model, &models, "defaults.model")?),
+            Some(model) => Some(cx.model_name(model, &models, &model_aliases, "defaults.model")?),
             None if models.len() == 1 => models.keys().next().cloned(),
             None => None,
         };
@@ -291,157 +319,49 @@ impl Config {
                 .map_or(RunLimits::default().max_depth, |v| v.0 as u32),
             budget_usd: defaults.budget_usd.map(|v| v.0),
         };
-        let default_bootstrap = ["AGENTS.md", "ENVIRONMENT.md"];
+        let default_bootstrap = cx.default_bootstrap()?;
+        let tool_aliases = cx.tool_aliases(&raw.tool_aliases);
         let mut profiles = BTreeMap::new();
         for (name, raw_profile) in &raw.profiles {
-            let key = format!("profiles.{}.capabilities", name.0);
-            let capabilities = cx.capabilities(
-                &raw_profile.capabilities,
-                Some(&raw.defaults.capabilities),
-                &key,
+            let profile = cx.profile(
+                &name.0,
+                raw_profile,
+                ProfileDefaults {
+                    raw_capabilities: &raw.defaults.capabilities,
+                    bootstrap: &default_bootstrap,
+                    model: &default_model,
+                    limits: &default_limits,
+                    models: &models,
+                    model_aliases: &model_aliases,
+                    tool_aliases: &tool_aliases,
+                },
             )?;
-            let tools = match &raw_profile.tools {
-                Some(tools) => ToolSelection {
-                    patterns: tools.iter().map(|t| t.0.clone()).collect(),
-                },
-                None => ToolSelection::all(),
-            };
-            let key = format!("profiles.{}", name.0);
-            let mut prompt = Vec::new();
-            match &raw_profile.bootstrap_files {
-                Some(files) => {
-                    for file in files {
-                        prompt.push(cx.read_file(file, &format!("{key}.bootstrap_files"))?);
-                    }
-                }
-                None => prompt.extend(
-                    default_bootstrap
-                        .iter()
-                        .filter_map(|f| std::fs::read_to_string(base.join(f)).ok()),
-                ),
-            }
-            if let Some(file) = &raw_profile.system_prompt_file {
-                prompt.push(cx.read_file(file, &format!("{key}.system_prompt_file"))?);
-            }
-            prompt.extend(raw_profile.system_prompt.clone());
-            let model = match &raw_profile.model {
-                Some(model) => Some(cx.model_name(model, &models, &format!("{key}.model"))?),
-                None => default_model.clone(),
-            };
-            let limits = AgentLimits {
-                max_turns: raw_profile
-                    .max_turns
-                    .map_or(default_limits.max_turns, |v| v.0 as u32),
-                timeout_s: raw_profile
-                    .timeout_s
-                    .map_or(default_limits.timeout_s, |v| v.0),
-                max_cost_usd: raw_profile.max_cost_usd.map(|v| v.0),
-            };
-            profiles.insert(
-                name.0.clone(),
-                Profile {
-                    name: name.0.clone(),
-                    description: raw_profile.description.clone(),
-                    tools,
-                    capabilities,
-                    system_prompt: prompt
-                        .iter()
-                        .map(|p| p.trim())
-                        .filter(|p| !p.is_empty())
-                        .collect::<Vec<_>>()
-                        .join("\n\n"),
-                    model,
-                    limits,
-                },
-            );
+            profiles.insert(name.0.clone(), profile);
         }
-        let agents_dir = base.join("agents");
-        let mut agent_paths: Vec<PathBuf> = std::fs::read_dir(&agents_dir)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "md"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        agent_paths.sort();
-        for agent_path in agent_paths {
-            let invalid = |line: usize, key: &str, message: String| ConfigError::Invalid {
-                path: agent_path.clone(),
-                line,
-                key: key.to_string(),
-                message,
-            };
-            let text =
-                std::fs::read_to_string(&agent_path).map_err(|source| ConfigError::Read {
-                    path: agent_path.clone(),
-                    source,
-                })?;
-            let file = agent_files::parse(&agent_path, &text)
-                .map_err(|(line, message)| invalid(line, "front matter", message))?;
-            name_like(&file.name, "profile name", false)
-                .map_err(|message| invalid(1, "name", message))?;
-            if profiles.contains_key(&file.name) {
-                return Err(invalid(
-                    1,
-                    "name",
-                    format!(
-                        "profile `{}` is already defined (in {} or another agent file)",
-                        file.name,
-                        path.display()
-                    ),
-                ));
-            }
-            let tools = match file.tools {
-                Some(tools) => {
-                    if let Some(bad) = tools
-                        .iter()
-                        .find(|t| name_like(t, "tool name", true).is_err())
-                    {
-                        return Err(invalid(
-                            1,
-                            "tools",
-                            format!("`{bad}` is not a valid tool name"),
-                        ));
-                    }
-                    ToolSelection { patterns: tools }
-                }
-                None => ToolSelection::all(),
-            };
-            // `inherit`, `sonnet` and other names warren does not define mean the default.
-            let model = file
-                .model
-                .filter(|m| models.contains_key(m))
-                .or_else(|| default_model.clone());
-            profiles.insert(
-                file.name.clone(),
-                Profile {
-                    name: file.name,
-                    description: file.description,
-                    tools,
-                    capabilities: default_capabilities.clone(),
-                    system_prompt: file.prompt,
-                    model,
-                    limits: AgentLimits {
-                        max_turns: file.max_turns.unwrap_or(default_limits.max_turns),
-                        ..default_limits
-                    },
-                },
-            );
-        }
+        let agent_files = agent_dir::load(
+            &base,
+            path,
+            &mut profiles,
+            &agent_dir::AgentDefaults {
+                capabilities: &default_capabilities,
+                model: &default_model,
+                limits: &default_limits,
+                models: &models,
+                model_aliases: &model_aliases,
+                tool_aliases: &tool_aliases,
+            },
+        );
         let implicit = Profile {
             name: DEFAULT_PROFILE.to_string(),
             description: None,
             tools: ToolSelection::all(),
             capabilities: default_capabilities.clone(),
-            system_prompt: default_bootstrap
-                .iter()
-                .filter_map(|f| std::fs::read_to_string(base.join(f)).ok())
-                .collect::<Vec<_>>()
-                .join("\n\n"),
+            system_prompt: join_prompt(&default_bootstrap),
             model: default_model,
             limits: default_limits,
+            inherit_model: false,
+            source: ProfileSource::Config,
+            notes: Vec::new(),
         };
         Ok(Config {
             path: path.to_path_buf(),
@@ -469,6 +389,7 @@ impl Config {
                     }
                 })
                 .unwrap_or_default(),
+            agent_files,
             implicit,
         })
     }
@@ -488,6 +409,27 @@ impl Config {
             available: self.profiles.keys().cloned().collect(),
         })
     }
+}
+
+/// What a `[profiles]` table inherits.
+struct ProfileDefaults<'a> {
+    raw_capabilities: &'a RawCapabilities,
+    bootstrap: &'a [String],
+    model: &'a Option<String>,
+    limits: &'a AgentLimits,
+    models: &'a BTreeMap<String, ModelConfig>,
+    model_aliases: &'a BTreeMap<String, String>,
+    tool_aliases: &'a ToolAliases,
+}
+
+/// Prompt parts trimmed, empty ones dropped, joined by blank lines.
+fn join_prompt(parts: &[String]) -> String {
+    parts
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Resolves raw values that need the file system, reporting errors with lines.
@@ -516,24 +458,185 @@ impl Resolver<'_> {
         })
     }
 
+    fn models(
+        &self,
+        raw: &BTreeMap<ProfileName, Spanned<ModelConfig>>,
+    ) -> Result<BTreeMap<String, ModelConfig>, ConfigError> {
+        let mut models = BTreeMap::new();
+        for (name, model) in raw {
+            let key = format!("models.{}", name.0);
+            let mut config = model.get_ref().clone();
+            if config.provider != ProviderKind::Scripted && config.model.is_empty() {
+                return self.invalid(
+                    model.span(),
+                    &key,
+                    "`model` is required (the name the API expects)".into(),
+                );
+            }
+            if config.provider == ProviderKind::Scripted {
+                let Some(script) = &config.script else {
+                    return self.invalid(
+                        model.span(),
+                        &key,
+                        "a scripted model needs `script = \"file.toml\"`".into(),
+                    );
+                };
+                config.script = Some(self.base.join(script));
+            }
+            models.insert(name.0.clone(), config);
+        }
+        Ok(models)
+    }
+
+    /// `[model_aliases]`: each value must name a `[models]` entry.
+    fn model_aliases(
+        &self,
+        raw: &BTreeMap<String, Spanned<String>>,
+        models: &BTreeMap<String, ModelConfig>,
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let mut aliases = BTreeMap::new();
+        for (alias, target) in raw {
+            let name = self.model_name(
+                target,
+                models,
+                &BTreeMap::new(),
+                &format!("model_aliases.{alias}"),
+            )?;
+            aliases.insert(alias.clone(), name);
+        }
+        Ok(aliases)
+    }
+
+    /// `[tool_aliases]`, each value one name or a list.
+    fn tool_aliases(&self, raw: &BTreeMap<String, RawToolAlias>) -> ToolAliases {
+        raw.iter()
+            .map(|(alias, tools)| {
+                let tools = match tools {
+                    RawToolAlias::One(tool) => vec![tool.0.clone()],
+                    RawToolAlias::Many(tools) => tools.iter().map(|t| t.0.clone()).collect(),
+                };
+                (alias.clone(), tools)
+            })
+            .collect()
+    }
+
+    /// A `[models]` name, or a `[model_aliases]` name for one.
     fn model_name(
         &self,
         name: &Spanned<String>,
         models: &BTreeMap<String, ModelConfig>,
+        aliases: &BTreeMap<String, String>,
         key: &str,
     ) -> Result<String, ConfigError> {
         if models.contains_key(name.get_ref()) {
             return Ok(name.get_ref().clone());
+        }
+        if let Some(target) = aliases.get(name.get_ref()) {
+            return Ok(target.clone());
         }
         let known = models.keys().cloned().collect::<Vec<_>>().join(", ");
         self.invalid(
             name.span(),
             key,
             format!(
-                "no model `{}` under [models] (defined: {known})",
+                "no model `{}` under [models] or [model_aliases] (models: {known})",
                 name.get_ref()
             ),
         )
+    }
+
+    /// `AGENTS.md` and `ENVIRONMENT.md` beside the config, when present: read once, and
+    /// a file that exists but cannot be read is an error.
+    fn default_bootstrap(&self) -> Result<Vec<String>, ConfigError> {
+        let mut texts = Vec::new();
+        for name in ["AGENTS.md", "ENVIRONMENT.md"] {
+            let path = self.base.join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => texts.push(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(ConfigError::Read { path, source }),
+            }
+        }
+        Ok(texts)
+    }
+
+    /// One `[profiles.NAME]` table.
+    fn profile(
+        &self,
+        name: &str,
+        raw: &RawProfile,
+        defaults: ProfileDefaults<'_>,
+    ) -> Result<Profile, ConfigError> {
+        let key = format!("profiles.{name}");
+        let capabilities = self.capabilities(
+            &raw.capabilities,
+            Some(defaults.raw_capabilities),
+            &format!("{key}.capabilities"),
+        )?;
+        let mut notes = Vec::new();
+        let patterns = |list: &Option<Vec<ToolPattern>>| -> Vec<String> {
+            list.iter().flatten().map(|t| t.0.clone()).collect()
+        };
+        let allow = match &raw.tools {
+            Some(_) => {
+                let resolved = resolve(
+                    &patterns(&raw.tools),
+                    defaults.tool_aliases,
+                    ListKind::Allow,
+                );
+                if !resolved.unavailable.is_empty() {
+                    notes.push(ProfileNote::UnavailableTools(resolved.unavailable));
+                }
+                resolved.patterns
+            }
+            None => vec!["*".to_string()],
+        };
+        let deny = resolve(
+            &patterns(&raw.disallowed_tools),
+            defaults.tool_aliases,
+            ListKind::Deny,
+        )
+        .patterns;
+        let mut prompt = Vec::new();
+        match &raw.bootstrap_files {
+            Some(files) => {
+                for file in files {
+                    prompt.push(self.read_file(file, &format!("{key}.bootstrap_files"))?);
+                }
+            }
+            None => prompt.extend(defaults.bootstrap.iter().cloned()),
+        }
+        if let Some(file) = &raw.system_prompt_file {
+            prompt.push(self.read_file(file, &format!("{key}.system_prompt_file"))?);
+        }
+        prompt.extend(raw.system_prompt.clone());
+        let model = match &raw.model {
+            Some(model) => Some(self.model_name(
+                model,
+                defaults.models,
+                defaults.model_aliases,
+                &format!("{key}.model"),
+            )?),
+            None => defaults.model.clone(),
+        };
+        Ok(Profile {
+            name: name.to_string(),
+            description: raw.description.clone(),
+            tools: ToolSelection::new(allow, deny, true),
+            capabilities,
+            system_prompt: join_prompt(&prompt),
+            model,
+            limits: AgentLimits {
+                max_turns: raw
+                    .max_turns
+                    .map_or(defaults.limits.max_turns, |v| v.0 as u32),
+                timeout_s: raw.timeout_s.map_or(defaults.limits.timeout_s, |v| v.0),
+                max_cost_usd: raw.max_cost_usd.map(|v| v.0),
+            },
+            inherit_model: false,
+            source: ProfileSource::Config,
+            notes,
+        })
     }
 
     fn read_file(&self, file: &Spanned<String>, key: &str) -> Result<String, ConfigError> {
@@ -694,6 +797,19 @@ struct RawConfig {
     #[serde(default)]
     profiles: BTreeMap<ProfileName, RawProfile>,
     queue: Option<RawQueue>,
+    /// More tool names (e.g. other systems' names) for warren tools.
+    #[serde(default)]
+    tool_aliases: BTreeMap<String, RawToolAlias>,
+    /// Model names used by agent files (`sonnet`, `opus`, …) for `[models]` names.
+    #[serde(default)]
+    model_aliases: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a tool name or a list of tool names")]
+enum RawToolAlias {
+    One(ToolPattern),
+    Many(Vec<ToolPattern>),
 }
 
 /// `[queue]`: sub-agent jobs through Redis (see [`crate::queue`]).
@@ -768,6 +884,7 @@ struct RawProfile {
     timeout_s: Option<Bounded<1, 86_400>>,
     max_cost_usd: Option<Dollars>,
     tools: Option<Vec<ToolPattern>>,
+    disallowed_tools: Option<Vec<ToolPattern>>,
     #[serde(default)]
     capabilities: RawCapabilities,
 }
@@ -884,6 +1001,25 @@ validated_string!(
     }
 );
 
+/// A valid profile name made from one written elsewhere (an agent file's `name` or file
+/// name): every run of characters other than ASCII letters, digits, `_` and `-` becomes
+/// one `-`, `-` at either end is dropped, and the result is cut to 64 characters
+/// (`code.reviewer` → `code-reviewer`, `Code Reviewer` → `Code-Reviewer`). `None` when
+/// nothing is left.
+pub(crate) fn profile_name_from(written: &str) -> Option<String> {
+    let mut name = String::new();
+    for c in written.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            name.push(c);
+        } else if !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    let name: String = name.trim_matches('-').chars().take(64).collect();
+    let name = name.trim_end_matches('-').to_string();
+    (!name.is_empty()).then_some(name)
+}
+
 fn name_like(s: &str, what: &str, allow_star: bool) -> Result<(), String> {
     let ok = !s.is_empty()
         && s.len() <= 64
@@ -934,16 +1070,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("docs")).unwrap();
         Config::parse(&dir.path().join("warren.toml"), text)
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("files_*", "files_read"));
-        assert!(!glob_match("files_*", "http_get"));
-        assert!(glob_match("*_get", "http_get"));
-        assert!(glob_match("read_file", "read_file"));
-        assert!(!glob_match("read_file", "read_files"));
     }
 
     #[test]
@@ -1066,13 +1192,16 @@ script = "demo.toml"
         assert_eq!(reviewer.limits.max_turns, 3);
         assert_eq!(reviewer.capabilities.memory_mb, 16);
         assert!(reviewer.tools.allows("read_file") && !reviewer.tools.allows("write_file"));
+        // A file whose name is taken is skipped, naming the config; the rest loads.
         std::fs::write(dir.path().join("agents/main.md"), "---\nname: main\n---\n").unwrap();
-        let error = Config::parse(&path, "[profiles.main]\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("main.md:1: name: profile `main` is already defined"),
-            "{error}"
+        let config = Config::parse(&path, "[profiles.main]\n").unwrap();
+        assert!(config.profiles.contains_key("reviewer"));
+        let skipped = &config.agent_files.skipped;
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].path.ends_with("agents/main.md"));
+        assert_eq!(
+            skipped[0].reason,
+            format!("profile `main` is already defined by {}", path.display())
         );
     }
 

@@ -11,14 +11,12 @@ use serde_json::{json, Value};
 
 use super::{JobId, Phase};
 use crate::agent::{Agent, AgentOutcome};
-use crate::config::{AgentLimits, Config, ToolSelection};
+use crate::config::{AgentLimits, Config, SPAWN_TOOLS};
 use crate::events::{summarize, Event};
 use crate::llm::ToolDefinition;
 use crate::plugin::ToolAccess;
 use crate::queue::client::run_remote;
 use crate::queue::{compose_task, Ceiling, JobData, JobLimits};
-
-const SPAWN_TOOLS: [&str; 4] = ["spawn_agent", "await_agents", "cancel_agent", "list_agents"];
 
 /// Whether `name` is one of the spawn tools.
 pub fn is_spawn_tool(name: &str) -> bool {
@@ -197,6 +195,9 @@ impl Agent {
         };
         let mut profile = base.clone();
         profile.capabilities = base.capabilities.intersect(&self.profile.capabilities);
+        if base.inherit_model {
+            profile.model = self.profile.model.clone();
+        }
         let mut tool_subset = None;
         if !args["tools"].is_null() {
             let tools: Vec<String> = serde_json::from_value(args["tools"].clone())
@@ -220,7 +221,7 @@ impl Agent {
                     available.join(", ")
                 ));
             }
-            profile.tools = ToolSelection::from_names(tools.clone());
+            profile.tools = base.tools.narrowed_to(tools.clone());
             tool_subset = Some(tools);
         }
         let constraints: Vec<String> = match &args["constraints"] {

@@ -119,6 +119,13 @@ impl ToolRegistry {
                         spec.name
                     );
                 }
+                if crate::config::SPAWN_TOOLS.contains(&spec.name.as_str()) {
+                    anyhow::bail!(
+                        "{}: tool name `{}` is reserved for the host's spawn tools; a plugin may not offer it",
+                        path.display(),
+                        spec.name
+                    );
+                }
                 match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
                     Ok(serde_json::Value::Object(_)) => {}
                     Ok(_) => anyhow::bail!(
@@ -162,6 +169,11 @@ impl ToolRegistry {
     /// The loaded plugins, in load order.
     pub fn plugins(&self) -> &[Plugin] {
         &self.plugins
+    }
+
+    /// Every loaded tool's name, sorted.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.index.keys().map(String::as_str)
     }
 
     /// The sandbox running the calls.

@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use super::client::RemoteQueue;
 use super::{compose_task, JobData, JobOutcome};
 use crate::agent::{AgentOutcome, AgentState};
-use crate::config::{names_or_none, AgentLimits, ToolSelection};
+use crate::config::{names_or_none, AgentLimits};
 use crate::events::Event;
 use crate::host::{Host, JobStart};
 
@@ -193,7 +193,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             .filter(|t| base.tools.allows(t))
             .cloned()
             .collect();
-        profile.tools = ToolSelection::from_names(allowed);
+        profile.tools = base.tools.narrowed_to(allowed);
     }
     let tighten = |job: Option<u64>, own: u64| job.map_or(own, |j| j.min(own));
     let limits = AgentLimits {

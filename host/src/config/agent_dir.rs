@@ -1,0 +1,250 @@
+//! Loading a folder of agent files (`agents/` and `.claude/agents/` beside the config,
+//! subfolders included) as profiles.
+//!
+//! One bad file never blocks the rest: it is skipped with a warning naming `file:line`
+//! and the reason, and listed in the [`AgentFilesReport`] (`warren agents` shows it,
+//! `warren agents --check` fails on it). Files without front matter (a collection's
+//! README) are not agent files and are only listed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::agent_files::{self, AgentFile, ParseError};
+use super::tool_selection::{resolve, ListKind, ToolAliases, ToolSelection, WRITE_TOOLS};
+use super::{profile_name_from, AgentLimits, Profile, ProfileNote, ProfileSource};
+use crate::llm::ModelConfig;
+use crate::sandbox::capabilities::{CapabilitySet, FsMode};
+
+/// Folders searched for agent files, relative to the config file.
+const AGENT_DIRS: [&str; 2] = ["agents", ".claude/agents"];
+
+/// At most this many files are read from the agent folders, and files over
+/// [`MAX_FILE_BYTES`] are skipped: a folder cannot make loading unbounded.
+const MAX_FILES: usize = 2_000;
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// What happened to the files in the agent folders that did not become profiles.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentFilesReport {
+    /// Agent files that could not be used, with the reason.
+    pub skipped: Vec<SkippedFile>,
+    /// Markdown files without front matter (not agent files).
+    pub not_agent_files: Vec<PathBuf>,
+}
+
+/// An agent file that was skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line the reason is about.
+    pub line: usize,
+    /// Why.
+    pub reason: String,
+}
+
+/// What an agent file's profile inherits.
+pub(super) struct AgentDefaults<'a> {
+    pub(super) capabilities: &'a CapabilitySet,
+    pub(super) model: &'a Option<String>,
+    pub(super) limits: &'a AgentLimits,
+    pub(super) models: &'a BTreeMap<String, ModelConfig>,
+    pub(super) model_aliases: &'a BTreeMap<String, String>,
+    pub(super) tool_aliases: &'a ToolAliases,
+}
+
+/// Adds a profile per usable agent file under `base` to `profiles` (which holds the
+/// config's own; those win over files of the same name).
+pub(super) fn load(
+    base: &Path,
+    config_path: &Path,
+    profiles: &mut BTreeMap<String, Profile>,
+    defaults: &AgentDefaults<'_>,
+) -> AgentFilesReport {
+    let mut report = AgentFilesReport::default();
+    let mut files = Vec::new();
+    for dir in AGENT_DIRS {
+        collect(&base.join(dir), &mut files, &mut report);
+    }
+    let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in files {
+        let mut skip = |line: usize, reason: String| {
+            tracing::warn!("skipping agent file {}:{line}: {reason}", path.display());
+            report.skipped.push(SkippedFile {
+                path: path.clone(),
+                line,
+                reason,
+            });
+        };
+        let text = match read(&path) {
+            Ok(text) => text,
+            Err(reason) => {
+                skip(1, reason);
+                continue;
+            }
+        };
+        let file = match agent_files::parse(&text) {
+            Ok(file) => file,
+            Err(ParseError::NoFrontMatter) => {
+                report.not_agent_files.push(path.clone());
+                continue;
+            }
+            Err(ParseError::Invalid(line, reason)) => {
+                skip(line, reason);
+                continue;
+            }
+        };
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(name) = profile_name_from(file.name.as_deref().unwrap_or(&stem))
+            .or_else(|| profile_name_from(&stem))
+        else {
+            skip(
+                1,
+                "no `name`, and the file name makes no profile name".into(),
+            );
+            continue;
+        };
+        if profiles.contains_key(&name) {
+            let other = from_files.get(&name).map_or_else(
+                || config_path.display().to_string(),
+                |p| p.display().to_string(),
+            );
+            skip(1, format!("profile `{name}` is already defined by {other}"));
+            continue;
+        }
+        let written_name = match &file.name {
+            Some(written) if *written == name => None,
+            Some(written) => Some(written.clone()),
+            None => Some(String::new()),
+        };
+        let profile = profile(name.clone(), path.clone(), written_name, file, defaults);
+        from_files.insert(name.clone(), path.clone());
+        profiles.insert(name, profile);
+    }
+    report
+}
+
+/// Every `*.md` under `dir`, recursively, in path order.
+fn collect(dir: &Path, files: &mut Vec<PathBuf>, report: &mut AgentFilesReport) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        if files.len() >= MAX_FILES {
+            report.skipped.push(SkippedFile {
+                path,
+                line: 1,
+                reason: format!("more than {MAX_FILES} agent files; the rest are not read"),
+            });
+            return;
+        }
+        if path.is_dir() {
+            collect(&path, files, report);
+        } else if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+        {
+            files.push(path);
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(format!(
+            "{size} bytes; agent files are at most {MAX_FILE_BYTES}"
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    String::from_utf8(bytes)
+        .map_err(|e| format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
+}
+
+fn profile(
+    name: String,
+    path: PathBuf,
+    written_name: Option<String>,
+    file: AgentFile,
+    defaults: &AgentDefaults<'_>,
+) -> Profile {
+    let mut notes = Vec::new();
+    if let Some(why) = file.lenient {
+        notes.push(ProfileNote::Lenient(why));
+    }
+    let (allow, spawn) = match &file.tools {
+        // Claude Code semantics: `tools` is the whole list; the spawn tools only when it
+        // names `Task` or `Agent`.
+        Some(names) => {
+            let resolved = resolve(names, defaults.tool_aliases, ListKind::Allow);
+            if !resolved.unavailable.is_empty() {
+                notes.push(ProfileNote::UnavailableTools(resolved.unavailable));
+            }
+            (resolved.patterns, resolved.spawn)
+        }
+        None => (vec!["*".to_string()], true),
+    };
+    let deny = resolve(
+        &file.disallowed_tools,
+        defaults.tool_aliases,
+        ListKind::Deny,
+    )
+    .patterns;
+    let mut tools = ToolSelection::new(allow, deny, spawn);
+    let mut capabilities = defaults.capabilities.clone();
+    if file.permission_mode.as_deref() == Some("plan") {
+        for grant in &mut capabilities.fs {
+            grant.mode = FsMode::ReadOnly;
+        }
+        tools = tools.denying(&WRITE_TOOLS);
+        notes.push(ProfileNote::PlanMode);
+    } else if let Some(mode) = &file.permission_mode {
+        notes.push(ProfileNote::IgnoredKeys(vec![format!(
+            "permissionMode: {mode}"
+        )]));
+    }
+    let (model, inherit_model) = match file.model.as_deref() {
+        None => (defaults.model.clone(), false),
+        Some("inherit") => (defaults.model.clone(), true),
+        Some(written) => match defaults
+            .models
+            .get_key_value(written)
+            .map(|(k, _)| k.clone())
+            .or_else(|| defaults.model_aliases.get(written).cloned())
+        {
+            Some(model) => (Some(model), false),
+            None => {
+                notes.push(ProfileNote::UnknownModel {
+                    written: written.to_string(),
+                    used: defaults.model.clone(),
+                });
+                (defaults.model.clone(), false)
+            }
+        },
+    };
+    if !file.ignored_keys.is_empty() {
+        notes.push(ProfileNote::IgnoredKeys(file.ignored_keys));
+    }
+    Profile {
+        name,
+        description: file.description,
+        tools,
+        capabilities,
+        system_prompt: file.prompt,
+        model,
+        limits: AgentLimits {
+            max_turns: file.max_turns.unwrap_or(defaults.limits.max_turns),
+            ..*defaults.limits
+        },
+        inherit_model,
+        source: ProfileSource::AgentFile { path, written_name },
+        notes,
+    }
+}
