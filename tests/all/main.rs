@@ -15,3 +15,4 @@ mod plugins;
 mod queue;
 mod sandbox;
 mod support;
+mod tools;

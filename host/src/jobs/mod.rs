@@ -6,6 +6,7 @@
 //! its parent's, so cancelling a job cancels every descendant, and results stay in the
 //! tree until the run ends so repeated awaits see them.
 
+pub mod spawn_request;
 pub mod spawn_tools;
 
 use std::collections::BTreeMap;

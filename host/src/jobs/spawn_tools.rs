@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::spawn_request::{text_arg, SpawnRequest};
 use super::{JobId, Phase};
 use crate::agent::{Agent, AgentOutcome};
 use crate::config::{AgentLimits, Config, SPAWN_TOOLS};
@@ -117,24 +118,6 @@ fn run_child(
     })
 }
 
-fn text_arg(args: &Value, key: &str) -> Result<Option<String>, String> {
-    match &args[key] {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        other => Err(format!("`{key}` must be a string, got {other}")),
-    }
-}
-
-fn positive_arg(args: &Value, key: &str) -> Result<Option<f64>, String> {
-    match &args[key] {
-        Value::Null => Ok(None),
-        Value::Number(n) if n.as_f64().is_some_and(|v| v >= 0.0) => Ok(n.as_f64()),
-        other => Err(format!(
-            "`{key}` must be a non-negative number, got {other}"
-        )),
-    }
-}
-
 impl Agent {
     /// Runs spawn tool `name`; an `Err` is a tool error for the model.
     pub(crate) async fn spawn_tool(&self, name: &str, arguments: &str) -> Result<String, String> {
@@ -152,36 +135,19 @@ impl Agent {
     }
 
     async fn spawn_agent(&self, args: &Value) -> Result<String, String> {
-        let allowed = [
-            "task",
-            "profile",
-            "context",
-            "constraints",
-            "system_prompt",
-            "tools",
-            "max_turns",
-            "max_cost_usd",
-            "timeout_s",
-            "background",
-        ];
-        if let Some(unknown) = args
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, _)| k)
-            .find(|k| !allowed.contains(&k.as_str()))
-        {
-            return Err(format!(
-                "unknown argument `{unknown}` (allowed: {})",
-                allowed.join(", ")
-            ));
-        }
-        let task = text_arg(args, "task")?.unwrap_or_default();
-        if task.trim().is_empty() {
-            return Err("`task` is required and must not be empty".into());
-        }
+        let SpawnRequest {
+            task,
+            profile: profile_name,
+            context,
+            constraints,
+            system_prompt: extra_prompt,
+            tools,
+            max_turns,
+            max_cost_usd: max_cost,
+            timeout_s,
+            background,
+        } = SpawnRequest::parse(args)?;
         let config = &self.host.config;
-        let profile_name = text_arg(args, "profile")?.ok_or("`profile` is required")?;
         let Some(base) = config.profiles.get(&profile_name) else {
             let known = config
                 .profiles
@@ -199,9 +165,7 @@ impl Agent {
             profile.model = self.profile.model.clone();
         }
         let mut tool_subset = None;
-        if !args["tools"].is_null() {
-            let tools: Vec<String> = serde_json::from_value(args["tools"].clone())
-                .map_err(|_| "`tools` must be a list of tool names".to_string())?;
+        if let Some(tools) = tools {
             if let Some(bad) = tools.iter().find(|t| {
                 !base.tools.allows(t)
                     || self
@@ -224,35 +188,6 @@ impl Agent {
             profile.tools = base.tools.narrowed_to(tools.clone());
             tool_subset = Some(tools);
         }
-        let constraints: Vec<String> = match &args["constraints"] {
-            Value::Null => Vec::new(),
-            value => serde_json::from_value(value.clone())
-                .map_err(|_| "`constraints` must be a list of strings".to_string())?,
-        };
-        let max_turns = match &args["max_turns"] {
-            Value::Null => None,
-            value => Some(
-                value
-                    .as_u64()
-                    .filter(|n| *n >= 1)
-                    .ok_or("`max_turns` must be a positive integer")? as u32,
-            ),
-        };
-        let timeout_s = match &args["timeout_s"] {
-            Value::Null => None,
-            value => Some(
-                value
-                    .as_u64()
-                    .filter(|n| *n >= 1)
-                    .ok_or("`timeout_s` must be a positive integer")?,
-            ),
-        };
-        let max_cost = positive_arg(args, "max_cost_usd")?;
-        let background = match &args["background"] {
-            Value::Null => true,
-            Value::Bool(b) => *b,
-            other => return Err(format!("`background` must be true or false, got {other}")),
-        };
         // Spawn arguments may only tighten the profile's limits.
         let limits = AgentLimits {
             max_turns: max_turns.map_or(base.limits.max_turns, |t| t.min(base.limits.max_turns)),
@@ -274,12 +209,7 @@ impl Agent {
                 ));
             }
         }
-        let context = match &args["context"] {
-            Value::Null => None,
-            context => Some(context.clone()),
-        };
         let message = compose_task(&task, context.as_ref(), &constraints);
-        let extra_prompt = text_arg(args, "system_prompt")?;
         // What a worker needs to run it, should the job go through the queue.
         let job = JobData {
             task: task.clone(),

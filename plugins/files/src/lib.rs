@@ -1,22 +1,32 @@
-//! The `files` plugin: read, write, list and search files.
+//! The `files` plugin: read, write, edit, list, glob and grep files.
 //!
 //! Paths are guest paths: the `guest` side of a preopen in the profile's
 //! `capabilities.fs` (for example `/docs/notes.md`). The sandbox, not this code, decides
 //! what is reachable; this plugin only turns refusals into errors the model can act on.
+//!
+//! Layout:
+//! - `lib.rs`: the tool specs, argument parsing, dispatch and I/O error mapping;
+//! - [`read`]: `read_file` (raw or numbered) and `list_dir`;
+//! - [`edit`]: `write_file` and `edit_file` (exact string replacement);
+//! - [`search`]: `search_text` (plain text, line by line);
+//! - [`walk`]: the roots (a path or every preopen) and the sorted tree walk;
+//! - [`glob`] and [`grep`]: file names by pattern, file contents by regex.
 
-use std::fs;
 use std::io;
-use std::path::Path;
 
 use serde::Deserialize;
+use serde_json::json;
 
 wit_bindgen::generate!({ path: "../../wit", world: "warren:plugin/plugin", generate_all });
 
-use exports::warren::plugin::tool::{Guest, ToolError, ToolSpec};
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod search;
+mod walk;
 
-/// At most this many matches are returned by `search_text`, so a broad pattern cannot
-/// produce an unbounded answer.
-const MAX_MATCHES_LIMIT: usize = 1_000;
+use exports::warren::plugin::tool::{Guest, ToolError, ToolSpec};
 
 struct Files;
 
@@ -25,92 +35,150 @@ impl Guest for Files {
         vec![
             spec(
                 "read_file",
-                "Read a UTF-8 text file and return its contents.",
-                r#"{"type":"object","properties":{"path":{"type":"string","description":"Guest path of the file, e.g. /docs/a.md"}},"required":["path"],"additionalProperties":false}"#,
+                "Read a UTF-8 text file. With only `path` it returns the contents as they are. With `offset` (first line, 1-based), `limit` (number of lines) or `line_numbers: true` it returns numbered lines like `cat -n` (number right-aligned in 6 columns, a tab, the line), at most 2000 lines and 256 KiB; a final `[cut: ...]` line says how to read on.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "Guest path of the file, e.g. /docs/a.md"},
+                        "offset": {"type": "integer", "minimum": 1, "description": "First line to return, 1-based"},
+                        "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to return"},
+                        "line_numbers": {"type": "boolean", "description": "Number the lines (implied by offset and limit)"}
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
             ),
             spec(
                 "write_file",
                 "Create or replace a text file with the given content.",
-                r#"{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}"#,
+                json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                    "required": ["path", "content"],
+                    "additionalProperties": false
+                }),
+            ),
+            spec(
+                "edit_file",
+                "Replace exact text in a file. Either `old`/`new` (and `replace_all`), or `edits`: a list of {old, new, replace_all?} applied in order, all or none. Without replace_all, `old` must occur exactly once: include enough surrounding text to make it unique. Copy `old` from read_file output without the line-number prefix.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "old": {"type": "string", "minLength": 1, "description": "Exact text to replace"},
+                        "new": {"type": "string", "description": "Replacement text (must differ from old)"},
+                        "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old"},
+                        "edits": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "old": {"type": "string", "minLength": 1},
+                                    "new": {"type": "string"},
+                                    "replace_all": {"type": "boolean", "default": false}
+                                },
+                                "required": ["old", "new"],
+                                "additionalProperties": false
+                            }
+                        }
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
             ),
             spec(
                 "list_dir",
                 "List a directory: one entry per line, directories end with '/', files show their size in bytes.",
-                r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}"#,
+                json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
             ),
             spec(
                 "search_text",
                 "Find lines containing a plain-text pattern in a file or, recursively, in a directory. Returns 'path:line: text' lines.",
-                r#"{"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string","minLength":1},"max_matches":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"required":["path","pattern"],"additionalProperties":false}"#,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "pattern": {"type": "string", "minLength": 1},
+                        "max_matches": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}
+                    },
+                    "required": ["path", "pattern"],
+                    "additionalProperties": false
+                }),
+            ),
+            spec(
+                "glob",
+                "Find files by glob pattern (`**/*.rs`, `src/**/*.{ts,tsx}`; `*` stays within one directory, `**` crosses directories), matched against paths relative to `path` (default: every granted directory). Returns absolute paths, most recently modified first, then `[and N more]` past `limit`.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "minLength": 1, "description": "Glob; one starting with / is matched against absolute paths"},
+                        "path": {"type": "string", "description": "Directory to search (default: every granted directory)"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": glob::MAX_LIMIT, "default": glob::DEFAULT_LIMIT}
+                    },
+                    "required": ["pattern"],
+                    "additionalProperties": false
+                }),
+            ),
+            spec(
+                "grep",
+                "Search file contents with a regular expression (Rust regex syntax), line by line, under `path` (a file or directory; default: every granted directory). output_mode: `files_with_matches` (default; matching files, most recently modified first), `content` (`path:line:text`, context lines as `path-line-text`, `--` between groups) or `count` (`path:N`). Binary and non-UTF-8 files are skipped.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "minLength": 1, "description": "Regular expression"},
+                        "path": {"type": "string", "description": "File or directory (default: every granted directory)"},
+                        "glob": {"type": "string", "description": "Only files matching this glob: `*.md` matches names, `docs/**/*.md` relative paths"},
+                        "type": {"type": "string", "enum": grep::type_names(), "description": "Only files of this type (by extension)"},
+                        "case_insensitive": {"type": "boolean", "default": false},
+                        "context": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "description": "Lines before and after each match (content mode)"},
+                        "before": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "description": "Lines before each match (content mode)"},
+                        "after": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "description": "Lines after each match (content mode)"},
+                        "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"], "default": "files_with_matches"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": grep::MAX_LIMIT, "default": grep::DEFAULT_LIMIT, "description": "Output lines at most"}
+                    },
+                    "required": ["pattern"],
+                    "additionalProperties": false
+                }),
             ),
         ]
     }
 
     fn call_tool(name: String, arguments: String) -> Result<String, ToolError> {
         match name.as_str() {
-            "read_file" => {
-                let args: PathArgs = parse(&arguments)?;
-                fs::read_to_string(&args.path).map_err(|e| io_error(&args.path, e))
-            }
-            "write_file" => {
-                let args: WriteArgs = parse(&arguments)?;
-                fs::write(&args.path, &args.content).map_err(|e| io_error(&args.path, e))?;
-                Ok(format!(
-                    "wrote {} bytes to {}",
-                    args.content.len(),
-                    args.path
-                ))
-            }
-            "list_dir" => {
-                let args: PathArgs = parse(&arguments)?;
-                list_dir(&args.path)
-            }
-            "search_text" => {
-                let args: SearchArgs = parse(&arguments)?;
-                search_text(&args)
-            }
+            "read_file" => read::read_file(&parse(&arguments)?),
+            "write_file" => edit::write_file(&parse(&arguments)?),
+            "edit_file" => edit::edit_file(parse(&arguments)?),
+            "list_dir" => read::list_dir(&parse(&arguments)?),
+            "search_text" => search::search_text(&parse(&arguments)?),
+            "glob" => glob::glob(&parse(&arguments)?),
+            "grep" => grep::grep(&parse(&arguments)?),
             other => Err(ToolError::InvalidInput(format!("unknown tool `{other}`"))),
         }
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PathArgs {
-    path: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteArgs {
-    path: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchArgs {
-    path: String,
-    pattern: String,
-    #[serde(default = "default_max_matches")]
-    max_matches: usize,
-}
-
-fn default_max_matches() -> usize {
-    100
-}
-
-fn spec(name: &str, description: &str, schema: &str) -> ToolSpec {
+fn spec(name: &str, description: &str, schema: serde_json::Value) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: description.into(),
-        input_schema: schema.into(),
+        input_schema: schema.to_string(),
     }
 }
 
 fn parse<'a, T: Deserialize<'a>>(arguments: &'a str) -> Result<T, ToolError> {
     serde_json::from_str(arguments)
         .map_err(|e| ToolError::InvalidInput(format!("bad arguments: {e}")))
+}
+
+/// An `invalid-input` error: the model should fix its call.
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::InvalidInput(message.into())
 }
 
 /// Turns an I/O error into a tool error, naming refusals by the sandbox as denials.
@@ -129,76 +197,6 @@ fn io_error(path: &str, error: io::Error) -> ToolError {
     } else {
         ToolError::Failed(format!("{path}: {error}"))
     }
-}
-
-fn list_dir(path: &str) -> Result<String, ToolError> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(path).map_err(|e| io_error(path, e))? {
-        let entry = entry.map_err(|e| io_error(path, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = entry.metadata().map_err(|e| io_error(path, e))?;
-        entries.push(if meta.is_dir() {
-            format!("{name}/")
-        } else {
-            format!("{name}\t{}", meta.len())
-        });
-    }
-    entries.sort();
-    Ok(entries.join("\n"))
-}
-
-fn search_text(args: &SearchArgs) -> Result<String, ToolError> {
-    if args.pattern.is_empty() {
-        return Err(ToolError::InvalidInput("pattern must not be empty".into()));
-    }
-    let limit = args.max_matches.clamp(1, MAX_MATCHES_LIMIT);
-    let mut matches = Vec::new();
-    search_path(Path::new(&args.path), &args.pattern, limit, &mut matches)?;
-    if matches.is_empty() {
-        return Ok(format!(
-            "no matches for {:?} under {}",
-            args.pattern, args.path
-        ));
-    }
-    Ok(matches.join("\n"))
-}
-
-fn search_path(
-    path: &Path,
-    pattern: &str,
-    limit: usize,
-    out: &mut Vec<String>,
-) -> Result<(), ToolError> {
-    let shown = path.display().to_string();
-    let meta = fs::metadata(path).map_err(|e| io_error(&shown, e))?;
-    if meta.is_dir() {
-        let mut children: Vec<_> = fs::read_dir(path)
-            .map_err(|e| io_error(&shown, e))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .collect();
-        children.sort();
-        for child in children {
-            if out.len() >= limit {
-                break;
-            }
-            search_path(&child, pattern, limit, out)?;
-        }
-        return Ok(());
-    }
-    // Binary or unreadable files are skipped rather than failing the whole search.
-    let Ok(text) = fs::read_to_string(path) else {
-        return Ok(());
-    };
-    for (number, line) in text.lines().enumerate() {
-        if out.len() >= limit {
-            break;
-        }
-        if line.contains(pattern) {
-            out.push(format!("{shown}:{}: {line}", number + 1));
-        }
-    }
-    Ok(())
 }
 
 export!(Files);

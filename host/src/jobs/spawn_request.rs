@@ -1,0 +1,179 @@
+//! The arguments of one `spawn_agent` call, checked for shape before anything is
+//! looked up: what the model asked for, not yet what it may have.
+
+use serde_json::Value;
+
+/// Arguments `spawn_agent` accepts.
+pub const SPAWN_ARGUMENTS: [&str; 10] = [
+    "task",
+    "profile",
+    "context",
+    "constraints",
+    "system_prompt",
+    "tools",
+    "max_turns",
+    "max_cost_usd",
+    "timeout_s",
+    "background",
+];
+
+/// A well-formed `spawn_agent` call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpawnRequest {
+    /// What the child should do (never empty).
+    pub task: String,
+    /// The profile asked for.
+    pub profile: String,
+    /// Only what the child needs to know (a string or an object).
+    pub context: Option<Value>,
+    /// Rules the child must follow.
+    pub constraints: Vec<String>,
+    /// Added to the child's system prompt.
+    pub system_prompt: Option<String>,
+    /// A subset of the profile's tools.
+    pub tools: Option<Vec<String>>,
+    /// Asked-for turn limit (the profile's may be lower).
+    pub max_turns: Option<u32>,
+    /// Asked-for cost cap in US dollars.
+    pub max_cost_usd: Option<f64>,
+    /// Asked-for wall time in seconds.
+    pub timeout_s: Option<u64>,
+    /// Return at once with the job id (default) or wait for the result.
+    pub background: bool,
+}
+
+impl SpawnRequest {
+    /// Checks the shape of `args`; the error is a tool error the model can act on.
+    pub fn parse(args: &Value) -> Result<SpawnRequest, String> {
+        let Some(object) = args.as_object() else {
+            return Err("arguments must be a JSON object".into());
+        };
+        if let Some(unknown) = object
+            .keys()
+            .find(|k| !SPAWN_ARGUMENTS.contains(&k.as_str()))
+        {
+            return Err(format!(
+                "unknown argument `{unknown}` (allowed: {})",
+                SPAWN_ARGUMENTS.join(", ")
+            ));
+        }
+        let task = text_arg(args, "task")?.unwrap_or_default();
+        if task.trim().is_empty() {
+            return Err("`task` is required and must not be empty".into());
+        }
+        let profile = text_arg(args, "profile")?.ok_or("`profile` is required")?;
+        let tools = match &args["tools"] {
+            Value::Null => None,
+            value => Some(
+                serde_json::from_value(value.clone())
+                    .map_err(|_| "`tools` must be a list of tool names".to_string())?,
+            ),
+        };
+        let constraints = match &args["constraints"] {
+            Value::Null => Vec::new(),
+            value => serde_json::from_value(value.clone())
+                .map_err(|_| "`constraints` must be a list of strings".to_string())?,
+        };
+        let max_turns = match &args["max_turns"] {
+            Value::Null => None,
+            value => Some(
+                value
+                    .as_u64()
+                    .filter(|n| *n >= 1)
+                    .ok_or("`max_turns` must be a positive integer")?
+                    .min(u64::from(u32::MAX)) as u32,
+            ),
+        };
+        let timeout_s = match &args["timeout_s"] {
+            Value::Null => None,
+            value => Some(
+                value
+                    .as_u64()
+                    .filter(|n| *n >= 1)
+                    .ok_or("`timeout_s` must be a positive integer")?,
+            ),
+        };
+        let max_cost_usd = match &args["max_cost_usd"] {
+            Value::Null => None,
+            Value::Number(n) if n.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) => n.as_f64(),
+            other => {
+                return Err(format!(
+                    "`max_cost_usd` must be a non-negative number, got {other}"
+                ))
+            }
+        };
+        let background = match &args["background"] {
+            Value::Null => true,
+            Value::Bool(b) => *b,
+            other => return Err(format!("`background` must be true or false, got {other}")),
+        };
+        Ok(SpawnRequest {
+            task,
+            profile,
+            context: match &args["context"] {
+                Value::Null => None,
+                context => Some(context.clone()),
+            },
+            constraints,
+            system_prompt: text_arg(args, "system_prompt")?,
+            tools,
+            max_turns,
+            max_cost_usd,
+            timeout_s,
+            background,
+        })
+    }
+}
+
+/// A string argument, or `None` when absent.
+pub(crate) fn text_arg(args: &Value, key: &str) -> Result<Option<String>, String> {
+    match &args[key] {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.clone())),
+        other => Err(format!("`{key}` must be a string, got {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spawn_arguments_are_checked_for_shape() {
+        let request = SpawnRequest::parse(
+            &json!({"task": "t", "profile": "p", "max_turns": 99_999_999_999u64}),
+        )
+        .unwrap();
+        assert_eq!(request.max_turns, Some(u32::MAX));
+        assert!(request.background);
+        for (args, error) in [
+            (json!([]), "must be a JSON object"),
+            (json!({"task": " ", "profile": "p"}), "`task` is required"),
+            (json!({"task": "t"}), "`profile` is required"),
+            (
+                json!({"task": "t", "profile": "p", "bogus": 1}),
+                "unknown argument `bogus`",
+            ),
+            (
+                json!({"task": "t", "profile": "p", "tools": "read_file"}),
+                "`tools` must be a list",
+            ),
+            (
+                json!({"task": "t", "profile": "p", "max_turns": 0}),
+                "positive integer",
+            ),
+            (
+                json!({"task": "t", "profile": "p", "max_cost_usd": -1}),
+                "non-negative",
+            ),
+            (
+                json!({"task": "t", "profile": "p", "background": "no"}),
+                "true or false",
+            ),
+        ] {
+            let got = SpawnRequest::parse(&args).unwrap_err();
+            assert!(got.contains(error), "{args}: {got}");
+        }
+    }
+}
