@@ -270,7 +270,9 @@ impl Telemetry {
     /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
     /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
     pub fn init(otlp_endpoint: Option<String>) -> Telemetry {
+        // Colours only on a terminal: a log piped to a file or a CI page stays plain.
         let logs = tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .with_target(false)
             .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));

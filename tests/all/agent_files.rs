@@ -525,3 +525,106 @@ fn public_agent_collections_load() {
     assert_eq!(profiles + seen_skips.len(), files);
     assert!(mapped >= 80, "only {mapped} tool lists checked");
 }
+
+/// A tool an agent file names that has no sandboxed equivalent is warned about when an
+/// agent of that profile first runs — once per profile, however many agents run.
+#[test]
+fn unavailable_tools_are_warned_once_per_profile_when_it_runs() {
+    let world = World::new();
+    std::fs::write(
+        world.path("script.toml"),
+        r#"
+[[turns]]
+profile = "main"
+tool_calls = [
+  { name = "spawn_agent", arguments = { profile = "helper", task = "first" } },
+  { name = "spawn_agent", arguments = { profile = "helper", task = "second" } },
+]
+[[turns]]
+profile = "helper"
+text = "done"
+[[turns]]
+profile = "helper"
+text = "done"
+[[turns]]
+profile = "main"
+when = "Started job"
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+[[turns]]
+profile = "main"
+when = "OK]"
+text = "both done"
+"#,
+    )
+    .unwrap();
+    world.config(&format!(
+        "{DEFAULTS}\n[models.script]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[profiles.main]\ntools = []\n"
+    ));
+    agent(
+        &world,
+        "helper.md",
+        "---\nname: helper\ntools: Read, Bash, WebSearch\n---\nHelp.\n",
+    );
+    let output = warren(&world, &["run", "--progress", "none", "go"]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "both done");
+    let warning = "tools with no sandboxed equivalent, not available: Bash, WebSearch";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("profile=helper"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "colour codes in a piped log: {stderr}");
+}
+
+/// `model: inherit`: a sub-agent of that profile uses its parent's model.
+#[tokio::test]
+async fn an_inheriting_agent_uses_its_parents_model() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT",
+        Reply::json(json!({
+            "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "spawn_agent", "arguments": "{\"profile\":\"heir\",\"task\":\"CHILD\",\"background\":false}"}}
+            ]}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        })),
+    );
+    let done = |text: &str| {
+        Reply::json(json!({
+            "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        }))
+    };
+    server.route("CHILD", done("child done"));
+    server.route("child done", done("root done"));
+    let model = |name: &str, id: &str| {
+        format!(
+            "[models.{name}]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"{id}\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n",
+            server.base_url
+        )
+    };
+    let config = world.config(&format!(
+        "{}{}[defaults]\nmodel = \"other\"\n[profiles.main]\nmodel = \"lead\"\ntools = []\n",
+        model("lead", "lead-model"),
+        model("other", "other-model")
+    ));
+    agent(
+        &world,
+        "heir.md",
+        "---\nname: heir\nmodel: inherit\ntools: []\n---\nInherit.\n",
+    );
+    let host = Host::load(Config::load(&config).unwrap()).await.unwrap();
+    let report = host.start("main", "ROOT", None).unwrap().wait().await;
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    let child = server
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r.body.to_string().contains("CHILD") && r.body["messages"][0]["content"] == "Inherit."
+        })
+        .unwrap();
+    assert_eq!(child.body["model"], "lead-model");
+}
