@@ -327,6 +327,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Tools(args) => {
             let profile = config.profile(&args.profile)?;
             let registry = load_registry(&config).await?;
+            registry.check_profile(&profile, &config.plugin_limits)?;
             print_tools(&registry, &profile, args.json)?;
         }
         Command::Run(args) => {
@@ -399,6 +400,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 args.arguments
             };
             let registry = load_registry(&config).await?;
+            registry.check_profile(&profile, &config.plugin_limits)?;
             let access = ToolAccess::new(profile)?;
             let output = registry
                 .call(&access, &args.tool, &arguments)
@@ -453,7 +455,13 @@ fn shutdown_signals() -> (
 
 async fn load_registry(config: &Config) -> anyhow::Result<ToolRegistry> {
     let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
-    ToolRegistry::load(sandbox, &config.plugin_files, &config.cache).await
+    ToolRegistry::load_with(
+        sandbox,
+        &config.plugin_files,
+        &config.cache,
+        &config.plugin_limits,
+    )
+    .await
 }
 
 fn print_tools(

@@ -95,7 +95,22 @@ impl Host {
     /// Loads the plugins (through the compile cache) and connects every model.
     pub async fn load(config: Config) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
-        let registry = ToolRegistry::load(sandbox, &config.plugin_files, &config.cache).await?;
+        let registry = ToolRegistry::load_with(
+            sandbox,
+            &config.plugin_files,
+            &config.cache,
+            &config.plugin_limits,
+        )
+        .await?;
+        for profile in config.profiles.values() {
+            registry.check_profile(profile, &config.plugin_limits)?;
+        }
+        if config.profiles.is_empty() {
+            registry.check_profile(
+                &config.profile(crate::config::DEFAULT_PROFILE)?,
+                &config.plugin_limits,
+            )?;
+        }
         let mut providers = BTreeMap::new();
         for (name, model) in &config.models {
             providers.insert(name.clone(), llm::connect(name, model)?);

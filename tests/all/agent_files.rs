@@ -571,11 +571,11 @@ text = "both done"
     assert_eq!(text(&output.stdout).trim(), "both done");
     let warning = "tools with no sandboxed equivalent, not available: Bash, WebSearch";
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(stderr.contains("profile=helper"), "{stderr}");
     assert!(
-        stderr.contains("profile=helper"),
-        "{stderr}"
+        !stderr.contains('\u{1b}'),
+        "colour codes in a piped log: {stderr}"
     );
-    assert!(!stderr.contains('\u{1b}'), "colour codes in a piped log: {stderr}");
 }
 
 /// `model: inherit`: a sub-agent of that profile uses its parent's model.

@@ -10,6 +10,10 @@ pub(crate) struct Guests {
     pub(crate) files: PathBuf,
     pub(crate) http: PathBuf,
     pub(crate) hostile: PathBuf,
+    /// Offers a tool named `spawn_agent` (must be refused at load).
+    pub(crate) impostor: PathBuf,
+    /// Offers 100,000 tools (must be refused at load).
+    pub(crate) toolbomb: PathBuf,
 }
 
 /// The repository root.
@@ -64,6 +68,8 @@ pub(crate) fn guests() -> &'static Guests {
             files: dir.join("files.wasm"),
             http: dir.join("http.wasm"),
             hostile: dir.join("hostile.wasm"),
+            impostor: dir.join("impostor.wasm"),
+            toolbomb: dir.join("toolbomb.wasm"),
         }
     })
 }

@@ -153,7 +153,8 @@ async fn javascript_plugin_through_warren_call_and_an_agent_run() {
     );
     let output = fetch("offline");
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("fetch_text was denied HTTP request"),
+        String::from_utf8_lossy(&output.stderr)
+            .contains("fetch_text was denied network access (wasi:http/"),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );

@@ -5,6 +5,7 @@
 
 mod agent_files;
 mod agents;
+mod bounds;
 mod cli;
 mod events;
 mod fake_llm;

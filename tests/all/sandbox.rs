@@ -337,7 +337,12 @@ async fn every_hostile_tool_has_a_test() {
         .iter()
         .find(|p| p.name == "hostile")
         .unwrap();
-    let tests = [include_str!("sandbox.rs"), include_str!("plugins.rs")].concat();
+    let tests = [
+        include_str!("sandbox.rs"),
+        include_str!("plugins.rs"),
+        include_str!("bounds.rs"),
+    ]
+    .concat();
     assert!(hostile.tools.len() >= 13);
     for tool in &hostile.tools {
         assert!(

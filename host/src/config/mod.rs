@@ -130,6 +130,32 @@ impl Default for RunLimits {
     }
 }
 
+/// Load-time bounds on what plugins may offer (`[plugins]`): a plugin past one is
+/// refused at load, naming it, so no model request carries an unbounded tool list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PluginLimits {
+    /// Tools one plugin may offer (`max_tools`, default 256).
+    pub max_tools: usize,
+    /// Bytes of one tool's description (`max_description_kb`, default 16 KiB).
+    pub max_description_bytes: usize,
+    /// Bytes of one tool's input schema (`max_schema_kb`, default 64 KiB).
+    pub max_schema_bytes: usize,
+    /// Bytes of all tool definitions one profile sees (`max_profile_tools_kb`,
+    /// default 1 MiB): what every model request of its agents carries.
+    pub max_profile_bytes: usize,
+}
+
+impl Default for PluginLimits {
+    fn default() -> Self {
+        PluginLimits {
+            max_tools: 256,
+            max_description_bytes: 16 * 1024,
+            max_schema_bytes: 64 * 1024,
+            max_profile_bytes: 1024 * 1024,
+        }
+    }
+}
+
 /// A named set of tools, capabilities, prompt, model and limits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -244,6 +270,8 @@ pub struct Config {
     pub plugin_files: Vec<PathBuf>,
     /// Where compiled plugins are cached.
     pub cache: CompileCache,
+    /// What one plugin and one profile's tool list may hold.
+    pub plugin_limits: PluginLimits,
     /// Models by name (`[models.NAME]`), script paths resolved.
     pub models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
@@ -363,10 +391,23 @@ impl Config {
             source: ProfileSource::Config,
             notes: Vec::new(),
         };
+        let plugin_limits = {
+            let d = PluginLimits::default();
+            let kb = |v: Option<Bounded<1, 1_048_576>>, default: usize| {
+                v.map_or(default, |v| v.0 as usize * 1024)
+            };
+            PluginLimits {
+                max_tools: raw.plugins.max_tools.map_or(d.max_tools, |v| v.0 as usize),
+                max_description_bytes: kb(raw.plugins.max_description_kb, d.max_description_bytes),
+                max_schema_bytes: kb(raw.plugins.max_schema_kb, d.max_schema_bytes),
+                max_profile_bytes: kb(raw.plugins.max_profile_tools_kb, d.max_profile_bytes),
+            }
+        };
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
             cache,
+            plugin_limits,
             models,
             profiles,
             run_limits,
@@ -781,6 +822,10 @@ impl Resolver<'_> {
             tool_timeout_ms: pick!(tool_timeout_ms).map_or(builtin.tool_timeout_ms, |v| v.0),
             memory_mb: pick!(memory_mb).map_or(builtin.memory_mb, |v| v.0),
             max_output_kb: pick!(max_output_kb).map_or(builtin.max_output_kb, |v| v.0),
+            max_handles: pick!(max_handles).map_or(builtin.max_handles, |v| v.0),
+            max_log_kb: pick!(max_log_kb).map_or(builtin.max_log_kb, |v| v.0),
+            max_write_mb: pick!(max_write_mb).map_or(builtin.max_write_mb, |v| v.0),
+            scratch_mb: pick!(scratch_mb).map_or(builtin.scratch_mb, |v| v.0),
         })
     }
 }
@@ -838,6 +883,14 @@ struct RawPlugins {
     cache_dir: Option<Spanned<String>>,
     /// `false` turns the compile cache off.
     cache: Option<bool>,
+    /// Tools one plugin may offer.
+    max_tools: Option<Bounded<1, 100_000>>,
+    /// KiB of one tool's description.
+    max_description_kb: Option<Bounded<1, 1_048_576>>,
+    /// KiB of one tool's input schema.
+    max_schema_kb: Option<Bounded<1, 1_048_576>>,
+    /// KiB of all tool definitions one profile sees.
+    max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -900,6 +953,10 @@ struct RawCapabilities {
     tool_timeout_ms: Option<Bounded<1, 3_600_000>>,
     memory_mb: Option<Bounded<1, { crate::sandbox::capabilities::MAX_MEMORY_MB }>>,
     max_output_kb: Option<Bounded<1, 1_048_576>>,
+    max_handles: Option<Bounded<16, 65_536>>,
+    max_log_kb: Option<Bounded<0, 65_536>>,
+    max_write_mb: Option<Bounded<0, 1_048_576>>,
+    scratch_mb: Option<Bounded<1, 1_048_576>>,
 }
 
 #[derive(Deserialize)]

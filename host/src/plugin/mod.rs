@@ -16,8 +16,8 @@ use anyhow::Context as _;
 use tracing::info;
 
 pub use self::cache::{CacheOutcome, CompileCache};
-use crate::config::Profile;
-use crate::sandbox::{CallState, PluginPre, Sandbox, ToolCallError, ToolRequest, ToolSpec};
+use crate::config::{PluginLimits, Profile};
+use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
 pub struct Plugin {
@@ -29,8 +29,8 @@ pub struct Plugin {
     pub tools: Vec<ToolSpec>,
     /// How the compiled code was obtained, and how long loading took.
     pub load: (CacheOutcome, Duration),
-    /// Imports resolved once; instantiated per call.
-    pre: PluginPre<CallState>,
+    /// Imports resolved once (with and without the network); instantiated per call.
+    pre: Prepared,
 }
 
 /// Every loaded tool, by name, and the sandbox that runs them.
@@ -82,12 +82,23 @@ fn valid_tool_name(name: &str) -> bool {
 }
 
 impl ToolRegistry {
-    /// Loads `files` in order. A file that is not a plugin, a bad tool name or schema,
-    /// or two plugins offering the same tool is an error naming the file(s).
+    /// Loads `files` in order with the default [`PluginLimits`].
     pub async fn load(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
         cache: &CompileCache,
+    ) -> anyhow::Result<Self> {
+        Self::load_with(sandbox, files, cache, &PluginLimits::default()).await
+    }
+
+    /// Loads `files` in order. A file that is not a plugin, a bad tool name or schema,
+    /// a host tool's name, a tool list past `limits`, or two plugins offering the
+    /// same tool is an error naming the file(s).
+    pub async fn load_with(
+        sandbox: Arc<Sandbox>,
+        files: &[PathBuf],
+        cache: &CompileCache,
+        limits: &PluginLimits,
     ) -> anyhow::Result<Self> {
         let mut plugins: Vec<Plugin> = Vec::new();
         let mut index = BTreeMap::new();
@@ -111,7 +122,30 @@ impl ToolRegistry {
                 .list_tools(&pre, &name)
                 .await
                 .with_context(|| format!("loading {}", path.display()))?;
+            anyhow::ensure!(
+                tools.len() <= limits.max_tools,
+                "{}: offers {} tools; a plugin may offer at most {} ([plugins] max_tools)",
+                path.display(),
+                tools.len(),
+                limits.max_tools
+            );
             for (position, spec) in tools.iter().enumerate() {
+                anyhow::ensure!(
+                    spec.description.len() <= limits.max_description_bytes,
+                    "{}: the description of `{}` has {} bytes; at most {} KiB ([plugins] max_description_kb)",
+                    path.display(),
+                    spec.name,
+                    spec.description.len(),
+                    limits.max_description_bytes / 1024
+                );
+                anyhow::ensure!(
+                    spec.input_schema.len() <= limits.max_schema_bytes,
+                    "{}: the input schema of `{}` has {} bytes; at most {} KiB ([plugins] max_schema_kb)",
+                    path.display(),
+                    spec.name,
+                    spec.input_schema.len(),
+                    limits.max_schema_bytes / 1024
+                );
                 if !valid_tool_name(&spec.name) {
                     anyhow::bail!(
                         "{}: tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
@@ -169,6 +203,23 @@ impl ToolRegistry {
     /// The loaded plugins, in load order.
     pub fn plugins(&self) -> &[Plugin] {
         &self.plugins
+    }
+
+    /// Checks that the tool definitions `profile` sees (names, descriptions and
+    /// schemas, as every model request of its agents carries them) fit in
+    /// `limits.max_profile_bytes`.
+    pub fn check_profile(&self, profile: &Profile, limits: &PluginLimits) -> anyhow::Result<()> {
+        let bytes: usize = self
+            .tools_for(profile)
+            .map(|(spec, _)| spec.name.len() + spec.description.len() + spec.input_schema.len())
+            .sum();
+        anyhow::ensure!(
+            bytes <= limits.max_profile_bytes,
+            "profile `{}` sees {bytes} bytes of tool definitions, more than {} KiB ([plugins] max_profile_tools_kb); narrow its `tools`",
+            profile.name,
+            limits.max_profile_bytes / 1024
+        );
+        Ok(())
     }
 
     /// Every loaded tool's name, sorted.

@@ -215,6 +215,31 @@ pub struct Ceiling {
     pub memory_mb: u64,
     /// Output cap per tool call.
     pub max_output_kb: u64,
+    /// Handles per tool call (absent in jobs from before it existed: the default).
+    #[serde(default = "default_max_handles")]
+    pub max_handles: u64,
+    /// `host-log` KiB per tool call.
+    #[serde(default = "default_max_log_kb")]
+    pub max_log_kb: u64,
+    /// File bytes written per tool call, in MiB.
+    #[serde(default = "default_max_write_mb")]
+    pub max_write_mb: u64,
+    /// Scratch directory size, in MiB.
+    #[serde(default = "default_scratch_mb")]
+    pub scratch_mb: u64,
+}
+
+fn default_max_handles() -> u64 {
+    crate::sandbox::capabilities::DEFAULT_MAX_HANDLES
+}
+fn default_max_log_kb() -> u64 {
+    crate::sandbox::capabilities::DEFAULT_MAX_LOG_KB
+}
+fn default_max_write_mb() -> u64 {
+    crate::sandbox::capabilities::DEFAULT_MAX_WRITE_MB
+}
+fn default_scratch_mb() -> u64 {
+    crate::sandbox::capabilities::DEFAULT_SCRATCH_MB
 }
 
 impl Ceiling {
@@ -233,6 +258,10 @@ impl Ceiling {
             tool_timeout_ms: caps.tool_timeout_ms,
             memory_mb: caps.memory_mb,
             max_output_kb: caps.max_output_kb,
+            max_handles: caps.max_handles,
+            max_log_kb: caps.max_log_kb,
+            max_write_mb: caps.max_write_mb,
+            scratch_mb: caps.scratch_mb,
         }
     }
 
@@ -272,6 +301,10 @@ impl Ceiling {
             tool_timeout_ms: self.tool_timeout_ms,
             memory_mb: self.memory_mb,
             max_output_kb: self.max_output_kb,
+            max_handles: self.max_handles,
+            max_log_kb: self.max_log_kb,
+            max_write_mb: self.max_write_mb,
+            scratch_mb: self.scratch_mb,
         }
     }
 }

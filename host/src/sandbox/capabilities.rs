@@ -23,6 +23,14 @@ pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 /// Default `capabilities.max_output_kb`: cap on the result and on stdout and stderr.
 pub const DEFAULT_MAX_OUTPUT_KB: u64 = 1024;
+/// Default `capabilities.max_handles`: resource handles a call may hold at once.
+pub const DEFAULT_MAX_HANDLES: u64 = 1024;
+/// Default `capabilities.max_log_kb`: `host-log` bytes per call.
+pub const DEFAULT_MAX_LOG_KB: u64 = 64;
+/// Default `capabilities.max_write_mb`: bytes a call may write to files.
+pub const DEFAULT_MAX_WRITE_MB: u64 = 64;
+/// Default `capabilities.scratch_mb`: size of the scratch directory.
+pub const DEFAULT_SCRATCH_MB: u64 = 256;
 /// Largest `capabilities.memory_mb` a profile may set (the engine reserves this much
 /// address space per instance slot).
 pub const MAX_MEMORY_MB: u64 = 4096;
@@ -79,6 +87,17 @@ pub struct CapabilitySet {
     pub memory_mb: u64,
     /// Cap on the result and on each of stdout and stderr, in KiB.
     pub max_output_kb: u64,
+    /// Resource handles (open files and directories, streams, sockets, HTTP fields) a
+    /// call may hold at once: bounds the host descriptors and host memory one call
+    /// can pin.
+    pub max_handles: u64,
+    /// `host-log` bytes per call, in KiB; every record costs at least
+    /// [`LOG_RECORD_MIN_BYTES`](super::LOG_RECORD_MIN_BYTES).
+    pub max_log_kb: u64,
+    /// Bytes one call may write to files (every grant, scratch included), in MiB.
+    pub max_write_mb: u64,
+    /// Size of the scratch directory, in MiB.
+    pub scratch_mb: u64,
 }
 
 impl Default for CapabilitySet {
@@ -92,6 +111,10 @@ impl Default for CapabilitySet {
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
             memory_mb: DEFAULT_MEMORY_MB,
             max_output_kb: DEFAULT_MAX_OUTPUT_KB,
+            max_handles: DEFAULT_MAX_HANDLES,
+            max_log_kb: DEFAULT_MAX_LOG_KB,
+            max_write_mb: DEFAULT_MAX_WRITE_MB,
+            scratch_mb: DEFAULT_SCRATCH_MB,
         }
     }
 }
@@ -142,6 +165,10 @@ impl CapabilitySet {
             tool_timeout_ms: self.tool_timeout_ms.min(parent.tool_timeout_ms),
             memory_mb: self.memory_mb.min(parent.memory_mb),
             max_output_kb: self.max_output_kb.min(parent.max_output_kb),
+            max_handles: self.max_handles.min(parent.max_handles),
+            max_log_kb: self.max_log_kb.min(parent.max_log_kb),
+            max_write_mb: self.max_write_mb.min(parent.max_write_mb),
+            scratch_mb: self.scratch_mb.min(parent.scratch_mb),
         }
     }
 
@@ -153,6 +180,16 @@ impl CapabilitySet {
     /// The output cap in bytes.
     pub fn max_output_bytes(&self) -> usize {
         usize::try_from(self.max_output_kb.saturating_mul(1024)).unwrap_or(usize::MAX)
+    }
+
+    /// `max_write_mb` in bytes.
+    pub fn max_write_bytes(&self) -> u64 {
+        self.max_write_mb.saturating_mul(1 << 20)
+    }
+
+    /// `scratch_mb` in bytes.
+    pub fn scratch_bytes(&self) -> u64 {
+        self.scratch_mb.saturating_mul(1 << 20)
     }
 
     /// The memory cap in bytes.

@@ -81,6 +81,25 @@ pub enum ToolCallError {
         /// The size the guest produced, when known.
         size: Option<usize>,
     },
+    /// The guest passed a per-call bound on what it may make the host hold or do:
+    /// handles, file writes, scratch space.
+    #[error("{tool} hit the limit of {limit}{unit} {what}{} (raise capabilities.{key} = {limit} in profile `{profile}`)", note.as_deref().map(|n| format!("; {n}")).unwrap_or_default())]
+    ResourceLimit {
+        /// The tool called.
+        tool: String,
+        /// The calling profile.
+        profile: String,
+        /// What was bounded, e.g. "open handles (files, streams, sockets, HTTP fields)".
+        what: &'static str,
+        /// The capability key.
+        key: &'static str,
+        /// Its value.
+        limit: u64,
+        /// Its unit as written after the value ("" or " MiB").
+        unit: &'static str,
+        /// What became of partial work, when there is something to say.
+        note: Option<String>,
+    },
     /// The sandbox refused something the guest asked for.
     #[error(
         "{tool} was denied {request}: {reason} (capability {capability} of profile `{profile}`)"
@@ -142,6 +161,7 @@ impl ToolCallError {
             ToolCallError::OutOfFuel { .. } => "out_of_fuel",
             ToolCallError::MemoryLimit { .. } => "memory_limit",
             ToolCallError::OutputTooLarge { .. } => "output_too_large",
+            ToolCallError::ResourceLimit { .. } => "resource_limit",
             ToolCallError::Denied { .. } => "denied",
             ToolCallError::Trap { .. } => "trap",
             ToolCallError::InvalidInput { .. } => "invalid_input",

@@ -4,10 +4,16 @@
 //!
 //! Layout: [`capabilities`] (the validated set and its WASI context), [`net`] (the
 //! network policy and `wasi:http` hooks), [`limits`] (memory cap, capped pipes),
-//! [`error`] (what a call can fail with).
+//! `disk` (file-write and scratch budgets), [`error`] (what a call can fail with).
+//!
+//! Two linkers: one with `wasi:http` and `wasi:sockets` for profiles granted `net`,
+//! and one without them for every other profile, where a plugin's network imports
+//! are traps: no network resource (a socket, an HTTP `fields` buffer) can be created
+//! at all without a grant.
 
 mod bindings;
 pub mod capabilities;
+mod disk;
 pub mod error;
 pub mod limits;
 pub mod net;
@@ -39,8 +45,20 @@ use self::net::{DenialLog, NetHooks};
 /// to other tasks while a guest computes.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// Bytes of `host-log` records a guest may emit per call; later records are dropped.
-const LOG_BUDGET_BYTES: usize = 64 * 1024;
+/// Every `host-log` record costs at least this many bytes of `capabilities.max_log_kb`,
+/// so a flood of empty records is bounded like a flood of long ones.
+pub const LOG_RECORD_MIN_BYTES: usize = 128;
+
+/// Descriptors kept for the host (its sockets, files, the compile cache) whatever the
+/// guests hold.
+const RESERVED_DESCRIPTORS: u64 = 1024;
+
+/// Calls that may hold their full `max_handles` at once before a further call waits:
+/// the per-call cap is cut to the descriptor budget divided by this.
+const MIN_PARALLEL_CALLS: u64 = 8;
+
+/// Largest memory one `wasi:http` fields handle may hold (wasmtime's default).
+const MAX_FIELD_BYTES: usize = 128 * 1024;
 
 /// Bytes of stderr quoted in a trap report (the end, where a panic message is).
 const STDERR_TAIL_BYTES: usize = 2048;
@@ -67,8 +85,12 @@ pub struct CallState {
     memory: MemoryCap,
     /// Who is calling, for `host-log` records: profile, plugin.
     who: (String, String),
-    /// What is left of [`LOG_BUDGET_BYTES`].
+    /// What is left of `capabilities.max_log_kb`, in bytes.
     log_budget: usize,
+    /// Records dropped once the log budget was used up (reported once, after the call).
+    log_dropped: u64,
+    /// File-write and scratch budgets.
+    disk: disk::DiskBudget,
 }
 
 impl WasiView for CallState {
@@ -93,14 +115,13 @@ impl WasiHttpView for CallState {
 impl host_log::Host for CallState {
     fn log(&mut self, level: host_log::Level, message: String) {
         let (profile, plugin) = &self.who;
-        if message.len() > self.log_budget {
-            if self.log_budget > 0 {
-                warn!(profile = %profile, plugin = %plugin, "plugin log budget of {LOG_BUDGET_BYTES} bytes per call used up; dropping further records");
-                self.log_budget = 0;
-            }
+        let cost = message.len().max(LOG_RECORD_MIN_BYTES);
+        if cost > self.log_budget {
+            self.log_budget = 0;
+            self.log_dropped += 1;
             return;
         }
-        self.log_budget -= message.len();
+        self.log_budget -= cost;
         match level {
             host_log::Level::Trace => {
                 tracing::trace!(target: "warren::plugin", profile = %profile, plugin = %plugin, "{message}")
@@ -138,12 +159,38 @@ pub struct ToolRequest<'a> {
     pub scratch: Option<&'a Path>,
 }
 
-/// Shared wasmtime state: the engine (with its epoch ticker) and the linker.
+/// A plugin with its imports resolved twice: with the network interfaces (for
+/// profiles granted `net`) and without them (their imports trap).
+pub struct Prepared {
+    /// Linked with `wasi:http` and `wasi:sockets`.
+    networked: PluginPre<CallState>,
+    /// Linked without them.
+    offline: PluginPre<CallState>,
+}
+
+impl Prepared {
+    fn for_caps(&self, caps: &CapabilitySet) -> &PluginPre<CallState> {
+        if caps.net.patterns().is_empty() {
+            &self.offline
+        } else {
+            &self.networked
+        }
+    }
+}
+
+/// Shared wasmtime state: the engine (with its epoch ticker) and the linkers.
 pub struct Sandbox {
     /// Compiles and runs every plugin; fuel and epoch interruption are on.
     engine: Engine,
-    /// WASI p2, wasi:http and host-log, shared by every instantiation.
+    /// WASI p2, wasi:http and host-log, for profiles granted `net`.
     linker: Linker<CallState>,
+    /// WASI p2 without sockets, and host-log: for every other profile.
+    offline_linker: Linker<CallState>,
+    /// Host descriptors guests may hold at once (the process limit less
+    /// [`RESERVED_DESCRIPTORS`]); a call reserves its `max_handles` before it starts.
+    descriptors: Arc<tokio::sync::Semaphore>,
+    /// The most handles one call may hold, from the descriptor budget.
+    max_call_handles: u64,
     /// Whether the pooling allocator is in use (it falls back when the machine
     /// refuses the address-space reservation).
     pooling: bool,
@@ -174,6 +221,17 @@ impl Sandbox {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         host_log::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        disk::add_to_linker(&mut linker)?;
+        let mut offline_linker = Linker::new(&engine);
+        add_offline_wasi(&mut offline_linker)?;
+        host_log::add_to_linker::<CallState, HasSelf<CallState>>(&mut offline_linker, |state| {
+            state
+        })?;
+        disk::add_to_linker(&mut offline_linker)?;
+        let descriptor_budget = raise_descriptor_limit()
+            .saturating_sub(RESERVED_DESCRIPTORS)
+            .max(256);
+        let max_call_handles = (descriptor_budget / MIN_PARALLEL_CALLS).max(32);
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (ticking, stop) = (engine.clone(), ticker_stop.clone());
@@ -188,6 +246,13 @@ impl Sandbox {
         Ok(Sandbox {
             engine,
             linker,
+            offline_linker,
+            descriptors: Arc::new(tokio::sync::Semaphore::new(
+                usize::try_from(descriptor_budget)
+                    .unwrap_or(usize::MAX)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            max_call_handles,
             pooling,
             ticker_stop,
         })
@@ -203,19 +268,26 @@ impl Sandbox {
         self.pooling
     }
 
-    /// Resolves a component's imports once, so each call only instantiates.
-    pub fn prepare(&self, component: &Component) -> anyhow::Result<PluginPre<CallState>> {
-        let pre = self.linker.instantiate_pre(component)?;
-        Ok(PluginPre::new(pre)?)
+    /// Resolves a component's imports once per linker, so each call only
+    /// instantiates.
+    pub fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
+        let networked = PluginPre::new(self.linker.instantiate_pre(component)?)?;
+        let mut offline = self.offline_linker.clone();
+        stub_network_imports(&mut offline, component, &self.engine)?;
+        let offline = PluginPre::new(offline.instantiate_pre(component)?)?;
+        Ok(Prepared { networked, offline })
+    }
+
+    /// The most handles one call may hold: `max_handles`, cut to the share of the
+    /// process's descriptors that keeps [`MIN_PARALLEL_CALLS`] calls running.
+    pub fn call_handles(&self, caps: &CapabilitySet) -> u64 {
+        caps.max_handles.min(self.max_call_handles)
     }
 
     /// Asks a plugin for its tools, in a sandbox with no capabilities.
-    pub async fn list_tools(
-        &self,
-        pre: &PluginPre<CallState>,
-        plugin: &str,
-    ) -> anyhow::Result<Vec<ToolSpec>> {
+    pub async fn list_tools(&self, pre: &Prepared, plugin: &str) -> anyhow::Result<Vec<ToolSpec>> {
         let caps = CapabilitySet::default();
+        let pre = pre.for_caps(&caps);
         let (mut store, _, _) = self.store(&caps, None, "(loading)", plugin)?;
         let deadline = Instant::now() + caps.tool_timeout();
         let run = async {
@@ -240,7 +312,7 @@ impl Sandbox {
     /// Runs one tool call in a fresh store under `request.capabilities`.
     pub async fn call(
         &self,
-        pre: &PluginPre<CallState>,
+        pre: &Prepared,
         request: ToolRequest<'_>,
     ) -> Result<String, ToolCallError> {
         let span = info_span!(
@@ -254,11 +326,25 @@ impl Sandbox {
 
     async fn call_inner(
         &self,
-        pre: &PluginPre<CallState>,
+        pre: &Prepared,
         request: ToolRequest<'_>,
     ) -> Result<String, ToolCallError> {
         let caps = request.capabilities;
+        let pre = pre.for_caps(caps);
         let tool = request.tool.to_string();
+        // The call's share of the process's descriptors, held until it ends: however
+        // many it opens, the others keep theirs.
+        let handles = self.call_handles(caps);
+        let share = u32::try_from(handles + caps.fs.len() as u64 + 8).unwrap_or(u32::MAX);
+        let _descriptors = self
+            .descriptors
+            .clone()
+            .acquire_many_owned(share)
+            .await
+            .map_err(|e| ToolCallError::Host {
+                tool: tool.clone(),
+                source: e.into(),
+            })?;
         let (mut store, stdout, stderr) = self
             .store(caps, request.scratch, request.profile, request.plugin)
             .map_err(|source| ToolCallError::Host {
@@ -297,7 +383,42 @@ impl Sandbox {
             profile: profile.clone(),
             limit_ms: caps.tool_timeout_ms,
         };
+        let limit = |what, key, limit, unit, note| ToolCallError::ResourceLimit {
+            tool: tool.clone(),
+            profile: profile.clone(),
+            what,
+            key,
+            limit,
+            unit,
+            note,
+        };
+        let disk_limit = store.data().disk.exceeded().map(|hit| match hit {
+            disk::DiskLimit::Write => limit(
+                "of file writes per call",
+                "max_write_mb",
+                caps.max_write_mb,
+                " MiB",
+                Some("the write that crossed it was refused; what the plugin wrote before is left as written".into()),
+            ),
+            disk::DiskLimit::Scratch => limit(
+                "in the scratch directory",
+                "scratch_mb",
+                caps.scratch_mb,
+                " MiB",
+                Some("the file whose write crossed it was removed".into()),
+            ),
+        });
+        if let (Some(disk::DiskLimit::Scratch), Some(dir)) =
+            (store.data().disk.exceeded(), request.scratch)
+        {
+            store.data().disk.remove_partial(dir);
+        }
+        let dropped = store.data().log_dropped;
+        if dropped > 0 {
+            warn!(profile = %profile, plugin = request.plugin, "{dropped} log records dropped: the plugin passed capabilities.max_log_kb = {} (each record costs at least {LOG_RECORD_MIN_BYTES} bytes)", caps.max_log_kb);
+        }
         let result = match outcome {
+            _ if disk_limit.is_some() => Err(disk_limit.expect("checked")),
             Err(_elapsed) => Err(timeout()),
             Ok(Err(error)) => Err(if error.downcast_ref::<DeadlineExceeded>().is_some() {
                 timeout()
@@ -315,6 +436,31 @@ impl Sandbox {
                 }
             } else if let Some(overflow) = overflow {
                 overflow
+            } else if table_full(&error) {
+                limit(
+                    "open handles (files, directories, streams, sockets, HTTP fields)",
+                    "max_handles",
+                    handles,
+                    "",
+                    None,
+                )
+            } else if format!("{error:#}").contains("total size of fields exceeds limit") {
+                limit(
+                    "for host-held HTTP header fields (each handle holds at most memory_mb / max_handles)",
+                    "memory_mb",
+                    caps.memory_mb,
+                    " MiB",
+                    None,
+                )
+            } else if let Some(interface) = unlinked_network_import(&error) {
+                warn!(target: "warren::denial", profile = %profile, plugin = request.plugin, "denied {interface}: the profile grants no network");
+                ToolCallError::Denied {
+                    tool: tool.clone(),
+                    profile: profile.clone(),
+                    request: format!("network access ({interface})"),
+                    capability: "capabilities.net".into(),
+                    reason: "the profile grants no network, so the plugin's network imports are not linked; add the hosts it needs to `net`".into(),
+                }
             } else {
                 // A trap's own message says what happened; the wasm backtrace of an
                 // unnamed guest only adds noise for the model.
@@ -390,17 +536,32 @@ impl Sandbox {
         let stderr = CappedPipe::new(caps.max_output_bytes());
         let denials = DenialLog::new(profile, plugin);
         let wasi = caps.wasi_ctx(scratch, &stdout, &stderr, &denials)?;
+        let handles = self.call_handles(caps);
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(usize::try_from(handles).unwrap_or(usize::MAX));
+        // Host memory held through `fields` handles: at most `handles` of them, each
+        // at most memory_mb / handles, so together at most `memory_mb`.
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(
+            (caps.memory_bytes() / usize::try_from(handles).unwrap_or(1).max(1))
+                .clamp(1024, MAX_FIELD_BYTES),
+        );
+        let scratch_left = scratch
+            .filter(|_| caps.scratch)
+            .map(|dir| caps.scratch_bytes().saturating_sub(disk::used_bytes(dir)));
         let state = CallState {
             wasi,
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
+            http,
+            table,
             hooks: NetHooks {
                 policy: caps.net.clone(),
                 denials,
             },
             memory: MemoryCap::new(caps.memory_bytes()),
             who: (profile.to_string(), plugin.to_string()),
-            log_budget: LOG_BUDGET_BYTES,
+            log_budget: usize::try_from(caps.max_log_kb.saturating_mul(1024)).unwrap_or(usize::MAX),
+            log_dropped: 0,
+            disk: disk::DiskBudget::new(caps.max_write_bytes(), scratch_left),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.memory);
@@ -418,6 +579,136 @@ impl Sandbox {
         });
         Ok((store, stdout, stderr))
     }
+}
+
+/// Whether a call failed because its resource table was full (`max_handles`).
+fn table_full(error: &wasmtime::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<wasmtime::component::ResourceTableError>(),
+            Some(wasmtime::component::ResourceTableError::Full)
+        )
+    })
+}
+
+/// What a network function of an offline call traps with.
+const NOT_LINKED: &str = "not linked without a net grant: `";
+
+/// Defines every `wasi:http` and `wasi:sockets` function `component` imports as a
+/// trap, and the resources those interfaces own as empty host types, so a plugin that
+/// imports the network still instantiates under a profile without `net` but can
+/// create nothing. (wasmtime's `define_unknown_imports_as_traps` would also stub the
+/// `wasi:io` types the network interfaces `use`, which then no longer match.)
+fn stub_network_imports(
+    linker: &mut Linker<CallState>,
+    component: &Component,
+    engine: &Engine,
+) -> anyhow::Result<()> {
+    use wasmtime::component::types::ComponentItem;
+    use wasmtime::component::ResourceType;
+    let mut seen: Vec<ResourceType> = Vec::new();
+    for (name, item) in component.component_type().imports(engine) {
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        let network = name.starts_with("wasi:http/") || name.starts_with("wasi:sockets/");
+        let mut resources = Vec::new();
+        let mut functions = Vec::new();
+        for (export, item) in instance.exports(engine) {
+            match item.ty {
+                // A resource first seen here is this interface's own; later sightings
+                // are `use`s of it, which the linker resolves by itself.
+                ComponentItem::Resource(resource) if !seen.contains(&resource) => {
+                    seen.push(resource);
+                    resources.push(export.to_string());
+                }
+                ComponentItem::ComponentFunc(_) => functions.push(export.to_string()),
+                _ => {}
+            }
+        }
+        if !network {
+            continue;
+        }
+        let mut stubs = linker.instance(name)?;
+        for resource in resources {
+            stubs.resource(&resource, ResourceType::host::<()>(), |_, _| Ok(()))?;
+        }
+        for function in functions {
+            let qualified = format!("{name}#{function}");
+            stubs.func_new(&function, move |_, _, _, _| {
+                Err(wasmtime::Error::msg(format!("{NOT_LINKED}{qualified}`")))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The network interface an offline call tried to use, when that is why it trapped.
+fn unlinked_network_import(error: &wasmtime::Error) -> Option<String> {
+    let message = format!("{error:#}");
+    let start = message.find(NOT_LINKED)? + NOT_LINKED.len();
+    let name = &message[start..];
+    let name = &name[..name.find('`')?];
+    Some(name.split('#').next().unwrap_or(name).to_string())
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (so guests' files
+/// cannot starve the host early) and returns it.
+fn raise_descriptor_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let current = getrlimit(Resource::Nofile);
+    let hard = current.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if current.current.is_some_and(|soft| soft < hard) {
+        let raised = Rlimit {
+            current: Some(hard),
+            maximum: current.maximum,
+        };
+        if let Err(error) = setrlimit(Resource::Nofile, raised) {
+            warn!("cannot raise the open-file limit to {hard}: {error}");
+            return current.current.unwrap_or(1024);
+        }
+    }
+    current.current.map_or(hard, |soft| soft.max(hard))
+}
+
+/// WASI p2 without `wasi:sockets`: io, clocks, filesystem, random and cli, for
+/// profiles with no `net` grant.
+fn add_offline_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
+    use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
+    use wasmtime_wasi::random::WasiRandom;
+    use wasmtime_wasi_io::bindings::wasi::io;
+
+    /// The resource table, for `wasi:io`.
+    struct HasIo;
+    impl wasmtime::component::HasData for HasIo {
+        type Data<'a> = &'a mut ResourceTable;
+    }
+
+    let l = linker;
+    io::error::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    io::poll::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    io::streams::add_to_linker::<CallState, HasIo>(l, |t| &mut t.table)?;
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    filesystem::preopens::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    filesystem::types::add_to_linker::<CallState, WasiFilesystem>(l, CallState::filesystem)?;
+    random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.wasi.random())?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    Ok(())
 }
 
 fn engine_config(pooling: bool) -> Config {
