@@ -579,11 +579,11 @@ async fn show_progress(
                     break;
                 }
             }
-            _ = tick.tick(), if live => view.redraw(&mut std::io::stderr())?,
+            _ = tick.tick(), if live => view.redraw()?,
         }
     }
     if live {
-        view.redraw(&mut std::io::stderr())?;
+        view.finish()?;
     }
     if let Some(mut log) = log {
         log.flush()?;

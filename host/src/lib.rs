@@ -14,13 +14,17 @@
 //!   spawn tools; [`host`]: the library API (load once, start runs);
 //! - [`events`]: the event bus (progress, JSONL log); [`ui`]: the terminal view;
 //!   [`telemetry`]: logs and OTLP traces;
-//! - [`cli`]: the `warren` command line.
+//! - [`cli`]: the `warren` command line;
+//! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
 
 pub mod agent;
 mod agents_report;
 pub mod cli;
 pub mod config;
 pub mod events;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod host;
 pub mod jobs;
 pub mod llm;
@@ -29,6 +33,7 @@ pub mod queue;
 pub mod sandbox;
 pub mod scaffold;
 pub mod telemetry;
+mod term;
 pub mod ui;
 
 pub use agent::{AgentOutcome, AgentState};

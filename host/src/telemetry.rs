@@ -273,7 +273,7 @@ impl Telemetry {
         // Colours only on a terminal: a log piped to a file or a CI page stays plain.
         let logs = tracing_subscriber::fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
+            .with_writer(|| crate::term::LiveStderr)
             .with_target(false)
             .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
         let Some(endpoint) = otlp_endpoint.filter(|e| !e.is_empty()) else {

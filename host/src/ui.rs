@@ -3,13 +3,22 @@
 //! The live view redraws in place (ANSI cursor movement) ten times a second: one line
 //! per agent, nested under its parent, with a spinner, profile, what it is doing
 //! (thinking, or the current tool), turns, tokens, cost and elapsed time; finished
-//! agents show their state; the root's streamed text is shown below the tree.
+//! agents show their state; the root's streamed text is shown below the tree while it
+//! runs (the final frame drops it: the answer goes to stdout once).
+//!
+//! Every frame is cut to the terminal's width (so no line wraps and the cursor
+//! arithmetic holds, resizes included) and ends by clearing the rest of the screen (so
+//! a frame shorter than the last leaves nothing behind). Log lines go through
+//! [`LiveStderr`](crate::term::LiveStderr), which erases the frame before writing and lets the next tick draw it
+//! again below them.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use crate::events::Event;
+use crate::term::{terminal_width, DRAWN};
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 /// Characters of the root's streamed text kept under the tree.
@@ -26,6 +35,17 @@ pub enum ProgressMode {
     Plain,
     /// Nothing.
     None,
+}
+
+/// `line` cut to `width` characters.
+fn fit(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        line.to_string()
+    } else {
+        let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
 }
 
 #[derive(Debug)]
@@ -48,7 +68,6 @@ pub struct AgentTree {
     root_text: String,
     root: Option<String>,
     frame: usize,
-    drawn_lines: usize,
 }
 
 impl AgentTree {
@@ -207,26 +226,43 @@ impl AgentTree {
         }
     }
 
-    /// Redraws the tree in place on `out` (a terminal).
-    pub fn redraw(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+    /// Redraws the tree in place on stderr (a terminal).
+    pub fn redraw(&mut self) -> std::io::Result<()> {
+        self.draw(true)
+    }
+
+    /// The last frame: the tree without the streamed text (the answer follows on
+    /// stdout), left on the screen.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        self.draw(false)?;
+        *DRAWN.lock().unwrap_or_else(PoisonError::into_inner) = 0;
+        Ok(())
+    }
+
+    fn draw(&mut self, with_text: bool) -> std::io::Result<()> {
         self.frame += 1;
-        let mut frame = String::new();
-        if self.drawn_lines > 0 {
-            frame.push_str(&format!("\x1b[{}A", self.drawn_lines));
-        }
+        let width = terminal_width();
         let mut lines = self.lines();
-        if !self.root_text.trim().is_empty() {
+        if with_text && !self.root_text.trim().is_empty() {
             lines.push(String::new());
             lines.extend(self.root_text.lines().map(|l| format!("  {l}")));
         }
+        let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut frame = String::new();
+        if *drawn > 0 {
+            frame.push_str(&format!("\x1b[{}A\r", *drawn));
+        }
         for line in &lines {
             frame.push_str("\x1b[2K");
-            frame.push_str(line);
+            frame.push_str(&fit(line, width.saturating_sub(1).max(1)));
             frame.push('\n');
         }
-        self.drawn_lines = lines.len();
-        out.write_all(frame.as_bytes())?;
-        out.flush()
+        frame.push_str("\x1b[J");
+        let mut err = std::io::stderr().lock();
+        err.write_all(frame.as_bytes())?;
+        err.flush()?;
+        *drawn = lines.len();
+        Ok(())
     }
 }
 

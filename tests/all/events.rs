@@ -240,36 +240,141 @@ fn the_jsonl_log_and_json_output_match_the_run() {
 fn the_live_tree_renders_under_a_pseudo_terminal() {
     crate::support::guests();
     let config = crate::support::root().join("examples/demo/warren.toml");
+    // A 60-column terminal: lines longer than that would wrap and break the cursor
+    // arithmetic of the redraws. Warnings (the hydro researcher's denied write) are
+    // logged while the tree is live.
     let command = format!(
-        "{} --config {} run Summarise.",
+        "stty cols 60 rows 50; {} --config {} run Summarise.",
         env!("CARGO_BIN_EXE_warren"),
         config.display()
     );
     // `script` (util-linux) runs the command on a pseudo-terminal and copies its screen.
+    let started = std::time::Instant::now();
     let output = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
-        .env("RUST_LOG", "off")
+        .env("RUST_LOG", "warn")
         .output()
         .expect("`script` from util-linux is needed: apt-get install util-linux");
-    let screen = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{screen}");
+    let raw = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{raw}");
+    let elapsed = started.elapsed();
     assert!(
-        screen.contains("\u{1b}[2K"),
-        "the view redraws in place: {screen}"
+        elapsed > std::time::Duration::from_millis(1200)
+            && elapsed < std::time::Duration::from_secs(10),
+        "the demo's model takes a few hundred ms a turn: {elapsed:?}"
     );
-    let tree: Vec<&str> = screen
-        .lines()
-        .filter(|l| l.contains(" researcher ✓ ok"))
+    let frames = raw.matches("\u{1b}[J").count();
+    assert!(
+        frames >= 8,
+        "the view redraws in place, several frames: {frames}"
+    );
+    let screen = render(&raw);
+    let text = screen.join("\n");
+    // One tree, drawn last, with no line left from an earlier frame of another height.
+    let tree: Vec<&String> = screen
+        .iter()
+        .filter(|l| l.contains("─ ") && l.contains(" researcher "))
         .collect();
+    assert_eq!(tree.len(), 3, "{text}");
+    assert!(
+        tree.iter().all(|l| l.contains("✓ ok") || l.contains("✗")),
+        "{text}"
+    );
     assert!(
         tree.iter().any(|l| l.contains("├─ ")) && tree.iter().any(|l| l.contains("└─ ")),
-        "{screen}"
+        "{text}"
     );
-    assert!(screen.contains("main ✓ ok · 3 turns"), "{screen}");
+    assert_eq!(
+        screen
+            .iter()
+            .filter(|l| l.contains(" main ✓ ok · 3 turns"))
+            .count(),
+        1,
+        "{text}"
+    );
     assert!(
-        screen.contains("agent    parent   profile"),
-        "the summary table follows: {screen}"
+        !text.chars().any(|c| ('⠋'..='⠿').contains(&c)),
+        "no spinner of a running agent is left: {text}"
     );
+    // The answer is printed once (the streamed copy under the tree is gone).
+    assert_eq!(
+        text.matches("Summary of 2025 energy notes").count(),
+        1,
+        "{text}"
+    );
+    // The warning logged during the run is on the screen, whole.
+    assert!(text.contains("plugin reported a denial"), "{text}");
+    assert!(screen.iter().all(|l| l.chars().count() <= 60), "{text}");
+    assert!(
+        text.contains("agent    parent   profile"),
+        "the summary table follows: {text}"
+    );
+}
+
+/// The final screen a terminal shows for `raw` output: printable text, `\r`, `\n`, and
+/// the sequences the live view uses (cursor up, clear line, clear to end of screen);
+/// other escape sequences (colours) are dropped. Lines wrap at 60 columns.
+fn render(raw: &str) -> Vec<String> {
+    let width = 60;
+    let mut rows: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0usize, 0usize);
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                let mut arg = String::new();
+                let command = loop {
+                    match chars.next() {
+                        Some(c) if c.is_ascii_digit() || c == ';' || c == '?' => arg.push(c),
+                        Some(c) => break c,
+                        None => break '\0',
+                    }
+                };
+                let n: usize = arg.parse().unwrap_or(1);
+                match command {
+                    'A' => row = row.saturating_sub(n),
+                    'K' => rows[row].clear(),
+                    'J' => rows.truncate(row + 1),
+                    _ => {}
+                }
+                if command == 'J' {
+                    rows[row].truncate(col);
+                }
+            }
+            '\r' => col = 0,
+            '\n' => {
+                row += 1;
+                col = 0;
+                if rows.len() <= row {
+                    rows.push(Vec::new());
+                }
+            }
+            c if c.is_control() => {}
+            c => {
+                if col >= width {
+                    row += 1;
+                    col = 0;
+                    if rows.len() <= row {
+                        rows.push(Vec::new());
+                    }
+                }
+                let line = &mut rows[row];
+                while line.len() < col {
+                    line.push(' ');
+                }
+                if col < line.len() {
+                    line[col] = c;
+                } else {
+                    line.push(c);
+                }
+                col += 1;
+            }
+        }
+    }
+    rows.into_iter()
+        .map(|r| r.into_iter().collect::<String>().trim_end().to_string())
+        .collect()
 }
 
 #[tokio::test]

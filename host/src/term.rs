@@ -1,0 +1,40 @@
+//! stderr as a terminal shared by two writers: the live agent tree (`ui`) and log
+//! records (`telemetry`). Log records erase the tree's frame before they are written,
+//! so the two never overwrite each other.
+
+use std::io::Write;
+use std::sync::{Mutex, PoisonError};
+
+/// Lines of the live frame now on stderr: shared by the view and [`LiveStderr`] so a
+/// log line can erase the frame before it is written.
+pub(crate) static DRAWN: Mutex<usize> = Mutex::new(0);
+
+/// stderr for log records: while a live frame is shown, erases it first (the next tick
+/// redraws it below the record), so logs and the tree never overwrite each other.
+pub(crate) struct LiveStderr;
+
+impl Write for LiveStderr {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut err = std::io::stderr().lock();
+        if *drawn > 0 {
+            write!(err, "\x1b[{}A\r\x1b[J", *drawn)?;
+            *drawn = 0;
+        }
+        err.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// The terminal's width in columns (80 when stderr is not a terminal).
+pub(crate) fn terminal_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 0)
+        .unwrap_or(80)
+}
