@@ -68,6 +68,15 @@ enum Command {
     /// output limit, crash, bad input) goes to stderr with the limit and the profile
     /// key that raises it, and the exit code is 1.
     Call(CallArgs),
+    /// Start a project: warren.toml with a model found on this machine (OPENAI_API_KEY,
+    /// ANTHROPIC_API_KEY, an Ollama server on localhost, else an offline scripted
+    /// model), a `main` and a `researcher` profile that may only read the project, an
+    /// example agent file and AGENTS.md. Never overwrites a file.
+    Init(InitArgs),
+    /// Check the project: config, plugins, profiles and agent files, each model (one
+    /// tiny request) and the Redis queue when configured; one line per check, with what
+    /// to do about failures. Exit code 1 when any check failed.
+    Doctor,
     /// List every profile (from warren.toml and from agent files) with its source,
     /// model and the tools it gets, and every agent file that was skipped, with why.
     ///
@@ -135,6 +144,16 @@ struct WorkerArgs {
     /// The worker's name in logs and on the jobs it runs (default HOST-PID).
     #[arg(long)]
     name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct InitArgs {
+    /// The project directory (created if missing).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The model to configure (default: found from the environment).
+    #[arg(long, value_enum)]
+    provider: Option<crate::init::StarterProvider>,
 }
 
 #[derive(Debug, Args)]
@@ -279,6 +298,38 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Plugin(PluginCommand::Inspect { file }) => return Ok(inspect(file).await?),
+        Command::Init(args) => {
+            let done = crate::init::init(&args.dir, args.provider).await?;
+            let (provider, why) = &done.provider;
+            println!("model: {provider:?} ({why})");
+            for path in &done.written {
+                println!("wrote {}", path.display());
+            }
+            for path in &done.kept {
+                println!("kept  {} (already there)", path.display());
+            }
+            let cd = if args.dir == std::path::Path::new(".") {
+                String::new()
+            } else {
+                format!("cd {} && ", args.dir.display())
+            };
+            println!("\nnext:");
+            println!(
+                "  {cd}warren doctor                       # checks the config, tools and model"
+            );
+            println!(
+                "  {cd}warren agents                       # the profiles and the tools each gets"
+            );
+            println!("  {cd}warren run \"What is in this project?\"");
+            return Ok(());
+        }
+        Command::Doctor => {
+            let failed = crate::doctor::run(&cli.config).await;
+            if failed > 0 {
+                return Err(Failure::Run(anyhow::anyhow!("{failed} check(s) failed")));
+            }
+            return Ok(());
+        }
         Command::Plugin(PluginCommand::Componentize { module, output }) => {
             let size = crate::plugin::componentize::componentize(module, output)?;
             println!("wrote {} ({size} bytes)", output.display());
@@ -387,7 +438,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 )));
             }
         }
-        Command::Plugin(_) => unreachable!("handled before the config is loaded"),
+        Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
+            unreachable!("handled before the config is loaded")
+        }
         Command::Call(args) => {
             let profile = config.profile(&args.profile)?;
             let arguments = if args.arguments == "-" {
@@ -458,6 +511,7 @@ async fn load_registry(config: &Config) -> anyhow::Result<ToolRegistry> {
     ToolRegistry::load_with(
         sandbox,
         &config.plugin_files,
+        &config.builtins,
         &config.cache,
         &config.plugin_limits,
     )
@@ -477,6 +531,7 @@ fn print_tools(
                 serde_json::json!({
                     "name": spec.name,
                     "plugin": plugin.name,
+                    "builtin": plugin.builtin,
                     "description": spec.description,
                     "input_schema": serde_json::from_str::<serde_json::Value>(&spec.input_schema).unwrap_or_default(),
                 })
@@ -494,9 +549,14 @@ fn print_tools(
         return Ok(());
     }
     for (spec, plugin) in tools {
+        let origin = if plugin.builtin {
+            format!("{}, built-in", plugin.name)
+        } else {
+            plugin.name.clone()
+        };
         println!(
-            "{}  [{}]\n  {}\n  arguments: {}\n",
-            spec.name, plugin.name, spec.description, spec.input_schema
+            "{}  [{origin}]\n  {}\n  arguments: {}\n",
+            spec.name, spec.description, spec.input_schema
         );
     }
     Ok(())

@@ -98,6 +98,7 @@ impl Host {
         let registry = ToolRegistry::load_with(
             sandbox,
             &config.plugin_files,
+            &config.builtins,
             &config.cache,
             &config.plugin_limits,
         )

@@ -14,18 +14,22 @@
 //!   spawn tools; [`host`]: the library API (load once, start runs);
 //! - [`events`]: the event bus (progress, JSONL log); [`ui`]: the terminal view;
 //!   [`telemetry`]: logs and OTLP traces;
-//! - [`cli`]: the `warren` command line;
+//! - [`cli`]: the `warren` command line, with [`init`] (starter projects), [`doctor`]
+//!   (project checks) and `agents_report` (`warren agents`); `term`: stderr shared by
+//!   the live view and the logs;
 //! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
 
 pub mod agent;
 mod agents_report;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod events;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
+pub mod init;
 pub mod jobs;
 pub mod llm;
 pub mod plugin;

@@ -12,6 +12,7 @@ mod fake_llm;
 mod guests;
 mod languages;
 mod llm;
+mod newcomer;
 mod plugins;
 mod queue;
 mod sandbox;

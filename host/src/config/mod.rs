@@ -272,6 +272,8 @@ pub struct Config {
     pub cache: CompileCache,
     /// What one plugin and one profile's tool list may hold.
     pub plugin_limits: PluginLimits,
+    /// The built-in plugins to load (`[plugins] builtins`; default all of them).
+    pub builtins: Vec<String>,
     /// Models by name (`[models.NAME]`), script paths resolved.
     pub models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
@@ -403,11 +405,13 @@ impl Config {
                 max_profile_bytes: kb(raw.plugins.max_profile_tools_kb, d.max_profile_bytes),
             }
         };
+        let builtins = cx.builtins(&raw.plugins.builtins)?;
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
             cache,
             plugin_limits,
+            builtins,
             models,
             profiles,
             run_limits,
@@ -527,6 +531,37 @@ impl Resolver<'_> {
             models.insert(name.0.clone(), config);
         }
         Ok(models)
+    }
+
+    /// `[plugins] builtins`: which built-in plugins load.
+    fn builtins(&self, raw: &Option<Spanned<RawBuiltins>>) -> Result<Vec<String>, ConfigError> {
+        let all = || {
+            crate::plugin::builtin::names()
+                .map(str::to_string)
+                .collect()
+        };
+        match raw.as_ref().map(|r| (r.get_ref(), r.span())) {
+            None | Some((RawBuiltins::All(true), _)) => Ok(all()),
+            Some((RawBuiltins::All(false), _)) => Ok(Vec::new()),
+            Some((RawBuiltins::Some(names), span)) => {
+                if let Some(bad) = names
+                    .iter()
+                    .find(|n| !crate::plugin::builtin::names().any(|b| b == n.as_str()))
+                {
+                    return self.invalid(
+                        span,
+                        "plugins.builtins",
+                        format!(
+                            "no built-in plugin `{bad}` (built-in: {})",
+                            crate::plugin::builtin::names()
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                }
+                Ok(names.clone())
+            }
+        }
     }
 
     /// `[model_aliases]`: each value must name a `[models]` entry.
@@ -851,6 +886,16 @@ struct RawConfig {
 }
 
 #[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "true, false, or a list of built-in plugin names"
+)]
+enum RawBuiltins {
+    All(bool),
+    Some(Vec<String>),
+}
+
+#[derive(Deserialize)]
 #[serde(untagged, expecting = "a tool name or a list of tool names")]
 enum RawToolAlias {
     One(ToolPattern),
@@ -883,6 +928,8 @@ struct RawPlugins {
     cache_dir: Option<Spanned<String>>,
     /// `false` turns the compile cache off.
     cache: Option<bool>,
+    /// Built-in plugins: `true` (default), `false`, or a list of names.
+    builtins: Option<Spanned<RawBuiltins>>,
     /// Tools one plugin may offer.
     max_tools: Option<Bounded<1, 100_000>>,
     /// KiB of one tool's description.

@@ -63,10 +63,21 @@ impl CompileCache {
     /// Loads the component at `path`, from the cache when a valid entry exists.
     pub fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
         let wasm = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        self.load_bytes(engine, path, &wasm)
+    }
+
+    /// Loads component bytes (`path` names them in reports), from the cache when a
+    /// valid entry exists.
+    pub fn load_bytes(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        wasm: &[u8],
+    ) -> anyhow::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
-            return Ok((compile(engine, &wasm, path)?, CacheOutcome::Compiled));
+            return Ok((compile(engine, wasm, path)?, CacheOutcome::Compiled));
         };
-        let entry = dir.join(format!("{}.cwasm", cache_key(engine, &wasm)));
+        let entry = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
         let outcome = match std::fs::read(&entry) {
             Ok(bytes) => match deserialize_checked(engine, &bytes) {
                 Ok(component) => {
@@ -80,7 +91,7 @@ impl CompileCache {
             },
             Err(_) => CacheOutcome::Compiled,
         };
-        let component = compile(engine, &wasm, path)?;
+        let component = compile(engine, wasm, path)?;
         if let Err(error) = store(&entry, &component) {
             warn!(entry = %entry.display(), "could not write compile cache entry: {error:#}");
         }

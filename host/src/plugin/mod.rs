@@ -4,6 +4,7 @@
 //! Layout: [`cache`] (compiled artifacts on disk). The [`ToolRegistry`] owns one
 //! `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
+pub mod builtin;
 mod cache;
 pub mod componentize;
 
@@ -23,8 +24,10 @@ use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 pub struct Plugin {
     /// The file name without `.wasm`, used in reports.
     pub name: String,
-    /// Where it was loaded from.
+    /// Where it was loaded from (`(built-in)/NAME.wasm` for a built-in).
     pub path: PathBuf,
+    /// Whether it is embedded in the binary.
+    pub builtin: bool,
     /// The tools it offers, as it listed them.
     pub tools: Vec<ToolSpec>,
     /// How the compiled code was obtained, and how long loading took.
@@ -88,29 +91,48 @@ impl ToolRegistry {
         files: &[PathBuf],
         cache: &CompileCache,
     ) -> anyhow::Result<Self> {
-        Self::load_with(sandbox, files, cache, &PluginLimits::default()).await
+        Self::load_with(sandbox, files, &[], cache, &PluginLimits::default()).await
     }
 
-    /// Loads `files` in order. A file that is not a plugin, a bad tool name or schema,
-    /// a host tool's name, a tool list past `limits`, or two plugins offering the
-    /// same tool is an error naming the file(s).
+    /// Loads the built-in plugins named in `builtins`, then `files` in order. A
+    /// file that is not a plugin, a bad tool name or schema, a host tool's name, a
+    /// tool list past `limits`, or two plugins offering the same tool is an error
+    /// naming the file(s). A file with the very bytes of a built-in replaces it.
     pub async fn load_with(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
+        builtins: &[String],
         cache: &CompileCache,
         limits: &PluginLimits,
     ) -> anyhow::Result<Self> {
-        let mut plugins: Vec<Plugin> = Vec::new();
-        let mut index = BTreeMap::new();
+        let mut sources: Vec<(String, PathBuf, std::borrow::Cow<'static, [u8]>, bool)> = Vec::new();
+        let mut file_bytes = Vec::new();
         for path in files {
-            let started = Instant::now();
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            file_bytes.push((path.clone(), bytes));
+        }
+        for (name, bytes) in builtin::BUILTINS {
+            if builtins.iter().any(|b| b == name) && !file_bytes.iter().any(|(_, f)| f == bytes) {
+                let path = PathBuf::from(format!("(built-in)/{name}.wasm"));
+                sources.push((name.to_string(), path, bytes.into(), true));
+            }
+        }
+        for (path, bytes) in file_bytes {
             let name = path.file_stem().map_or_else(
                 || path.display().to_string(),
                 |s| s.to_string_lossy().into_owned(),
             );
+            sources.push((name, path, bytes.into(), false));
+        }
+        let mut plugins: Vec<Plugin> = Vec::new();
+        let mut index = BTreeMap::new();
+        for (name, path, bytes, builtin) in sources {
+            let started = Instant::now();
             let (component, outcome) = {
                 let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
-                tokio::task::spawn_blocking(move || cache.load(&engine, &path)).await??
+                tokio::task::spawn_blocking(move || cache.load_bytes(&engine, &path, &bytes))
+                    .await??
             };
             let pre = sandbox.prepare(&component).with_context(|| {
                 format!(
@@ -175,8 +197,20 @@ impl ToolRegistry {
                 }
                 if let Some((other, _)) = index.insert(spec.name.clone(), (plugins.len(), position))
                 {
+                    let hint = if plugins[other].builtin {
+                        format!(
+                            "; to use this plugin's, leave the built-in out: [plugins] builtins = [{}] (or false)",
+                            builtin::names()
+                                .filter(|n| *n != plugins[other].name)
+                                .map(|n| format!("\"{n}\""))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    } else {
+                        String::new()
+                    };
                     anyhow::bail!(
-                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins",
+                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins{hint}",
                         spec.name,
                         plugins[other].path.display(),
                         path.display()
@@ -188,6 +222,7 @@ impl ToolRegistry {
             plugins.push(Plugin {
                 name,
                 path: path.clone(),
+                builtin,
                 tools,
                 load: (outcome, elapsed),
                 pre,
