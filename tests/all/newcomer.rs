@@ -186,6 +186,25 @@ async fn doctor_explains_a_broken_key_and_model() {
     );
     assert!(report.contains("2 failed"), "{report}");
 
+    // A queue nobody serves.
+    std::fs::write(dir.path().join("script.toml"), "").unwrap();
+    std::fs::write(
+        dir.path().join("warren.toml"),
+        "[models.s]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[queue]\nredis = \"redis://:secret@127.0.0.1:9\"\n",
+    )
+    .unwrap();
+    let output = warren(dir.path(), &["doctor"]);
+    let report = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("FAIL  queue: ") && report.contains("→ start redis-server there"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("secret"),
+        "the password is never shown: {report}"
+    );
+
     std::fs::write(
         dir.path().join("warren.toml"),
         "[defaults]\nmax_turns = 0\n",
