@@ -24,6 +24,9 @@ pub(crate) enum Reply {
         pieces: Vec<String>,
         delay: Duration,
     },
+    /// A chunked stream whose connection drops before the final chunk: the body is
+    /// cut by the transport (incomplete chunked encoding).
+    Cut(Vec<String>),
     /// Headers never come; the connection stays open until the client drops it.
     Hang,
     /// The inner reply after a pause (model latency).
@@ -262,6 +265,17 @@ async fn serve(
                     return;
                 }
             }
+        }
+        Some(Reply::Cut(pieces)) => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            for piece in pieces {
+                let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+                let _ = socket.write_all(chunk.as_bytes()).await;
+            }
+            let _ = socket.flush().await;
+            // Dropped without the terminating `0` chunk.
+            return;
         }
         Some(Reply::Hang) => {
             // Wait for the client to give up; a read of 0 bytes means it closed.

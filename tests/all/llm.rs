@@ -50,6 +50,7 @@ fn conversation() -> ChatRequest {
                         arguments: r#"{"path":"/docs/b.md"}"#.into(),
                     },
                 ],
+                ..AssistantMessage::default()
             }),
             Message::ToolResult {
                 call_id: "call_a".into(),
@@ -509,22 +510,40 @@ async fn malformed_and_truncated_streams_report_the_position() {
         .await
         .0
         .unwrap_err();
+    // The body ended cleanly in the middle of a JSON value: malformed, at the event.
     assert!(
         matches!(&error, LlmError::Malformed { offset, .. } if *offset == first.len()),
         "{error}"
     );
-    assert!(
-        error.to_string().contains("ended inside an event"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("bad JSON in stream"), "{error}");
 
+    // A body that ends cleanly without `[DONE]` or a finish reason (Ollama and others)
+    // is complete; the finish reason is inferred.
     server.push(Reply::raw_stream(&[first]));
+    let response = chat(&model("openai", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap();
+    assert_eq!(response.message.text, "Hi");
+    assert_eq!(response.finish, FinishReason::Stop);
+
+    // A body the transport cuts (no final chunk) is a typed truncation, retried.
+    server.push(Reply::Cut(vec![first.to_string()]));
+    server.push(Reply::raw_stream(&[first, "data: [DONE]\n\n"]));
+    let response = chat(&model("openai", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap();
+    assert_eq!(response.message.text, "Hi");
+    for _ in 0..3 {
+        server.push(Reply::Cut(vec![first.to_string()]));
+    }
     let error = chat(&model("openai", &server, ""), &conversation())
         .await
         .0
         .unwrap_err();
     assert!(
-        error.to_string().contains("before its final chunk"),
+        matches!(&error, LlmError::Truncated { offset, .. } if *offset == first.len()),
         "{error}"
     );
 
@@ -534,12 +553,73 @@ async fn malformed_and_truncated_streams_report_the_position() {
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect();
     let cut: Vec<&str> = cut.iter().map(String::as_str).collect();
-    server.push(Reply::raw_stream(&cut));
+    // Truncated, so retried (twice): every attempt ends the same way.
+    for _ in 0..3 {
+        server.push(Reply::raw_stream(&cut));
+    }
     let error = chat(&model("anthropic", &server, ""), &conversation())
         .await
         .0
         .unwrap_err();
-    assert!(error.to_string().contains("before message_stop"), "{error}");
+    assert!(
+        matches!(error, LlmError::Truncated { .. })
+            && error.to_string().contains("before message_delta"),
+        "{error}"
+    );
+}
+
+/// What real streams do that the corpus has no recording of: an error event inside a
+/// 200 stream (Anthropic `overloaded_error`, an OpenAI-compatible rate limit), retried
+/// with backoff and typed when it persists; arguments sent as an object.
+#[tokio::test]
+async fn errors_inside_a_stream_are_typed_and_retried() {
+    let server = FakeLlm::start().await;
+    let overloaded = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    server.push(Reply::raw_stream(&[overloaded]));
+    server.push(Reply::anthropic_stream(anthropic_events(
+        "after the retry",
+        "",
+    )));
+    let response = chat(&model("anthropic", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap();
+    assert_eq!(response.message.text, "after the retry");
+    for _ in 0..3 {
+        server.push(Reply::raw_stream(&[overloaded]));
+    }
+    let error = chat(&model("anthropic", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap_err();
+    assert!(
+        matches!(error, LlmError::Server { status: 529, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("overloaded_error: Overloaded")
+            && !error.to_string().contains("HTTP 0"),
+        "{error}"
+    );
+
+    let limited = "data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\",\"code\":\"rate_limit_exceeded\"}}\n\n";
+    for _ in 0..3 {
+        server.push(Reply::raw_stream(&[limited]));
+    }
+    let error = chat(&model("openai", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap_err();
+    assert!(matches!(error, LlmError::RateLimited { .. }), "{error}");
+
+    let whole = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"c1\",\"function\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"/a\"}}}]},\"finish_reason\":\"tool_calls\"}]}\r\n\r\n";
+    server.push(Reply::raw_stream(&[whole]));
+    let response = chat(&model("openai", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap();
+    assert_eq!(response.message.tool_calls[0].arguments, r#"{"path":"/a"}"#);
+    assert_eq!(response.finish, FinishReason::ToolCalls);
 }
 
 #[tokio::test]

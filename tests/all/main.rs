@@ -14,6 +14,7 @@ mod languages;
 mod llm;
 mod newcomer;
 mod plugins;
+mod providers;
 mod queue;
 mod sandbox;
 mod support;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::sse::SseParser;
-use super::transport::{api_key, excerpt, json_offset, malformed, Transport};
+use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
     LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
@@ -37,8 +37,16 @@ pub struct Anthropic {
 
 /// One content block being assembled from a stream.
 enum Block {
+    /// Text: its deltas are the answer.
     Text,
+    /// A tool call being assembled.
     ToolUse(ToolCall),
+    /// `thinking` (with its signature) or `redacted_thinking`: kept whole, to be sent
+    /// back unchanged.
+    Thinking(Value),
+    /// Anything else (`server_tool_use`, `web_search_tool_result`, blocks from later
+    /// API versions): carried by the server, not run here; skipped.
+    Other,
 }
 
 impl Anthropic {
@@ -69,7 +77,9 @@ impl Anthropic {
             match message {
                 Message::User(text) => messages.push(json!({ "role": "user", "content": text })),
                 Message::Assistant(assistant) => {
-                    let mut content = Vec::new();
+                    // Thinking blocks go back first and unchanged, as the API requires
+                    // when tools are used with extended thinking.
+                    let mut content = assistant.provider_blocks.clone();
                     if !assistant.text.is_empty() {
                         content.push(json!({ "type": "text", "text": assistant.text }));
                     }
@@ -134,6 +144,13 @@ impl Anthropic {
         let body = self.transport.body(response).await?;
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| malformed("anthropic", json_offset(&body, &e), &e.to_string(), &body))?;
+        if value["type"] == "error" {
+            return Err(LlmError::in_stream(
+                "anthropic",
+                &self.transport.model,
+                &value["error"],
+            ));
+        }
         let mut message = AssistantMessage::default();
         for block in value["content"].as_array().into_iter().flatten() {
             match block["type"].as_str() {
@@ -145,6 +162,13 @@ impl Anthropic {
                     name: block["name"].as_str().unwrap_or_default().to_string(),
                     arguments: block["input"].to_string(),
                 }),
+                Some("thinking") => {
+                    message
+                        .reasoning
+                        .push_str(block["thinking"].as_str().unwrap_or_default());
+                    message.provider_blocks.push(block.clone());
+                }
+                Some("redacted_thinking") => message.provider_blocks.push(block.clone()),
                 _ => {}
             }
         }
@@ -155,124 +179,190 @@ impl Anthropic {
         Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
-    async fn read_stream(
+    pub(crate) async fn read_stream(
         &self,
         mut response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         let mut parser = SseParser::default();
-        let mut message = AssistantMessage::default();
-        let mut blocks: BTreeMap<u64, Block> = BTreeMap::new();
-        let mut usage = Usage::default();
-        let mut finish = None;
-        let mut stopped = false;
+        let mut state = StreamState::default();
         while let Some(chunk) = self
             .transport
             .chunk(&mut response, parser.position())
             .await?
         {
             for event in parser.push(&chunk) {
-                let bad =
-                    |what: &str| malformed("anthropic", event.offset, what, event.data.as_bytes());
-                let value: Value = serde_json::from_str(&event.data)
-                    .map_err(|e| bad(&format!("bad JSON in stream ({e})")))?;
-                let kind = value["type"]
-                    .as_str()
-                    .or(event.event.as_deref())
-                    .unwrap_or_default()
-                    .to_string();
-                match kind.as_str() {
-                    "message_start" => {
-                        add_usage(&mut usage, &value["message"]["usage"]);
-                        emit(events, StreamEvent::Usage(usage));
-                    }
-                    "content_block_start" => {
-                        let index = value["index"].as_u64().unwrap_or(0);
-                        let block = &value["content_block"];
-                        let started = if block["type"] == "tool_use" {
-                            Block::ToolUse(ToolCall {
-                                id: block["id"].as_str().unwrap_or_default().to_string(),
-                                name: block["name"].as_str().unwrap_or_default().to_string(),
-                                arguments: String::new(),
-                            })
-                        } else {
-                            Block::Text
-                        };
-                        blocks.insert(index, started);
-                    }
-                    "content_block_delta" => {
-                        let index = value["index"].as_u64().unwrap_or(0);
-                        let delta = &value["delta"];
-                        match (delta["type"].as_str(), blocks.get_mut(&index)) {
-                            (Some("text_delta"), _) => {
-                                let piece = delta["text"].as_str().unwrap_or_default();
-                                message.text.push_str(piece);
-                                emit(events, StreamEvent::TextDelta(piece.to_string()));
-                            }
-                            (Some("input_json_delta"), Some(Block::ToolUse(call))) => {
-                                call.arguments
-                                    .push_str(delta["partial_json"].as_str().unwrap_or_default());
-                            }
-                            (Some("input_json_delta"), _) => {
-                                return Err(bad(
-                                    "input_json_delta for a block that is not tool_use",
-                                ))
-                            }
-                            _ => {}
-                        }
-                    }
-                    "content_block_stop" => {
-                        let index = value["index"].as_u64().unwrap_or(0);
-                        if let Some(Block::ToolUse(mut call)) = blocks.remove(&index) {
-                            if call.arguments.is_empty() {
-                                call.arguments = "{}".into();
-                            }
-                            emit(events, StreamEvent::ToolCall(call.clone()));
-                            message.tool_calls.push(call);
-                        }
-                    }
-                    "message_delta" => {
-                        if let Some(reason) = value["delta"]["stop_reason"].as_str() {
-                            finish = Some(stop_reason(reason));
-                        }
-                        if let Some(output) = value["usage"]["output_tokens"].as_u64() {
-                            usage.output_tokens = output;
-                        }
-                        emit(events, StreamEvent::Usage(usage));
-                    }
-                    "message_stop" => stopped = true,
-                    "error" => {
-                        return Err(LlmError::Server {
-                            provider: "anthropic",
-                            status: 0,
-                            retries: 0,
-                            excerpt: excerpt(&value["error"].to_string()),
-                        })
-                    }
-                    _ => {}
-                }
+                self.stream_event(&mut state, &event, events)?;
             }
         }
-        if let Some((offset, rest)) = parser.unfinished() {
-            return Err(malformed(
-                "anthropic",
-                offset,
-                "the stream ended inside an event",
-                rest.as_bytes(),
-            ));
+        // A final event without its closing blank line still counts.
+        for event in parser.finish() {
+            self.stream_event(&mut state, &event, events)?;
         }
-        if !stopped {
-            return Err(malformed(
-                "anthropic",
-                parser.position(),
-                "the stream ended before message_stop",
-                b"",
-            ));
+        let StreamState {
+            mut message,
+            blocks,
+            usage,
+            finish,
+            stopped,
+        } = state;
+        // Complete when message_stop came, or when message_delta carried the stop
+        // reason and the body then ended cleanly.
+        let Some(finish) = finish.or_else(|| stopped.then_some(FinishReason::Stop)) else {
+            return Err(LlmError::Truncated {
+                provider: "anthropic",
+                offset: parser.position(),
+                detail: "the stream ended before message_delta gave the stop reason".into(),
+                retries: 0,
+            });
+        };
+        // A tool call cut by max_tokens is kept with what arrived of its input.
+        for (_, block) in blocks {
+            if let Block::ToolUse(call) = block {
+                emit(events, StreamEvent::ToolCall(call.clone()));
+                message.tool_calls.push(call);
+            }
         }
-        let finish = finish.unwrap_or(FinishReason::Stop);
         emit(events, StreamEvent::Finish(finish.clone()));
         Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
+
+    fn stream_event(
+        &self,
+        state: &mut StreamState,
+        event: &super::sse::SseEvent,
+        events: &EventSink,
+    ) -> Result<(), LlmError> {
+        let bad = |what: &str| malformed("anthropic", event.offset, what, event.data.as_bytes());
+        if event.data.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| bad(&format!("bad JSON in stream ({e})")))?;
+        let kind = value["type"]
+            .as_str()
+            .or(event.event.as_deref())
+            .unwrap_or_default()
+            .to_string();
+        let index = value["index"].as_u64().unwrap_or(0);
+        match kind.as_str() {
+            "message_start" => {
+                add_usage(&mut state.usage, &value["message"]["usage"]);
+                emit(events, StreamEvent::Usage(state.usage));
+            }
+            "content_block_start" => {
+                let block = &value["content_block"];
+                let started = match block["type"].as_str() {
+                    Some("text") => {
+                        let text = block["text"].as_str().unwrap_or_default();
+                        if !text.is_empty() {
+                            state.message.text.push_str(text);
+                            emit(events, StreamEvent::TextDelta(text.to_string()));
+                        }
+                        Block::Text
+                    }
+                    Some("tool_use") => Block::ToolUse(ToolCall {
+                        id: block["id"].as_str().unwrap_or_default().to_string(),
+                        name: block["name"].as_str().unwrap_or_default().to_string(),
+                        arguments: String::new(),
+                    }),
+                    Some("thinking" | "redacted_thinking") => Block::Thinking(block.clone()),
+                    _ => Block::Other,
+                };
+                state.blocks.insert(index, started);
+            }
+            "content_block_delta" => {
+                let delta = &value["delta"];
+                match (delta["type"].as_str(), state.blocks.get_mut(&index)) {
+                    (Some("text_delta"), _) => {
+                        let piece = delta["text"].as_str().unwrap_or_default();
+                        state.message.text.push_str(piece);
+                        emit(events, StreamEvent::TextDelta(piece.to_string()));
+                    }
+                    (Some("input_json_delta"), Some(Block::ToolUse(call))) => {
+                        call.arguments
+                            .push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    (Some("thinking_delta"), Some(Block::Thinking(block))) => {
+                        let piece = delta["thinking"].as_str().unwrap_or_default();
+                        state.message.reasoning.push_str(piece);
+                        let thinking =
+                            format!("{}{piece}", block["thinking"].as_str().unwrap_or_default());
+                        block["thinking"] = json!(thinking);
+                    }
+                    (Some("signature_delta"), Some(Block::Thinking(block))) => {
+                        let signature = format!(
+                            "{}{}",
+                            block["signature"].as_str().unwrap_or_default(),
+                            delta["signature"].as_str().unwrap_or_default()
+                        );
+                        block["signature"] = json!(signature);
+                    }
+                    // Deltas of blocks warren does not run (a server tool's input)
+                    // or of a later API version.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => match state.blocks.remove(&index) {
+                Some(Block::ToolUse(mut call)) => {
+                    if call.arguments.trim().is_empty() {
+                        call.arguments = "{}".into();
+                    }
+                    emit(events, StreamEvent::ToolCall(call.clone()));
+                    state.message.tool_calls.push(call);
+                }
+                Some(Block::Thinking(block)) => state.message.provider_blocks.push(block),
+                _ => {}
+            },
+            "message_delta" => {
+                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
+                    state.finish = Some(stop_reason(reason));
+                }
+                let delta_usage = &value["usage"];
+                if delta_usage["input_tokens"].is_u64() {
+                    // A final input count replaces the one message_start gave.
+                    state.usage = Usage {
+                        output_tokens: state.usage.output_tokens,
+                        ..Usage::default()
+                    };
+                    add_usage(
+                        &mut state.usage,
+                        &json!({
+                            "input_tokens": delta_usage["input_tokens"],
+                            "cache_read_input_tokens": delta_usage["cache_read_input_tokens"],
+                            "cache_creation_input_tokens": delta_usage["cache_creation_input_tokens"],
+                        }),
+                    );
+                }
+                if let Some(output) = delta_usage["output_tokens"].as_u64() {
+                    state.usage.output_tokens = output;
+                }
+                emit(events, StreamEvent::Usage(state.usage));
+            }
+            "message_stop" => state.stopped = true,
+            "error" => {
+                return Err(LlmError::in_stream(
+                    "anthropic",
+                    &self.transport.model,
+                    &value["error"],
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// What a stream has produced so far.
+#[derive(Default)]
+struct StreamState {
+    message: AssistantMessage,
+    /// Open content blocks by index.
+    blocks: BTreeMap<u64, Block>,
+    usage: Usage,
+    finish: Option<FinishReason>,
+    /// `message_stop` arrived.
+    stopped: bool,
 }
 
 #[async_trait::async_trait]
@@ -286,15 +376,17 @@ impl super::Provider for Anthropic {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let response = self
-            .transport
-            .post_json(&self.url, &self.body(request))
-            .await?;
-        if self.stream {
-            self.read_stream(response, events).await
-        } else {
-            self.read_json(response, events).await
-        }
+        let body = self.body(request);
+        self.transport
+            .with_stream_retries(|| async {
+                let response = self.transport.post_json(&self.url, &body).await?;
+                Ok(if self.stream {
+                    self.read_stream(response, events).await
+                } else {
+                    self.read_json(response, events).await
+                })
+            })
+            .await
     }
 }
 

@@ -100,6 +100,21 @@ pub enum LlmError {
         /// What was wrong, with the offending bytes.
         detail: String,
     },
+    /// The body broke off (connection reset, incomplete chunked encoding, read
+    /// timeout) before the response was complete. Retried like a connection error.
+    #[error(
+        "{provider}: the response was cut at byte {offset}: {detail} (after {retries} retries)"
+    )]
+    Truncated {
+        /// Provider name.
+        provider: &'static str,
+        /// Bytes received.
+        offset: usize,
+        /// How it broke off.
+        detail: String,
+        /// Retries made before giving up.
+        retries: u32,
+    },
     /// A scripted model has no turn left for this requester.
     #[error("scripted model `{model}` ({script}) has no turn left for profile `{profile}`")]
     ScriptExhausted {
@@ -113,6 +128,125 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// Whether a new attempt may succeed: rate limits, overload and server errors
+    /// reported inside a stream, and bodies cut by the transport.
+    pub(crate) fn retryable_after_start(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. } | LlmError::Server { .. } | LlmError::Truncated { .. }
+        )
+    }
+
+    /// This error as the `retries`-th retry reports it.
+    pub(crate) fn with_retries(mut self, count: u32) -> Self {
+        match &mut self {
+            LlmError::RateLimited { retries, .. }
+            | LlmError::Server { retries, .. }
+            | LlmError::Truncated { retries, .. }
+            | LlmError::Connection { retries, .. } => *retries = count,
+            _ => {}
+        }
+        self
+    }
+
+    /// The typed error for an error object a provider sent inside a successful
+    /// (HTTP 200) stream or body: `{"type": …, "code": …, "message": …}` as OpenAI,
+    /// Anthropic, Groq and OpenRouter send it. Rate limits, overload and server
+    /// errors keep their code and are retried.
+    pub(crate) fn in_stream(
+        provider: &'static str,
+        model: &str,
+        error: &serde_json::Value,
+    ) -> LlmError {
+        let text = |key: &str| error[key].as_str().unwrap_or_default().to_ascii_lowercase();
+        let (kind, code, message) = (
+            text("type"),
+            text("code"),
+            error["message"].as_str().unwrap_or_default(),
+        );
+        let numeric = error["code"]
+            .as_u64()
+            .or_else(|| error["status"].as_u64())
+            .or_else(|| code.parse().ok());
+        let excerpt = super::transport::excerpt(&format!(
+            "in-stream error{}{}: {message}",
+            if kind.is_empty() {
+                String::new()
+            } else {
+                format!(" {kind}")
+            },
+            if code.is_empty() || code == kind {
+                String::new()
+            } else {
+                format!(" ({code})")
+            },
+        ));
+        let says = |words: &[&str]| words.iter().any(|w| kind.contains(w) || code.contains(w));
+        let model = model.to_string();
+        match numeric {
+            Some(429) => LlmError::RateLimited {
+                provider,
+                model,
+                retries: 0,
+                excerpt,
+            },
+            Some(status @ 500..=599) => LlmError::Server {
+                provider,
+                status: status as u16,
+                retries: 0,
+                excerpt,
+            },
+            _ if says(&["rate_limit", "rate limit", "too_many_requests"]) => {
+                LlmError::RateLimited {
+                    provider,
+                    model,
+                    retries: 0,
+                    excerpt,
+                }
+            }
+            _ if says(&["overloaded"]) => LlmError::Server {
+                provider,
+                status: 529,
+                retries: 0,
+                excerpt,
+            },
+            _ if says(&[
+                "server_error",
+                "api_error",
+                "internal",
+                "unavailable",
+                "timeout",
+            ]) =>
+            {
+                LlmError::Server {
+                    provider,
+                    status: 500,
+                    retries: 0,
+                    excerpt,
+                }
+            }
+            _ if says(&["context_length", "context length"])
+                || message.to_ascii_lowercase().contains("context length") =>
+            {
+                LlmError::ContextTooLong {
+                    provider,
+                    model,
+                    excerpt,
+                }
+            }
+            Some(status @ 400..=499) => LlmError::BadRequest {
+                provider,
+                status: status as u16,
+                excerpt,
+            },
+            _ => LlmError::BadRequest {
+                provider,
+                status: 400,
+                excerpt,
+            },
+        }
+    }
+
     /// A short, stable name for the kind of failure (for traces).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -125,6 +259,7 @@ impl LlmError {
             LlmError::Server { .. } => "server_error",
             LlmError::Connection { .. } => "connection",
             LlmError::Malformed { .. } => "malformed_response",
+            LlmError::Truncated { .. } => "truncated_response",
             LlmError::ScriptExhausted { .. } => "script_exhausted",
         }
     }

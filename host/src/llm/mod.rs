@@ -10,7 +10,7 @@ pub mod anthropic;
 mod error;
 pub mod openai;
 pub mod scripted;
-mod sse;
+pub(crate) mod sse;
 mod transport;
 
 use std::collections::BTreeMap;
@@ -51,6 +51,15 @@ pub struct AssistantMessage {
     pub text: String,
     /// Tool calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
+    /// Reasoning the model showed (`reasoning_content`, `reasoning`, Anthropic
+    /// thinking): kept out of the answer, never sent back as text.
+    pub reasoning: String,
+    /// A refusal the model gave instead of an answer (OpenAI's `refusal`).
+    pub refusal: Option<String>,
+    /// Content blocks to send back unchanged in the next request (Anthropic
+    /// `thinking` with its signature, `redacted_thinking`), which the API requires
+    /// when tools are used with extended thinking.
+    pub provider_blocks: Vec<serde_json::Value>,
 }
 
 /// One message of a conversation (the system prompt is separate).

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::sse::SseParser;
-use super::transport::{api_key, excerpt, json_offset, malformed, Transport};
+use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
     LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
@@ -101,134 +101,232 @@ impl OpenAi {
         let body = self.transport.body(response).await?;
         let value: Value = serde_json::from_slice(&body)
             .map_err(|e| malformed("openai", json_offset(&body, &e), &e.to_string(), &body))?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(LlmError::in_stream("openai", &self.transport.model, error));
+        }
         let choice = &value["choices"][0];
-        let text = choice["message"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let tool_calls: Vec<ToolCall> = choice["message"]["tool_calls"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|call| ToolCall {
-                id: call["id"].as_str().unwrap_or_default().to_string(),
-                name: call["function"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                arguments: call["function"]["arguments"]
-                    .as_str()
-                    .unwrap_or("{}")
-                    .to_string(),
-            })
-            .collect();
-        let usage = usage(&value["usage"]);
-        let finish = finish_reason(choice["finish_reason"].as_str().unwrap_or("stop"));
-        let message = AssistantMessage { text, tool_calls };
+        let mut assembly = Assembly::default();
+        assembly.message(&choice["message"]);
+        assembly.usage = usage(&value).unwrap_or_default();
+        assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
+        let (message, finish, usage) = assembly.into_parts();
         emit_whole(events, &message, usage, &finish);
         Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
-    async fn read_stream(
+    pub(crate) async fn read_stream(
         &self,
         mut response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         let mut parser = SseParser::default();
-        let mut text = String::new();
-        // Tool calls arrive as fragments keyed by `index`: id and name first, then
-        // pieces of the arguments.
-        let mut calls: BTreeMap<u64, ToolCall> = BTreeMap::new();
-        let mut finish = None;
-        let mut usage_seen = Usage::default();
-        let mut done = false;
+        let mut assembly = Assembly::default();
         while let Some(chunk) = self
             .transport
             .chunk(&mut response, parser.position())
             .await?
         {
             for event in parser.push(&chunk) {
-                if event.data == "[DONE]" {
-                    done = true;
-                    continue;
-                }
-                let value: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    malformed(
-                        "openai",
-                        event.offset,
-                        &format!("bad JSON in stream ({e})"),
-                        event.data.as_bytes(),
-                    )
-                })?;
-                if let Some(error) = value.get("error") {
-                    return Err(LlmError::Server {
-                        provider: "openai",
-                        status: 0,
-                        retries: 0,
-                        excerpt: excerpt(&error.to_string()),
-                    });
-                }
-                if value["usage"].is_object() {
-                    usage_seen = usage(&value["usage"]);
-                    emit(events, StreamEvent::Usage(usage_seen));
-                }
-                let Some(choice) = value["choices"].get(0) else {
-                    continue;
-                };
-                let delta = &choice["delta"];
-                if let Some(piece) = delta["content"].as_str().filter(|p| !p.is_empty()) {
-                    text.push_str(piece);
-                    emit(events, StreamEvent::TextDelta(piece.to_string()));
-                }
-                for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
-                    let index = fragment["index"].as_u64().unwrap_or(0);
-                    let call = calls.entry(index).or_insert_with(|| ToolCall {
-                        id: String::new(),
-                        name: String::new(),
-                        arguments: String::new(),
-                    });
-                    if let Some(id) = fragment["id"].as_str() {
-                        call.id = id.to_string();
-                    }
-                    if let Some(name) = fragment["function"]["name"].as_str() {
-                        call.name.push_str(name);
-                    }
-                    if let Some(arguments) = fragment["function"]["arguments"].as_str() {
-                        call.arguments.push_str(arguments);
-                    }
-                }
-                if let Some(reason) = choice["finish_reason"].as_str() {
-                    finish = Some(finish_reason(reason));
-                }
+                self.stream_event(&mut assembly, &event, events)?;
             }
         }
-        if let Some((offset, rest)) = parser.unfinished() {
-            return Err(malformed(
-                "openai",
-                offset,
-                "the stream ended inside an event",
-                rest.as_bytes(),
-            ));
+        // The body ended cleanly: a last event without its blank line still counts,
+        // and a stream without `[DONE]` (Ollama and others) is complete.
+        for event in parser.finish() {
+            self.stream_event(&mut assembly, &event, events)?;
         }
-        let Some(finish) = finish.filter(|_| done) else {
-            return Err(malformed(
-                "openai",
-                parser.position(),
-                "the stream ended before its final chunk ([DONE])",
-                b"",
-            ));
-        };
-        let tool_calls: Vec<ToolCall> = calls.into_values().collect();
-        for call in &tool_calls {
+        let (message, finish, usage) = assembly.into_parts();
+        for call in &message.tool_calls {
             emit(events, StreamEvent::ToolCall(call.clone()));
         }
         emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(ChatResponse::priced(
-            AssistantMessage { text, tool_calls },
-            finish,
-            usage_seen,
-            &self.price,
-        ))
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
+    }
+
+    /// Applies one SSE event (`[DONE]` only marks the end, which the body's end
+    /// marks as well).
+    fn stream_event(
+        &self,
+        assembly: &mut Assembly,
+        event: &super::sse::SseEvent,
+        events: &EventSink,
+    ) -> Result<(), LlmError> {
+        if event.data.trim() == "[DONE]" || event.data.trim().is_empty() {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_str(&event.data).map_err(|e| {
+            malformed(
+                "openai",
+                event.offset,
+                &format!("bad JSON in stream ({e})"),
+                event.data.as_bytes(),
+            )
+        })?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(LlmError::in_stream("openai", &self.transport.model, error));
+        }
+        if event.event.as_deref() == Some("error") {
+            return Err(LlmError::in_stream("openai", &self.transport.model, &value));
+        }
+        if let Some(seen) = usage(&value) {
+            assembly.usage = seen;
+            emit(events, StreamEvent::Usage(seen));
+        }
+        let Some(choice) = value["choices"].get(0) else {
+            return Ok(());
+        };
+        let before = assembly.text.len();
+        assembly.message(&choice["delta"]);
+        if assembly.text.len() > before {
+            emit(
+                events,
+                StreamEvent::TextDelta(assembly.text[before..].to_string()),
+            );
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            assembly.finish = Some(finish_reason(reason));
+        }
+        Ok(())
+    }
+}
+
+/// An assistant message put together from a whole `message` or from stream deltas,
+/// as OpenAI-compatible servers really send them.
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    reasoning: String,
+    refusal: Option<String>,
+    /// Calls in arrival order.
+    calls: Vec<ToolCall>,
+    /// `index` → position in `calls`, for servers that number their fragments.
+    by_index: BTreeMap<u64, usize>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl Assembly {
+    /// Applies a `message` or a `delta`.
+    fn message(&mut self, part: &Value) {
+        match &part["content"] {
+            Value::String(text) => self.text.push_str(text),
+            // Content as parts (Mistral): text parts are the answer, thinking parts
+            // are reasoning.
+            Value::Array(parts) => {
+                for piece in parts {
+                    match piece["type"].as_str() {
+                        Some("text") => self
+                            .text
+                            .push_str(piece["text"].as_str().unwrap_or_default()),
+                        Some("thinking") => {
+                            self.reasoning.push_str(&parts_text(&piece["thinking"]))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(reasoning) = part[key].as_str() {
+                self.reasoning.push_str(reasoning);
+            }
+        }
+        if let Some(refusal) = part["refusal"].as_str() {
+            self.refusal
+                .get_or_insert_with(String::new)
+                .push_str(refusal);
+        }
+        for fragment in part["tool_calls"].as_array().into_iter().flatten() {
+            self.tool_call(fragment);
+        }
+    }
+
+    /// One tool-call fragment. Fragments are matched by `index` when the server
+    /// numbers them; otherwise a fragment with a new `id` starts a new call and one
+    /// without an id continues the last call. A whole call may come in one fragment,
+    /// and arguments may be an object rather than a string.
+    fn tool_call(&mut self, fragment: &Value) {
+        let id = fragment["id"].as_str().filter(|id| !id.is_empty());
+        let position = match fragment["index"].as_u64() {
+            Some(index) => match self.by_index.get(&index) {
+                Some(&position) => Some(position),
+                None => {
+                    self.by_index.insert(index, self.calls.len());
+                    None
+                }
+            },
+            None => match id {
+                Some(id) if self.calls.iter().any(|c| c.id == id) => {
+                    self.calls.iter().position(|c| c.id == id)
+                }
+                Some(_) => None,
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let position = position.unwrap_or_else(|| {
+            self.calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[position];
+        if let Some(id) = id {
+            call.id = id.to_string();
+        }
+        // Some servers repeat the name in every fragment; others send it once.
+        if let Some(name) = fragment["function"]["name"].as_str() {
+            if call.name.is_empty() {
+                call.name = name.to_string();
+            } else if call.name != name {
+                call.name.push_str(name);
+            }
+        }
+        match &fragment["function"]["arguments"] {
+            Value::String(piece) => call.arguments.push_str(piece),
+            Value::Null => {}
+            object => call.arguments.push_str(&object.to_string()),
+        }
+    }
+
+    /// The message, the finish reason (inferred when none was sent: tool calls, else
+    /// stop) and the usage.
+    fn into_parts(mut self) -> (AssistantMessage, FinishReason, Usage) {
+        for (n, call) in self.calls.iter_mut().enumerate() {
+            if call.arguments.trim().is_empty() {
+                call.arguments = "{}".into();
+            }
+            if call.id.is_empty() {
+                call.id = format!("call_{n}");
+            }
+        }
+        let finish = self.finish.unwrap_or(if self.calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
+        let message = AssistantMessage {
+            text: self.text,
+            tool_calls: self.calls,
+            reasoning: self.reasoning,
+            refusal: self.refusal,
+            provider_blocks: Vec::new(),
+        };
+        (message, finish, self.usage)
+    }
+}
+
+/// The text of a `thinking` value: a string, or a list of `{text}` parts.
+fn parts_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().or(p.as_str()))
+            .collect(),
+        _ => String::new(),
     }
 }
 
@@ -243,34 +341,42 @@ impl super::Provider for OpenAi {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let response = self
-            .transport
-            .post_json(&self.url, &self.body(request))
-            .await?;
-        if self.stream {
-            self.read_stream(response, events).await
-        } else {
-            self.read_json(response, events).await
-        }
+        let body = self.body(request);
+        self.transport
+            .with_stream_retries(|| async {
+                let response = self.transport.post_json(&self.url, &body).await?;
+                Ok(if self.stream {
+                    self.read_stream(response, events).await
+                } else {
+                    self.read_json(response, events).await
+                })
+            })
+            .await
     }
 }
 
-fn usage(value: &Value) -> Usage {
-    Usage {
-        input_tokens: value["prompt_tokens"].as_u64().unwrap_or(0),
-        cached_input_tokens: value["prompt_tokens_details"]["cached_tokens"]
+/// The usage a chunk or body reports: `usage`, or where Groq puts it in streams
+/// (`x_groq.usage`).
+fn usage(value: &Value) -> Option<Usage> {
+    let usage = [&value["usage"], &value["x_groq"]["usage"]]
+        .into_iter()
+        .find(|u| u.is_object())?;
+    Some(Usage {
+        input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+        cached_input_tokens: usage["prompt_tokens_details"]["cached_tokens"]
             .as_u64()
             .unwrap_or(0),
-        output_tokens: value["completion_tokens"].as_u64().unwrap_or(0),
-    }
+        output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+    })
 }
 
 fn finish_reason(reason: &str) -> FinishReason {
     match reason {
-        "stop" => FinishReason::Stop,
+        // `eos` (Together), `end_turn` (some proxies of Anthropic models): a normal end.
+        "stop" | "eos" | "end_turn" | "stop_sequence" => FinishReason::Stop,
         "tool_calls" | "function_call" => FinishReason::ToolCalls,
         "length" => FinishReason::Length,
-        "content_filter" => FinishReason::ContentFilter,
+        "content_filter" | "refusal" => FinishReason::ContentFilter,
         other => FinishReason::Other(other.to_string()),
     }
 }

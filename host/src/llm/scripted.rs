@@ -213,6 +213,7 @@ impl super::Provider for Scripted {
         let message = AssistantMessage {
             text: turn.text,
             tool_calls,
+            ..AssistantMessage::default()
         };
         emit_whole(events, &message, usage, &finish);
         Ok(ChatResponse::priced(message, finish, usage, &self.price))

@@ -1,5 +1,11 @@
 //! A server-sent-events parser that is fed raw chunks and remembers byte offsets, so
 //! a malformed or truncated stream can be reported at its position.
+//!
+//! As the specification has it: lines end in `\r\n`, `\n` or a bare `\r` (a `\r` at
+//! the end of a chunk waits for the next byte); `data:` with or without the space;
+//! comment lines (`: keep-alive`) and `id:` / `retry:` are ignored; several `data:`
+//! lines join with `\n`; a blank line dispatches the event. At the end of the body,
+//! [`SseParser::finish`] dispatches a last event that had no closing blank line.
 
 /// One dispatched event.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,6 +31,8 @@ pub(crate) struct SseParser {
     data: Vec<String>,
     /// Offset of the event being read, once it has a field.
     event_offset: Option<usize>,
+    /// The last line ended with `\r`: a `\n` right after it belongs to that end.
+    after_cr: bool,
 }
 
 impl SseParser {
@@ -33,38 +41,81 @@ impl SseParser {
         self.partial.extend_from_slice(chunk);
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(newline) = self.partial[start..].iter().position(|b| *b == b'\n') {
-            let end = start + newline;
-            let line = String::from_utf8_lossy(&self.partial[start..end]);
-            let line = line.strip_suffix('\r').unwrap_or(&line);
-            let line_offset = self.offset + start;
-            if line.is_empty() {
-                if let Some(offset) = self.event_offset.take() {
-                    events.push(SseEvent {
-                        event: self.event.take(),
-                        data: self.data.join("\n"),
-                        offset,
-                    });
-                    self.data.clear();
-                }
-            } else if !line.starts_with(':') {
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                self.event_offset.get_or_insert(line_offset);
-                match field {
-                    "data" => self.data.push(value.to_string()),
-                    "event" => self.event = Some(value.to_string()),
-                    _ => {}
+        if self.after_cr && self.partial.first() == Some(&b'\n') {
+            start = 1;
+        }
+        if !self.partial.is_empty() {
+            self.after_cr = false;
+        }
+        while let Some(found) = self.partial[start..]
+            .iter()
+            .position(|b| *b == b'\n' || *b == b'\r')
+        {
+            let end = start + found;
+            let mut next = end + 1;
+            if self.partial[end] == b'\r' {
+                match self.partial.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    // `\r` last in the buffer: its line is complete, and a `\n`
+                    // opening the next chunk is part of the same line end.
+                    None => self.after_cr = true,
                 }
             }
-            start = end + 1;
+            let line = String::from_utf8_lossy(&self.partial[start..end]).into_owned();
+            self.line(&line, self.offset + start, &mut events);
+            start = next;
         }
         self.partial.drain(..start);
         self.offset += start;
         events
     }
 
-    /// At end of stream: the offset and bytes of an unfinished event, if any.
+    /// At the end of the body: the last line even without its line end, and the event
+    /// being read even without its blank line.
+    pub(crate) fn finish(&mut self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        if !self.partial.is_empty() {
+            let line = String::from_utf8_lossy(&self.partial).into_owned();
+            let offset = self.offset;
+            self.offset += self.partial.len();
+            self.partial.clear();
+            self.line(&line, offset, &mut events);
+        }
+        self.line("", self.offset, &mut events);
+        events
+    }
+
+    fn line(&mut self, line: &str, line_offset: usize, events: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            if let Some(offset) = self.event_offset.take() {
+                events.push(SseEvent {
+                    event: self.event.take(),
+                    data: self.data.join("\n"),
+                    offset,
+                });
+                self.data.clear();
+            }
+        } else if !line.starts_with(':') {
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "data" => {
+                    self.event_offset.get_or_insert(line_offset);
+                    self.data.push(value.to_string());
+                }
+                "event" => {
+                    self.event_offset.get_or_insert(line_offset);
+                    self.event = Some(value.to_string());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// At end of stream: the offset and bytes of an unfinished event, if any (what
+    /// [`SseParser::finish`] would have to complete).
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn unfinished(&self) -> Option<(usize, String)> {
         if let Some(offset) = self.event_offset {
             return Some((
@@ -110,6 +161,26 @@ mod tests {
         assert_eq!(events[1].data, "two");
         assert_eq!(events[1].offset, 43);
         assert_eq!(parser.unfinished(), None);
+    }
+
+    #[test]
+    fn line_ends_of_every_kind_and_a_last_event_without_its_blank_line() {
+        let stream = b"data: a\r\rdata:b\r\n\r\n: keep-alive\nid: 7\nretry: 10\ndata: c\ndata: d\n\nevent: last\ndata: {\"end\":true}";
+        for size in 1..stream.len() {
+            let mut parser = SseParser::default();
+            let mut events = Vec::new();
+            for chunk in stream.chunks(size) {
+                events.extend(parser.push(chunk));
+            }
+            events.extend(parser.finish());
+            let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+            assert_eq!(
+                data,
+                ["a", "b", "c\nd", "{\"end\":true}"],
+                "chunks of {size}"
+            );
+            assert_eq!(events[3].event.as_deref(), Some("last"));
+        }
     }
 
     #[test]

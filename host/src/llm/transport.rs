@@ -157,6 +157,34 @@ impl Transport {
         }
     }
 
+    /// Runs `attempt` (a request, then the reading of its whole response) again while
+    /// the reading fails in a way a new attempt may fix (a rate limit, overload or
+    /// server error inside the stream, a cut body), with the same backoff as HTTP
+    /// errors, up to `max_retries`. An outer `Err` is the request's own failure,
+    /// already retried by [`Transport::post_json`], and is returned as is.
+    pub(crate) async fn with_stream_retries<F, Fut>(
+        &self,
+        attempt: F,
+    ) -> Result<super::ChatResponse, LlmError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Result<super::ChatResponse, LlmError>, LlmError>>,
+    {
+        let mut retries = 0;
+        loop {
+            match attempt().await? {
+                Err(error) if error.retryable_after_start() && retries < self.max_retries => {
+                    let delay = self.backoff(retries);
+                    warn!(provider = self.provider, model = %self.model, retry = retries + 1, ?delay, "retrying model call: {error}");
+                    tokio::time::sleep(delay).await;
+                    retries += 1;
+                }
+                Err(error) => return Err(error.with_retries(retries)),
+                Ok(response) => return Ok(response),
+            }
+        }
+    }
+
     /// Reads the next body chunk within the read timeout.
     pub(crate) async fn chunk(
         &self,
@@ -165,15 +193,17 @@ impl Transport {
     ) -> Result<Option<bytes::Bytes>, LlmError> {
         match tokio::time::timeout(self.read_timeout, response.chunk()).await {
             Ok(Ok(chunk)) => Ok(chunk),
-            Ok(Err(e)) => Err(LlmError::Malformed {
+            Ok(Err(e)) => Err(LlmError::Truncated {
                 provider: self.provider,
                 offset: position,
                 detail: format!("the response body broke off: {}", describe(&e)),
+                retries: 0,
             }),
-            Err(_) => Err(LlmError::Malformed {
+            Err(_) => Err(LlmError::Truncated {
                 provider: self.provider,
                 offset: position,
                 detail: format!("no data for {:?} (read timeout)", self.read_timeout),
+                retries: 0,
             }),
         }
     }
