@@ -19,7 +19,9 @@ use crate::config::{AgentLimits, Profile};
 use crate::events::{summarize, Event};
 use crate::host::HostParts;
 use crate::jobs::{result_block, JobId, Phase, Tree};
-use crate::llm::{ChatRequest, Message, Requester, StreamEvent, ToolCall, ToolDefinition, Usage};
+use crate::llm::{
+    ChatRequest, FinishReason, Message, Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+};
 use crate::plugin::ToolAccess;
 
 /// How an agent ended.
@@ -37,6 +39,11 @@ pub enum AgentState {
     MaxTurns,
     /// The run's budget or its own cost cap was used up.
     BudgetExceeded,
+    /// The model's answer was cut at its output limit (`length`, `max_tokens`) with
+    /// no tool call: what it wrote is incomplete.
+    Truncated,
+    /// The provider refused or filtered the answer (`content_filter`, a refusal).
+    Refused,
 }
 
 impl AgentState {
@@ -49,7 +56,26 @@ impl AgentState {
             AgentState::TimedOut => "timed_out",
             AgentState::MaxTurns => "max_turns",
             AgentState::BudgetExceeded => "budget_exceeded",
+            AgentState::Truncated => "truncated",
+            AgentState::Refused => "refused",
         }
+    }
+
+    /// Every state, for parsing names back.
+    pub const ALL: [AgentState; 8] = [
+        AgentState::Ok,
+        AgentState::Error,
+        AgentState::Cancelled,
+        AgentState::TimedOut,
+        AgentState::MaxTurns,
+        AgentState::BudgetExceeded,
+        AgentState::Truncated,
+        AgentState::Refused,
+    ];
+
+    /// The state named `name` (as [`AgentState::as_str`] writes it).
+    pub fn from_name(name: &str) -> Option<AgentState> {
+        AgentState::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -359,7 +385,32 @@ impl Agent {
             });
             progress.text = response.message.text.clone();
             let calls = response.message.tool_calls.clone();
+            let refusal = response.message.refusal.clone();
             history.push(Message::Assistant(response.message));
+
+            // An answer that lost its end or was withheld is not success.
+            if calls.is_empty() {
+                match (&response.finish, refusal) {
+                    (_, Some(refusal)) => {
+                        return Err((AgentState::Refused, format!("refused: {refusal}")))
+                    }
+                    (FinishReason::Length, None) => {
+                        return Err((
+                            AgentState::Truncated,
+                            format!(
+                                "truncated at max_tokens: the answer hit the model's output limit (raise max_tokens in [models.{model}])"
+                            ),
+                        ))
+                    }
+                    (FinishReason::ContentFilter, None) => {
+                        return Err((
+                            AgentState::Refused,
+                            "refused: the provider's content filter withheld the answer".into(),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
 
             if calls.is_empty() {
                 let children = self.tree.children(&self.id);

@@ -328,3 +328,104 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
     let body = provider.body(&next);
     assert_eq!(&body["messages"][1]["content"][0], &thinking[0]);
 }
+
+/// A finish reason that loses the answer is not success: `length` with no tool call
+/// ends the agent `truncated`, a refusal or content filter ends it `refused`, and the
+/// parent's result block, the run's JSON and the table say so.
+#[tokio::test]
+async fn truncated_and_refused_answers_end_in_their_own_states() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let world = crate::support::World::new();
+    let server = FakeLlm::start().await;
+    let answer = |finish: &str, message: Value| {
+        Reply::json(json!({
+            "choices": [{"finish_reason": finish, "message": message}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        }))
+    };
+    server.route(
+        "ROOT",
+        Reply::json(json!({
+            "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "spawn_agent", "arguments": "{\"profile\":\"worker\",\"task\":\"CUT\",\"background\":false}"}},
+                {"id": "c2", "type": "function", "function": {"name": "spawn_agent", "arguments": "{\"profile\":\"worker\",\"task\":\"REFUSE\",\"background\":false}"}}
+            ]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+        })),
+    );
+    server.route(
+        "CUT",
+        answer(
+            "length",
+            json!({"role": "assistant", "content": "The first half of"}),
+        ),
+    );
+    server.route(
+        "REFUSE",
+        answer(
+            "stop",
+            json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+        ),
+    );
+    server.route(
+        "refused",
+        answer(
+            "length",
+            json!({"role": "assistant", "content": "Both failed and"}),
+        ),
+    );
+    let config = world.config(&format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\
+         [profiles.main]\ntools = []\n[profiles.worker]\ntools = []\n",
+        server.base_url
+    ));
+    let host = warren::Host::load(warren::Config::load(&config).unwrap())
+        .await
+        .unwrap();
+    let report = host.start("main", "ROOT", None).unwrap().wait().await;
+    assert_eq!(
+        report.root.state,
+        warren::AgentState::Truncated,
+        "{:?}",
+        report.root
+    );
+    assert!(report
+        .root
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("truncated at max_tokens"));
+    let results: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("refused"))
+        .flat_map(|r| r.body["messages"].as_array().unwrap().clone())
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains(": ERROR] worker · truncated at max_tokens")),
+        "{results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains(": ERROR] worker · refused: I can't help with that.")),
+        "{results:?}"
+    );
+    let states: Vec<&str> = report
+        .agents
+        .iter()
+        .filter_map(|job| match &job.phase {
+            warren::jobs::Phase::Done(outcome) => Some(outcome.state.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        states.contains(&"refused") && states.contains(&"truncated"),
+        "{states:?}"
+    );
+}

@@ -280,7 +280,11 @@ pub fn result_block(job: &Job) -> String {
                 AgentState::Ok => "OK",
                 AgentState::Cancelled => "CANCELLED",
                 AgentState::TimedOut => "TIMEOUT",
-                AgentState::Error | AgentState::MaxTurns | AgentState::BudgetExceeded => "ERROR",
+                AgentState::Error
+                | AgentState::MaxTurns
+                | AgentState::BudgetExceeded
+                | AgentState::Truncated
+                | AgentState::Refused => "ERROR",
             };
             let header = match outcome.state {
                 AgentState::Ok => format!(

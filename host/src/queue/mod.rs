@@ -356,14 +356,7 @@ impl JobOutcome {
 
     /// Back to an agent outcome.
     pub fn into_outcome(self) -> AgentOutcome {
-        let state = match self.state.as_str() {
-            "ok" => AgentState::Ok,
-            "cancelled" => AgentState::Cancelled,
-            "timed_out" => AgentState::TimedOut,
-            "max_turns" => AgentState::MaxTurns,
-            "budget_exceeded" => AgentState::BudgetExceeded,
-            _ => AgentState::Error,
-        };
+        let state = AgentState::from_name(&self.state).unwrap_or(AgentState::Error);
         AgentOutcome {
             state,
             text: self.text,
