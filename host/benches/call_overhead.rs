@@ -83,6 +83,7 @@ fn main() -> anyhow::Result<()> {
             system_prompt: String::new(),
             model: None,
             limits: Default::default(),
+            max_turns_ceiling: 10,
             inherit_model: false,
             source: warren::config::ProfileSource::Config,
             notes: Vec::new(),

@@ -24,6 +24,11 @@ use crate::llm::{
 };
 use crate::plugin::ToolAccess;
 
+/// The system prompt of a sub-agent whose profile has none.
+pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
+use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do \
+and why. Your final message is all your parent will see.";
+
 /// How an agent ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgentState {
@@ -579,7 +584,13 @@ impl Agent {
     }
 
     fn system_prompt(&self) -> String {
-        let mut parts = vec![self.profile.system_prompt.clone()];
+        // A sub-agent whose profile has no prompt of its own still learns its role.
+        let own = if self.profile.system_prompt.trim().is_empty() && self.depth > 0 {
+            SUBAGENT_PROMPT.to_string()
+        } else {
+            self.profile.system_prompt.clone()
+        };
+        let mut parts = vec![own];
         parts.extend(self.extra_prompt.clone());
         let profiles = &self.host.config.profiles;
         if self.can_spawn() && !profiles.is_empty() {

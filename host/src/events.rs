@@ -28,6 +28,9 @@ pub enum Event {
         profile: String,
         /// The start of its task.
         task: String,
+        /// The short label its parent gave (`description`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
     },
     /// An agent started its loop.
     AgentStarted {

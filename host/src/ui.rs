@@ -52,6 +52,7 @@ fn fit(line: &str, width: usize) -> String {
 struct AgentLine {
     parent: Option<String>,
     profile: String,
+    label: Option<String>,
     doing: String,
     turns: u32,
     tokens: u64,
@@ -95,6 +96,7 @@ impl AgentTree {
                     .or_insert_with(|| AgentLine {
                         parent: parent.clone(),
                         profile: profile.clone(),
+                        label: None,
                         doing: "queued".into(),
                         turns: 0,
                         tokens: 0,
@@ -102,6 +104,12 @@ impl AgentTree {
                         started: None,
                         finished: None,
                     });
+                if let Event::AgentQueued {
+                    label: Some(label), ..
+                } = event
+                {
+                    line.label = Some(label.clone());
+                }
                 if matches!(event, Event::AgentStarted { .. }) {
                     line.started = Some(Instant::now());
                     line.doing = "starting".into();
@@ -210,7 +218,11 @@ impl AgentTree {
                 )
             }
         };
-        out.push(format!("{prefix}{branch}{id} {} {status}", line.profile));
+        let name = match &line.label {
+            Some(label) => format!("{} ({label})", line.profile),
+            None => line.profile.clone(),
+        };
+        out.push(format!("{prefix}{branch}{id} {name} {status}"));
         let children: Vec<&String> = self
             .order
             .iter()
@@ -274,6 +286,7 @@ pub fn plain_line(event: &Event) -> Option<String> {
             parent,
             profile,
             task,
+            ..
         } => {
             format!(
                 "[{agent}] queued {profile} (parent {}): {task}",

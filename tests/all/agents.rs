@@ -465,7 +465,7 @@ async fn limits_failures_and_spawn_argument_errors() {
     assert_eq!(errors[0], "`task` is required and must not be empty");
     assert_eq!(
         errors[1],
-        "unknown profile `nobody` (available: main, worker)"
+        "unknown profile `nobody` (available: main, worker; or leave `profile` out to use your own)"
     );
     assert_eq!(errors[2], "tool `http_get` is not available to profile `worker` (available: list_dir, read_file, write_file)");
     assert!(

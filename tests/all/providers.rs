@@ -429,3 +429,102 @@ async fn truncated_and_refused_answers_end_in_their_own_states() {
         "{states:?}"
     );
 }
+
+/// Spawn calls as other sub-agent systems shape them: no `profile` (the parent's own,
+/// even with no `[profiles]` at all), a `description` label, `tools` as a comma
+/// string, `max_turns` raised up to the profile's ceiling, and a built-in prompt for a
+/// sub-agent whose profile has none.
+#[tokio::test]
+async fn spawn_calls_shaped_like_other_systems_work() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let world = crate::support::World::new();
+    let server = FakeLlm::start().await;
+    let call = |id: &str, name: &str, args: Value| {
+        Reply::json(json!({
+            "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}
+            ]}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        }))
+    };
+    let done = |text: &str| {
+        Reply::json(json!({
+            "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        }))
+    };
+    server.route(
+        "ROOT",
+        call("s1", "spawn_agent", json!({
+            "task": "COUNT the notes", "description": "Count notes", "tools": "list_dir, read_file",
+            "max_turns": 5, "background": false
+        })),
+    );
+    // The child needs four turns: more than max_turns = 3, within the spawn's 5.
+    server.route("COUNT", call("l1", "list_dir", json!({"path": "/docs"})));
+    server.route("notes.md", call("l2", "list_dir", json!({"path": "/docs"})));
+    server.push(call("l3", "read_file", json!({"path": "/docs/notes.md"})));
+    server.push(done("three lines"));
+    server.push(done("root: three lines"));
+    let config = world.config(&format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\
+         [defaults]\nmax_turns = 3\nmax_turns_ceiling = 10\nmax_depth = 1\n[defaults.capabilities]\nfs = [{{ host = \"docs\", guest = \"/docs\" }}]\n",
+        server.base_url
+    ));
+    let config = warren::Config::load(&config).unwrap();
+    assert!(
+        config.profiles.is_empty(),
+        "no [profiles]: main is implicit"
+    );
+    let host = warren::Host::load(config).await.unwrap();
+    let report = host.start("main", "ROOT", None).unwrap().wait().await;
+    assert_eq!(
+        report.root.state,
+        warren::AgentState::Ok,
+        "{:?}",
+        report.root
+    );
+    let requests = server.requests();
+    let spawn = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "spawn_agent")
+        .unwrap()["function"]["parameters"]
+        .clone();
+    assert!(
+        spawn["properties"]["profile"].get("enum").is_none(),
+        "{spawn}"
+    );
+    assert_eq!(spawn["required"], json!(["task"]));
+    let child: Vec<_> = requests
+        .iter()
+        .filter(|r| {
+            r.body["messages"][1]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("COUNT"))
+        })
+        .collect();
+    assert_eq!(
+        child.len(),
+        4,
+        "four child turns within the raised max_turns"
+    );
+    assert!(child[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("You are a sub-agent"));
+    let offered: Vec<&str> = child[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["list_dir", "read_file"]);
+    let result = requests.last().unwrap().body.to_string();
+    assert!(
+        result.contains(": OK] main (Count notes) · 4 turns"),
+        "{result}"
+    );
+}

@@ -545,7 +545,8 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
 #[test]
 fn a_worker_killed_mid_job_loses_nothing() {
     let redis = Redis::start();
-    let script = &one_child_script("slow topic", 2500, "slow topic done", "got it");
+    // Long enough for a second worker to start (and load its plugins) on a busy machine.
+    let script = &one_child_script("slow topic", 6000, "slow topic done", "got it");
     let dir = world("", script);
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
     let parent = run_parent_in_background(dir.path(), &redis, &["--events", "events.jsonl"]);

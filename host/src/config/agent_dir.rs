@@ -46,6 +46,7 @@ pub struct SkippedFile {
 /// What an agent file's profile inherits.
 pub(super) struct AgentDefaults<'a> {
     pub(super) capabilities: &'a CapabilitySet,
+    pub(super) max_turns_ceiling: u32,
     pub(super) model: &'a Option<String>,
     pub(super) limits: &'a AgentLimits,
     pub(super) models: &'a BTreeMap<String, ModelConfig>,
@@ -243,6 +244,7 @@ fn profile(
             max_turns: file.max_turns.unwrap_or(defaults.limits.max_turns),
             ..*defaults.limits
         },
+        max_turns_ceiling: file.max_turns.unwrap_or(defaults.max_turns_ceiling),
         inherit_model,
         source: ProfileSource::AgentFile { path, written_name },
         notes,

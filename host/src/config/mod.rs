@@ -173,6 +173,9 @@ pub struct Profile {
     pub model: Option<String>,
     /// Turn, time and cost limits.
     pub limits: AgentLimits,
+    /// The most turns a spawn may give an agent of this profile (`max_turns_ceiling`,
+    /// default its own `max_turns`): spawns may raise `max_turns` up to it.
+    pub max_turns_ceiling: u32,
     /// `model: inherit` (agent files): a sub-agent takes its parent's model.
     pub inherit_model: bool,
     /// Where it was defined.
@@ -180,6 +183,24 @@ pub struct Profile {
     /// What a user should know about the definition: tools with no sandboxed
     /// equivalent, a model name that means nothing here, keys with no meaning.
     pub notes: Vec<ProfileNote>,
+}
+
+impl Profile {
+    /// The limits of an agent of this profile spawned with `asked` limits: turns up to
+    /// [`Profile::max_turns_ceiling`], time and cost only ever lower. The one rule for
+    /// spawns, in-process and on workers alike.
+    pub fn spawn_limits(&self, asked: &AgentLimits) -> AgentLimits {
+        AgentLimits {
+            max_turns: asked
+                .max_turns
+                .min(self.max_turns_ceiling.max(self.limits.max_turns)),
+            timeout_s: asked.timeout_s.min(self.limits.timeout_s),
+            max_cost_usd: match (asked.max_cost_usd, self.limits.max_cost_usd) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
 }
 
 /// Where a profile was defined.
@@ -350,6 +371,10 @@ impl Config {
             budget_usd: defaults.budget_usd.map(|v| v.0),
         };
         let default_bootstrap = cx.default_bootstrap()?;
+        let max_turns_ceiling = defaults
+            .max_turns_ceiling
+            .map_or(default_limits.max_turns, |v| v.0 as u32)
+            .max(default_limits.max_turns);
         let tool_aliases = cx.tool_aliases(&raw.tool_aliases);
         let mut profiles = BTreeMap::new();
         for (name, raw_profile) in &raw.profiles {
@@ -358,6 +383,7 @@ impl Config {
                 raw_profile,
                 ProfileDefaults {
                     raw_capabilities: &raw.defaults.capabilities,
+                    max_turns_ceiling,
                     bootstrap: &default_bootstrap,
                     model: &default_model,
                     limits: &default_limits,
@@ -374,6 +400,7 @@ impl Config {
             &mut profiles,
             &agent_dir::AgentDefaults {
                 capabilities: &default_capabilities,
+                max_turns_ceiling,
                 model: &default_model,
                 limits: &default_limits,
                 models: &models,
@@ -389,6 +416,7 @@ impl Config {
             system_prompt: join_prompt(&default_bootstrap),
             model: default_model,
             limits: default_limits,
+            max_turns_ceiling,
             inherit_model: false,
             source: ProfileSource::Config,
             notes: Vec::new(),
@@ -459,6 +487,7 @@ impl Config {
 /// What a `[profiles]` table inherits.
 struct ProfileDefaults<'a> {
     raw_capabilities: &'a RawCapabilities,
+    max_turns_ceiling: u32,
     bootstrap: &'a [String],
     model: &'a Option<String>,
     limits: &'a AgentLimits,
@@ -709,6 +738,10 @@ impl Resolver<'_> {
                 timeout_s: raw.timeout_s.map_or(defaults.limits.timeout_s, |v| v.0),
                 max_cost_usd: raw.max_cost_usd.map(|v| v.0),
             },
+            max_turns_ceiling: raw
+                .max_turns_ceiling
+                .or(raw.max_turns)
+                .map_or(defaults.max_turns_ceiling, |v| v.0 as u32),
             inherit_model: false,
             source: ProfileSource::Config,
             notes,
@@ -945,6 +978,7 @@ struct RawPlugins {
 struct RawDefaults {
     model: Option<Spanned<String>>,
     max_turns: Option<Bounded<1, 1000>>,
+    max_turns_ceiling: Option<Bounded<1, 1000>>,
     timeout_s: Option<Bounded<1, 86_400>>,
     max_concurrent: Option<Bounded<1, 256>>,
     max_concurrent_total: Option<Bounded<1, 4096>>,
@@ -981,6 +1015,7 @@ struct RawProfile {
     bootstrap_files: Option<Vec<Spanned<String>>>,
     model: Option<Spanned<String>>,
     max_turns: Option<Bounded<1, 1000>>,
+    max_turns_ceiling: Option<Bounded<1, 1000>>,
     timeout_s: Option<Bounded<1, 86_400>>,
     max_cost_usd: Option<Dollars>,
     tools: Option<Vec<ToolPattern>>,

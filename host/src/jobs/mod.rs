@@ -64,6 +64,18 @@ pub struct Job {
     pub done: watch::Receiver<bool>,
     /// Whether its result went to the parent (awaited or notified).
     pub delivered: bool,
+    /// The short label its parent gave at spawn (`description`).
+    pub label: Option<String>,
+}
+
+impl Job {
+    /// The profile, with the label when there is one: `researcher (check the docs)`.
+    pub fn title(&self) -> String {
+        match &self.label {
+            Some(label) => format!("{} ({label})", self.profile),
+            None => self.profile.clone(),
+        }
+    }
 }
 
 /// The shared state of one run (one agent tree).
@@ -143,6 +155,7 @@ impl Tree {
                 cancel,
                 done,
                 delivered: false,
+                label: None,
             },
         );
         (id, sender)
@@ -153,6 +166,13 @@ impl Tree {
     #[doc(hidden)]
     pub fn add_for_tests(&self) -> JobId {
         self.add(None, "test", "test", CancellationToken::new()).0
+    }
+
+    /// Gives job `id` the short label its parent chose.
+    pub(crate) fn set_label(&self, id: &JobId, label: &str) {
+        if let Some(job) = self.jobs.lock().expect("job table poisoned").get_mut(id) {
+            job.label = Some(label.to_string());
+        }
     }
 
     pub(crate) fn set_phase(&self, id: &JobId, phase: Phase) {
@@ -266,13 +286,13 @@ pub fn result_block(job: &Job) -> String {
         Phase::Queued => format!(
             "[{}: QUEUED] {} · waiting for a slot · {} so far",
             job.id,
-            job.profile,
+            job.title(),
             seconds(job.created.elapsed())
         ),
         Phase::Running(started) => format!(
             "[{}: RUNNING] {} · {} so far",
             job.id,
-            job.profile,
+            job.title(),
             seconds(started.elapsed())
         ),
         Phase::Done(outcome) => {
@@ -289,13 +309,13 @@ pub fn result_block(job: &Job) -> String {
             let header = match outcome.state {
                 AgentState::Ok => format!(
                     "{} · {} turns · {} tokens · ${:.4} · {}",
-                    job.profile,
+                    job.title(),
                     outcome.turns,
                     thousands(outcome.usage.input_tokens + outcome.usage.output_tokens),
                     outcome.cost_usd,
                     seconds(outcome.duration)
                 ),
-                _ => format!("{} · {}", job.profile, outcome.reason()),
+                _ => format!("{} · {}", job.title(), outcome.reason()),
             };
             let body = match (&outcome.state, outcome.error.as_deref()) {
                 (AgentState::Ok, _) | (_, None) => outcome.text.clone(),

@@ -4,8 +4,9 @@
 use serde_json::Value;
 
 /// Arguments `spawn_agent` accepts.
-pub const SPAWN_ARGUMENTS: [&str; 10] = [
+pub const SPAWN_ARGUMENTS: [&str; 11] = [
     "task",
+    "description",
     "profile",
     "context",
     "constraints",
@@ -22,8 +23,10 @@ pub const SPAWN_ARGUMENTS: [&str; 10] = [
 pub struct SpawnRequest {
     /// What the child should do (never empty).
     pub task: String,
-    /// The profile asked for.
-    pub profile: String,
+    /// A short label for the tree, events and result blocks.
+    pub description: Option<String>,
+    /// The profile asked for; `None`: the parent's own.
+    pub profile: Option<String>,
     /// Only what the child needs to know (a string or an object).
     pub context: Option<Value>,
     /// Rules the child must follow.
@@ -61,13 +64,29 @@ impl SpawnRequest {
         if task.trim().is_empty() {
             return Err("`task` is required and must not be empty".into());
         }
-        let profile = text_arg(args, "profile")?.ok_or("`profile` is required")?;
+        let profile = text_arg(args, "profile")?.filter(|p| !p.trim().is_empty());
+        let description = text_arg(args, "description")?
+            .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|d| !d.is_empty())
+            .map(|d| {
+                if d.chars().count() > 80 {
+                    d.chars().take(79).chain(['…']).collect()
+                } else {
+                    d
+                }
+            });
+        // A list, or one comma-separated string (`"read_file, grep"`).
         let tools = match &args["tools"] {
             Value::Null => None,
-            value => Some(
-                serde_json::from_value(value.clone())
-                    .map_err(|_| "`tools` must be a list of tool names".to_string())?,
+            Value::String(list) => Some(
+                list.split(',')
+                    .map(|t| t.trim().to_string())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
             ),
+            value => Some(serde_json::from_value(value.clone()).map_err(|_| {
+                "`tools` must be a list of tool names or a comma-separated string".to_string()
+            })?),
         };
         let constraints = match &args["constraints"] {
             Value::Null => Vec::new(),
@@ -109,6 +128,7 @@ impl SpawnRequest {
         };
         Ok(SpawnRequest {
             task,
+            description,
             profile,
             context: match &args["context"] {
                 Value::Null => None,
@@ -147,16 +167,22 @@ mod tests {
         .unwrap();
         assert_eq!(request.max_turns, Some(u32::MAX));
         assert!(request.background);
+        let shaped = SpawnRequest::parse(
+            &json!({"task": "t", "tools": "read_file, grep", "description": "  Check   the docs "}),
+        )
+        .unwrap();
+        assert_eq!(shaped.profile, None);
+        assert_eq!(shaped.tools.unwrap(), ["read_file", "grep"]);
+        assert_eq!(shaped.description.as_deref(), Some("Check the docs"));
         for (args, error) in [
             (json!([]), "must be a JSON object"),
             (json!({"task": " ", "profile": "p"}), "`task` is required"),
-            (json!({"task": "t"}), "`profile` is required"),
             (
                 json!({"task": "t", "profile": "p", "bogus": 1}),
                 "unknown argument `bogus`",
             ),
             (
-                json!({"task": "t", "profile": "p", "tools": "read_file"}),
+                json!({"task": "t", "profile": "p", "tools": 7}),
                 "`tools` must be a list",
             ),
             (

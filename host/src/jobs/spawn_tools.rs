@@ -27,6 +27,13 @@ pub fn is_spawn_tool(name: &str) -> bool {
 /// The four tool definitions; `profile` is an enum of the configured profile names.
 pub fn definitions(config: &Config) -> Vec<ToolDefinition> {
     let names: Vec<&String> = config.profiles.keys().collect();
+    // With no profiles configured, a child runs under its parent's profile: no
+    // empty enum for the model to trip over.
+    let profile = if names.is_empty() {
+        json!({"type": "string", "description": "Leave out: the sub-agent uses your own profile"})
+    } else {
+        json!({"type": "string", "enum": names, "description": "Leave out to use your own profile"})
+    };
     let ids = json!({"description": "Job ids: a list, a comma-separated string, or \"*\" for all of your jobs",
         "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]});
     vec![
@@ -37,17 +44,18 @@ pub fn definitions(config: &Config) -> Vec<ToolDefinition> {
                 "type": "object",
                 "properties": {
                     "task": {"type": "string", "description": "What to do, self-contained"},
-                    "profile": {"type": "string", "enum": names},
+                    "description": {"type": "string", "description": "A short label (3-8 words) shown in progress and results"},
+                    "profile": profile,
                     "context": {"description": "Only what the sub-agent needs (string or object)", "anyOf": [{"type": "string"}, {"type": "object"}]},
                     "constraints": {"type": "array", "items": {"type": "string"}},
                     "system_prompt": {"type": "string", "description": "Added to the profile's system prompt"},
-                    "tools": {"type": "array", "items": {"type": "string"}, "description": "A subset of the profile's tools"},
-                    "max_turns": {"type": "integer", "minimum": 1},
+                    "tools": {"description": "A subset of the profile's tools: a list, or a comma-separated string", "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+                    "max_turns": {"type": "integer", "minimum": 1, "description": "Up to the profile's max_turns_ceiling"},
                     "max_cost_usd": {"type": "number", "minimum": 0},
                     "timeout_s": {"type": "integer", "minimum": 1},
                     "background": {"type": "boolean", "default": true}
                 },
-                "required": ["task", "profile"],
+                "required": ["task"],
                 "additionalProperties": false
             }),
         },
@@ -137,7 +145,8 @@ impl Agent {
     async fn spawn_agent(&self, args: &Value) -> Result<String, String> {
         let SpawnRequest {
             task,
-            profile: profile_name,
+            description,
+            profile: asked_profile,
             context,
             constraints,
             system_prompt: extra_prompt,
@@ -148,17 +157,26 @@ impl Agent {
             background,
         } = SpawnRequest::parse(args)?;
         let config = &self.host.config;
-        let Some(base) = config.profiles.get(&profile_name) else {
-            let known = config
-                .profiles
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(format!(
-                "unknown profile `{profile_name}` (available: {known})"
-            ));
+        // No profile: the parent's own (its prompt, tools and model; capabilities
+        // already its effective ones), as other sub-agent systems spawn by default.
+        let base = match &asked_profile {
+            None => &self.profile,
+            Some(name) => match config.profiles.get(name) {
+                Some(base) => base,
+                None => {
+                    let known = config
+                        .profiles
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(format!(
+                        "unknown profile `{name}` (available: {known}; or leave `profile` out to use your own)"
+                    ));
+                }
+            },
         };
+        let profile_name = base.name.clone();
         let mut profile = base.clone();
         profile.capabilities = base.capabilities.intersect(&self.profile.capabilities);
         if base.inherit_model {
@@ -188,15 +206,12 @@ impl Agent {
             profile.tools = base.tools.narrowed_to(tools.clone());
             tool_subset = Some(tools);
         }
-        // Spawn arguments may only tighten the profile's limits.
-        let limits = AgentLimits {
-            max_turns: max_turns.map_or(base.limits.max_turns, |t| t.min(base.limits.max_turns)),
-            timeout_s: timeout_s.map_or(base.limits.timeout_s, |t| t.min(base.limits.timeout_s)),
-            max_cost_usd: match (max_cost, base.limits.max_cost_usd) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-        };
+        // Time and cost only tighten; turns may go up to the profile's ceiling.
+        let limits = base.spawn_limits(&AgentLimits {
+            max_turns: max_turns.unwrap_or(base.limits.max_turns),
+            timeout_s: timeout_s.unwrap_or(base.limits.timeout_s),
+            max_cost_usd: max_cost,
+        });
         if let Some(budget) = self.tree.limits.budget_usd {
             let spent = self.tree.spent();
             if spent >= budget {
@@ -240,11 +255,15 @@ impl Agent {
         let (id, done) = self
             .tree
             .add(Some(&self.id), &profile_name, &task, cancel.clone());
+        if let Some(label) = &description {
+            self.tree.set_label(&id, label);
+        }
         self.tree.events.publish(Event::AgentQueued {
             agent: id.0.clone(),
             parent: Some(self.id.0.clone()),
             profile: profile_name.clone(),
             task: summarize(&task),
+            label: description.clone(),
         });
         let access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;

@@ -391,12 +391,17 @@ impl super::Provider for Anthropic {
 }
 
 /// Adds a `usage` object: input tokens are uncached + cache reads + cache writes.
+/// The counts are the server's: absurd ones saturate rather than overflow.
 fn add_usage(usage: &mut Usage, value: &Value) {
-    let read = value["cache_read_input_tokens"].as_u64().unwrap_or(0);
-    let written = value["cache_creation_input_tokens"].as_u64().unwrap_or(0);
-    usage.input_tokens += value["input_tokens"].as_u64().unwrap_or(0) + read + written;
-    usage.cached_input_tokens += read;
-    usage.output_tokens += value["output_tokens"].as_u64().unwrap_or(0);
+    let count = |key: &str| value[key].as_u64().unwrap_or(0);
+    let read = count("cache_read_input_tokens");
+    usage.input_tokens = usage
+        .input_tokens
+        .saturating_add(count("input_tokens"))
+        .saturating_add(read)
+        .saturating_add(count("cache_creation_input_tokens"));
+    usage.cached_input_tokens = usage.cached_input_tokens.saturating_add(read);
+    usage.output_tokens = usage.output_tokens.saturating_add(count("output_tokens"));
 }
 
 fn stop_reason(reason: &str) -> FinishReason {

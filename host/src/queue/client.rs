@@ -589,6 +589,7 @@ impl Mirror {
                 parent,
                 profile,
                 task,
+                label,
             } => {
                 let under = parent
                     .as_ref()
@@ -597,6 +598,9 @@ impl Mirror {
                 let (id, done) =
                     self.tree
                         .add(Some(&under), profile, task, self.cancel.child_token());
+                if let Some(label) = label {
+                    self.tree.set_label(&id, label);
+                }
                 self.ids.insert(std::mem::take(agent), id.clone());
                 self.done.insert(id.clone(), done);
                 *agent = id.0;

@@ -195,18 +195,11 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             .collect();
         profile.tools = base.tools.narrowed_to(allowed);
     }
-    let tighten = |job: Option<u64>, own: u64| job.map_or(own, |j| j.min(own));
-    let limits = AgentLimits {
-        max_turns: tighten(
-            data.limits.max_turns.map(u64::from),
-            u64::from(base.limits.max_turns),
-        ) as u32,
-        timeout_s: tighten(data.limits.timeout_s, base.limits.timeout_s),
-        max_cost_usd: match (data.limits.max_cost_usd, base.limits.max_cost_usd) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        },
-    };
+    let limits = base.spawn_limits(&AgentLimits {
+        max_turns: data.limits.max_turns.unwrap_or(base.limits.max_turns),
+        timeout_s: data.limits.timeout_s.unwrap_or(base.limits.timeout_s),
+        max_cost_usd: data.limits.max_cost_usd,
+    });
     let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

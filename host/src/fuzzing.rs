@@ -1,0 +1,151 @@
+//! Entry points for the fuzz targets in `fuzz/`, compiled only under `--cfg fuzzing`
+//! (which `cargo fuzz` sets): thin wrappers that reach crate-private parsers without
+//! widening the public API. Each runs the same code path the host runs.
+
+use std::convert::Infallible;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http_body_util::StreamBody;
+use hyper::body::Frame;
+use serde_json::json;
+
+use crate::llm::anthropic::Anthropic;
+use crate::llm::openai::OpenAi;
+use crate::llm::sse::SseParser;
+use crate::llm::{ChatResponse, LlmError, ModelConfig, StreamEvent};
+
+// `config` keeps `agent_files` private; the file depends on nothing else in the crate,
+// so it is compiled here a second time, from the same source, to be called directly.
+#[allow(dead_code)]
+#[path = "config/agent_files.rs"]
+mod agent_files;
+
+/// What the SSE parser made of a whole stream.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SseOutcome {
+    /// Every dispatched event as (`event:` field, data, offset), those `finish`
+    /// dispatched included.
+    pub events: Vec<(Option<String>, String, usize)>,
+    /// How many of `events` `finish` dispatched.
+    pub finished: usize,
+    /// The unfinished event before `finish`, as `SseParser::unfinished` reports it.
+    pub unfinished: Option<(usize, String)>,
+    /// Bytes consumed before `finish`.
+    pub position: usize,
+}
+
+/// Feeds `chunks` to one `SseParser`, in order, then ends the body.
+pub fn sse<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
+    let mut parser = SseParser::default();
+    let mut events = Vec::new();
+    for chunk in chunks {
+        events.extend(parser.push(chunk));
+    }
+    let unfinished = parser.unfinished();
+    let position = parser.position();
+    let last = parser.finish();
+    let finished = last.len();
+    events.extend(last);
+    SseOutcome {
+        events: events
+            .into_iter()
+            .map(|e| (e.event, e.data, e.offset))
+            .collect(),
+        finished,
+        unfinished,
+        position,
+    }
+}
+
+/// What a provider's stream assembly returned, and what it streamed on the way.
+#[derive(Debug)]
+pub struct StreamOutcome {
+    /// The assembled response or the error.
+    pub result: Result<ChatResponse, LlmError>,
+    /// The events sent to the sink, in order.
+    pub events: Vec<StreamEvent>,
+}
+
+/// Runs the OpenAI stream assembly over `body` as the response body.
+pub fn openai_stream(body: &[u8]) -> StreamOutcome {
+    static PROVIDER: OnceLock<OpenAi> = OnceLock::new();
+    let provider = PROVIDER.get_or_init(|| {
+        OpenAi::new("fuzz", &model_config("openai")).expect("a plain config builds")
+    });
+    assemble(body, |response, sink| {
+        runtime().block_on(provider.read_stream(response, sink))
+    })
+}
+
+/// Runs the Anthropic stream assembly over `body` as the response body.
+pub fn anthropic_stream(body: &[u8]) -> StreamOutcome {
+    static PROVIDER: OnceLock<Anthropic> = OnceLock::new();
+    let provider = PROVIDER.get_or_init(|| {
+        Anthropic::new("fuzz", &model_config("anthropic")).expect("a plain config builds")
+    });
+    assemble(body, |response, sink| {
+        runtime().block_on(provider.read_stream(response, sink))
+    })
+}
+
+/// Parses an agent file and checks what an accepted one promises; returns whether it
+/// was accepted.
+pub fn agent_file(text: &str) -> bool {
+    let parsed = agent_files::parse(text);
+    if !text.starts_with('\u{feff}') {
+        assert_eq!(
+            parsed,
+            agent_files::parse(&format!("\u{feff}{text}")),
+            "a byte-order mark changes nothing"
+        );
+    }
+    let Ok(file) = parsed else {
+        return false;
+    };
+    assert!(file.name.as_deref().is_none_or(|n| !n.trim().is_empty()));
+    assert!(file.model.as_deref().is_none_or(|m| !m.trim().is_empty()));
+    assert!(file.max_turns.is_none_or(|t| (1..=1000).contains(&t)));
+    assert!(file
+        .tools
+        .iter()
+        .flatten()
+        .chain(&file.disallowed_tools)
+        .all(|t| !t.is_empty()));
+    assert_eq!(file.prompt, file.prompt.trim());
+    true
+}
+
+/// A model config with every default: no key variable named, no price.
+fn model_config(provider: &str) -> ModelConfig {
+    serde_json::from_value(json!({ "provider": provider, "model": "fuzz" }))
+        .expect("a plain model config deserializes")
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a current-thread runtime builds")
+    })
+}
+
+/// Wraps `body` as a streamed HTTP response, hands it to `read` with a sink, and
+/// collects what the sink received.
+fn assemble(
+    body: &[u8],
+    read: impl FnOnce(reqwest::Response, &crate::llm::EventSink) -> Result<ChatResponse, LlmError>,
+) -> StreamOutcome {
+    let frame = Frame::data(Bytes::copy_from_slice(body));
+    let stream = StreamBody::new(futures_util::stream::iter([Ok::<_, Infallible>(frame)]));
+    let response = reqwest::Response::from(http::Response::new(reqwest::Body::wrap(stream)));
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let result = read(response, &Some(sender));
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(event);
+    }
+    StreamOutcome { result, events }
+}
