@@ -244,6 +244,7 @@ fn world(extra: &str, script: &str) -> tempfile::TempDir {
         format!(
             r#"[plugins]
 cache = false
+builtins = false
 
 [models.scripted]
 provider = "scripted"
@@ -539,6 +540,104 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     assert!(
         reason.contains("unknown profile `ghost` on worker w1 (it has: main, researcher)"),
         "{refused}"
+    );
+}
+
+/// A producer written with the official Python BullMQ package, shaping jobs as a
+/// Python service would: no `profile` (the worker's `[queue] default_profile`), extra
+/// fields of its own (ignored, logged once each), and `attempts`: an agent that ends in
+/// `error` fails the job with the reason, so the attempts apply.
+#[test]
+fn a_python_bullmq_producer_with_its_own_job_shape() {
+    let fixture = crate::support::root().join("tests/fixtures/bullmq-python");
+    let venv = crate::support::root().join("target/bullmq-python");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        let hint = "python3 with venv and pip is needed for the Python BullMQ test (scripts/install-deps installs it)";
+        let status = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .expect(hint);
+        assert!(status.success(), "{hint}");
+        let status = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "-r"])
+            .arg(fixture.join("requirements.txt"))
+            .status()
+            .expect(hint);
+        assert!(
+            status.success(),
+            "pip install -r {}/requirements.txt failed",
+            fixture.display()
+        );
+    }
+    let redis = Redis::start();
+    let dir = world("", THREE_TOPICS);
+    edit_config(
+        dir.path(),
+        &[(
+            "attempts = 2",
+            "attempts = 2\ndefault_profile = \"researcher\"",
+        )],
+    );
+    let worker = Worker::start(dir.path(), &redis, "w1", 2);
+    let produce = |data: &str, attempts: &str| -> Value {
+        let output = Command::new(&python)
+            .arg(fixture.join("producer.py"))
+            .args([&redis.url(), "warren", data, attempts])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(stdout.trim()).unwrap()
+    };
+    let done = produce(
+        r#"{"task": "topic two", "submitted_by": "billing-service", "priority_hint": 3}"#,
+        "1",
+    );
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["result"]["state"], "ok");
+    assert_eq!(done["result"]["text"], "two is done");
+    let again = produce(
+        r#"{"task": "topic one", "submitted_by": "billing-service"}"#,
+        "1",
+    );
+    assert_eq!(again["result"]["text"], "one is done", "{again}");
+    let log = worker.output();
+    assert_eq!(
+        log.matches("ignoring job-data field `submitted_by`")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("ignoring job-data field `priority_hint`")
+            .count(),
+        1,
+        "{log}"
+    );
+
+    // No scripted turn for this task: the agent ends in error, the job fails with the
+    // reason after both attempts, and stays in Redis (keep_failed_s: forever).
+    let failed = produce(r#"{"task": "a task nobody scripted"}"#, "2");
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["attempts"], 2, "{failed}");
+    assert!(
+        failed["failed"]
+            .as_str()
+            .unwrap()
+            .starts_with("agent ended error on worker w1: "),
+        "{failed}"
+    );
+    let id = failed["id"].as_str().unwrap();
+    assert_eq!(
+        redis.query::<u32>(redis::cmd("EXISTS").arg(format!("bull:warren:{id}"))),
+        1
     );
 }
 

@@ -459,6 +459,11 @@ impl Config {
                         max_stalled: q.max_stalled.map_or(d.max_stalled, |v| v.0 as u32),
                         shutdown_grace_s: q.shutdown_grace_s.map_or(d.shutdown_grace_s, |v| v.0),
                         parent_timeout_s: q.parent_timeout_s.map_or(d.parent_timeout_s, |v| v.0),
+                        default_profile: q.default_profile.map(|p| p.0),
+                        fail_jobs_on: q.fail_jobs_on.map_or(d.fail_jobs_on, |states| {
+                            states.into_iter().map(|s| s.0).collect()
+                        }),
+                        keep_failed_s: q.keep_failed_s.map(|v| v.0),
                     }
                 })
                 .unwrap_or_default(),
@@ -948,6 +953,29 @@ struct RawQueue {
     max_stalled: Option<Bounded<0, 100>>,
     shutdown_grace_s: Option<Bounded<0, 86_400>>,
     parent_timeout_s: Option<Bounded<2, 86_400>>,
+    default_profile: Option<ProfileName>,
+    fail_jobs_on: Option<Vec<StateName>>,
+    keep_failed_s: Option<Bounded<1, 31_536_000>>,
+}
+
+/// An agent end state by name (`error`, `timed_out`, `truncated`, …).
+#[derive(Clone, Copy, Deserialize)]
+#[serde(try_from = "String")]
+struct StateName(crate::agent::AgentState);
+
+impl TryFrom<String> for StateName {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        crate::agent::AgentState::from_name(&value)
+            .map(StateName)
+            .ok_or_else(|| {
+                let names: Vec<&str> = crate::agent::AgentState::ALL
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect();
+                format!("`{value}` is not an agent state ({})", names.join(", "))
+            })
+    }
 }
 
 #[derive(Default, Deserialize)]

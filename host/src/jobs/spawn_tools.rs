@@ -248,6 +248,7 @@ impl Agent {
             depth: self.depth + 1,
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
             heartbeat: None,
+            unknown: Default::default(),
         };
 
         let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;

@@ -60,6 +60,25 @@ pub struct QueueConfig {
     /// has expired (the parent died, or lost Redis this long), workers cancel its
     /// jobs (default 30).
     pub parent_timeout_s: u64,
+    /// The profile of a job that names none (producers other than warren).
+    pub default_profile: Option<String>,
+    /// Agent end states that make the BullMQ job *failed* (with the reason), so the
+    /// producer's `attempts` and `backoff` apply (default `["error"]`); other states
+    /// complete the job with the outcome as its return value.
+    pub fail_jobs_on: Vec<crate::agent::AgentState>,
+    /// How long failed jobs stay in Redis (`None`, the default: forever, as BullMQ's
+    /// `removeOnFail: false`).
+    pub keep_failed_s: Option<u64>,
+}
+
+fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
+    Some(bullmq::types::RemoveOnFinish::Options(
+        bullmq::types::KeepJobs {
+            age: Some(seconds),
+            count: None,
+            limit: None,
+        },
+    ))
 }
 
 impl Default for QueueConfig {
@@ -74,6 +93,9 @@ impl Default for QueueConfig {
             max_stalled: 1,
             shutdown_grace_s: 30,
             parent_timeout_s: 30,
+            default_profile: None,
+            fail_jobs_on: vec![crate::agent::AgentState::Error],
+            keep_failed_s: None,
         }
     }
 }
@@ -102,13 +124,12 @@ impl QueueConfig {
     /// are dropped (lazily, when a later job finishes). Producers set it on each job;
     /// workers set it too, for jobs from producers that did not.
     pub(crate) fn retention(&self) -> Option<bullmq::types::RemoveOnFinish> {
-        Some(bullmq::types::RemoveOnFinish::Options(
-            bullmq::types::KeepJobs {
-                age: Some(self.keep_results_s),
-                count: None,
-                limit: None,
-            },
-        ))
+        keep_for(self.keep_results_s)
+    }
+
+    /// How long failed jobs stay (`None`: BullMQ keeps them).
+    pub(crate) fn failed_retention(&self) -> Option<bullmq::types::RemoveOnFinish> {
+        self.keep_failed_s.and_then(keep_for)
     }
 
     /// The set of the sub-agent jobs that job `id`'s agents enqueued.
@@ -136,11 +157,12 @@ impl QueueConfig {
 /// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
 /// are required, so a Node producer can send `{task, profile}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JobData {
     /// What to do.
     pub task: String,
-    /// The profile, by name; the worker uses its own profile of that name.
+    /// The profile, by name; the worker uses its own profile of that name. Empty (a
+    /// producer that sends none): the worker's `[queue] default_profile`.
+    #[serde(default)]
     pub profile: String,
     /// Only what the sub-agent needs (string or object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +197,10 @@ pub struct JobData {
     /// producer): no such check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<String>,
+    /// Fields warren does not know (other producers add their own): ignored, and
+    /// logged once per field name by the worker.
+    #[serde(flatten, skip_serializing)]
+    pub unknown: std::collections::BTreeMap<String, Value>,
 }
 
 /// A job's limits.

@@ -106,7 +106,7 @@ pub async fn run(
             max_stalled_count: config.max_stalled,
             drain_delay: 1,
             remove_on_complete: config.retention(),
-            remove_on_fail: config.retention(),
+            remove_on_fail: config.failed_retention(),
             ..bullmq::WorkerOptions::default()
         },
     )
@@ -152,10 +152,23 @@ pub async fn run(
 /// Runs one job; the `Ok` value is the job's return value ([`JobOutcome`]).
 async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value, bullmq::Error> {
     let id = job.id().to_string();
-    let data: JobData = serde_json::from_value(job.data().clone())
+    let mut data: JobData = serde_json::from_value(job.data().clone())
         .map_err(|e| bullmq::Error::Unrecoverable(format!("job {id}: not a warren job: {e}")))?;
     let worker = &shared.name;
     let config = shared.host.config();
+    warn_unknown_fields_once(&id, &data);
+    if data.profile.is_empty() {
+        match &config.queue.default_profile {
+            Some(profile) => data.profile = profile.clone(),
+            None => {
+                let reason = format!(
+                    "job {id} names no profile and worker {worker} has no [queue] default_profile (it has: {})",
+                    names_or_none(config.profiles.keys())
+                );
+                return Err(bullmq::Error::Unrecoverable(reason));
+            }
+        }
+    }
     let Some(base) = config.profiles.get(&data.profile) else {
         let reason = format!(
             "unknown profile `{}` on worker {worker} (it has: {})",
@@ -299,7 +312,33 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     if let Some(reason) = orphaned.filter(|_| root.state == AgentState::Cancelled) {
         root.error = Some(reason);
     }
+    // States the queue is told to treat as failures fail the job, so the producer's
+    // attempts and backoff apply.
+    if config.queue.fail_jobs_on.contains(&root.state) {
+        let reason = format!(
+            "agent ended {} on worker {worker}: {}",
+            root.state.as_str(),
+            root.error.as_deref().unwrap_or("no answer")
+        );
+        let attempt = job.attempts_made() + 1;
+        let _ = job.log(&format!("attempt {attempt}: {reason}")).await;
+        return Err(bullmq::Error::ProcessingError(reason));
+    }
     outcome_value(&root, report.cost_usd, worker)
+}
+
+/// Logs each job-data field warren does not know, once per field name per process.
+fn warn_unknown_fields_once(id: &str, data: &JobData) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for field in data.unknown.keys() {
+        if seen.insert(field.clone()) {
+            tracing::warn!(job = %id, "ignoring job-data field `{field}` (not a warren field; logged once)");
+        }
+    }
 }
 
 fn outcome_value(outcome: &AgentOutcome, cost: f64, worker: &str) -> Result<Value, bullmq::Error> {
