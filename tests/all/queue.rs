@@ -639,6 +639,17 @@ fn a_python_bullmq_producer_with_its_own_job_shape() {
         redis.query::<u32>(redis::cmd("EXISTS").arg(format!("bull:warren:{id}"))),
         1
     );
+    // A tool subset the worker's profile cannot give is refused, as in-process.
+    let refused = produce(r#"{"task": "topic three", "tools": ["write_file"]}"#, "2");
+    assert_eq!(refused["state"], "failed", "{refused}");
+    assert_eq!(refused["attempts"], 1, "unrecoverable: {refused}");
+    assert!(
+        refused["failed"]
+            .as_str()
+            .unwrap()
+            .contains("tool `write_file` is not available to profile `researcher`"),
+        "{refused}"
+    );
 }
 
 #[test]

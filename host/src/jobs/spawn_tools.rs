@@ -184,26 +184,7 @@ impl Agent {
         }
         let mut tool_subset = None;
         if let Some(tools) = tools {
-            if let Some(bad) = tools.iter().find(|t| {
-                !base.tools.allows(t)
-                    || self
-                        .host
-                        .registry
-                        .tools_for(base)
-                        .all(|(s, _)| s.name != **t)
-            }) {
-                let available: Vec<String> = self
-                    .host
-                    .registry
-                    .tools_for(base)
-                    .map(|(s, _)| s.name.clone())
-                    .collect();
-                return Err(format!(
-                    "tool `{bad}` is not available to profile `{profile_name}` (available: {})",
-                    available.join(", ")
-                ));
-            }
-            profile.tools = base.tools.narrowed_to(tools.clone());
+            profile.tools = self.host.registry.narrow_tools(base, &tools)?;
             tool_subset = Some(tools);
         }
         // Time and cost only tighten; turns may go up to the profile's ceiling.

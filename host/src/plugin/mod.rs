@@ -257,6 +257,28 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// `profile`'s tools cut down to `subset` (a spawn's `tools`): the one rule for
+    /// in-process spawns and queue workers alike. A name the profile may not call, or
+    /// that no plugin offers, is an error naming it and what is available.
+    pub fn narrow_tools(
+        &self,
+        profile: &Profile,
+        subset: &[String],
+    ) -> Result<crate::config::ToolSelection, String> {
+        let available: Vec<&str> = self
+            .tools_for(profile)
+            .map(|(s, _)| s.name.as_str())
+            .collect();
+        if let Some(bad) = subset.iter().find(|t| !available.contains(&t.as_str())) {
+            return Err(format!(
+                "tool `{bad}` is not available to profile `{}` (available: {})",
+                profile.name,
+                available.join(", ")
+            ));
+        }
+        Ok(profile.tools.narrowed_to(subset.to_vec()))
+    }
+
     /// Every loaded tool's name, sorted.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.index.keys().map(String::as_str)

@@ -201,12 +201,13 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         profile.capabilities = base.capabilities.intersect(&ceiling.to_capabilities());
     }
     if let Some(tools) = &data.tools {
-        let allowed: Vec<String> = tools
-            .iter()
-            .filter(|t| base.tools.allows(t))
-            .cloned()
-            .collect();
-        profile.tools = base.tools.narrowed_to(allowed);
+        // The same rule as an in-process spawn: a tool the profile lacks is an error,
+        // never silently dropped.
+        profile.tools = shared
+            .host
+            .registry()
+            .narrow_tools(base, tools)
+            .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
     }
     let limits = base.spawn_limits(&AgentLimits {
         max_turns: data.limits.max_turns.unwrap_or(base.limits.max_turns),
