@@ -543,17 +543,19 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     );
 }
 
-/// A producer written with the official Python BullMQ package, shaping jobs as a
-/// Python service would: no `profile` (the worker's `[queue] default_profile`), extra
-/// fields of its own (ignored, logged once each), and `attempts`: an agent that ends in
-/// `error` fails the job with the reason, so the attempts apply.
-#[test]
-fn a_python_bullmq_producer_with_its_own_job_shape() {
+/// A Python with the official BullMQ package (pinned in
+/// `tests/fixtures/bullmq-python/requirements.txt`), in a venv under `target/`, and the
+/// fixture directory.
+fn python_bullmq() -> (PathBuf, PathBuf) {
+    static READY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let fixture = crate::support::root().join("tests/fixtures/bullmq-python");
     let venv = crate::support::root().join("target/bullmq-python");
     let python = venv.join("bin/python");
-    if !python.exists() {
-        let hint = "python3 with venv and pip is needed for the Python BullMQ test (scripts/install-deps installs it)";
+    let mut ready = READY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !*ready && !python.exists() {
+        let hint = "python3 with venv and pip is needed for the Python BullMQ tests (scripts/install-deps installs it)";
         let status = Command::new("python3")
             .arg("-m")
             .arg("venv")
@@ -572,6 +574,56 @@ fn a_python_bullmq_producer_with_its_own_job_shape() {
             fixture.display()
         );
     }
+    *ready = true;
+    (python, fixture)
+}
+
+/// A sub-agent job that a consumer other than warren completes with a value of its
+/// own ends that sub-agent with an error saying so; the parent does not wait on.
+#[test]
+fn a_job_completed_by_a_foreign_worker_ends_its_sub_agent_with_an_error() {
+    let (python, fixture) = python_bullmq();
+    let redis = Redis::start();
+    let script = one_child_script("foreign topic", 0, "never", "unused")
+        + "[[turns]]\nprofile = \"main\"\nwhen = \"ERROR]\"\ntext = \"the child failed\"\n";
+    let dir = world("", &script);
+    let mut consumer = Command::new(&python)
+        .arg(fixture.join("consumer.py"))
+        .args([&redis.url(), "warren", "30"])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let (code, stdout, stderr, events) = run_parent(dir.path(), &redis, "go");
+    let _ = consumer.kill();
+    let _ = consumer.wait();
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.trim(), "the child failed");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let child_end = of_type(&events, "agent_finished")
+        .into_iter()
+        .find(|e| e["state"] == "error")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        child_end["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not a warren outcome"),
+        "{events:?}"
+    );
+}
+
+/// A producer written with the official Python BullMQ package, shaping jobs as a
+/// Python service would: no `profile` (the worker's `[queue] default_profile`), extra
+/// fields of its own (ignored, logged once each), and `attempts`: an agent that ends in
+/// `error` fails the job with the reason, so the attempts apply.
+#[test]
+fn a_python_bullmq_producer_with_its_own_job_shape() {
+    let (python, fixture) = python_bullmq();
     let redis = Redis::start();
     let dir = world("", THREE_TOPICS);
     edit_config(

@@ -277,14 +277,15 @@ impl RemoteQueue {
             ))));
         };
         if state == JobState::Completed {
-            let outcome: JobOutcome =
-                serde_json::from_str(job.returnvalue()).with_context(|| {
-                    format!(
-                        "job {id} returned something that is not a warren outcome: {}",
-                        job.returnvalue()
-                    )
-                })?;
-            return Ok(Some(outcome.into_outcome()));
+            // A job some other consumer completed with a value of its own is finished
+            // all the same: its sub-agent ends with an error saying so, never waits on.
+            return Ok(Some(match serde_json::from_str::<JobOutcome>(job.returnvalue()) {
+                Ok(outcome) => outcome.into_outcome(),
+                Err(error) => failed_outcome(format!(
+                    "job {id} was completed by something that is not a warren worker: its return value is not a warren outcome ({error}): {}",
+                    super::excerpt_of(job.returnvalue())
+                )),
+            }));
         }
         let (logs, _) = self
             .queue
