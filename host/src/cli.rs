@@ -384,17 +384,6 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => {
             args.queue.apply(&mut config)?;
             config.profile(&args.profile)?;
-            if let Some(model) = args
-                .model
-                .as_deref()
-                .filter(|m| !config.models.contains_key(*m))
-            {
-                return Err(Failure::Config(ConfigError::UnknownModel {
-                    path: config.path.clone(),
-                    name: model.to_string(),
-                    available: config.models.keys().cloned().collect(),
-                }));
-            }
             let log = match &args.events {
                 Some(path) => Some(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -403,7 +392,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 None => None,
             };
             let host = Host::load(config).await?;
-            let run = host.start(&args.profile, &args.task, args.model.as_deref())?;
+            // The one unknown-model check (in `Host::start`) is a configuration error:
+            // exit 2, as for a bad file.
+            let run = host
+                .start(&args.profile, &args.task, args.model.as_deref())
+                .map_err(|error| match error.downcast::<ConfigError>() {
+                    Ok(config) => Failure::Config(config),
+                    Err(other) => Failure::Run(other),
+                })?;
             let mode = if args.quiet {
                 ProgressMode::None
             } else {

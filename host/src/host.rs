@@ -18,7 +18,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentOutcome};
+use crate::agent::{Agent, AgentOutcome, AgentState};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
 use crate::events::EventStream;
 use crate::jobs::{Job, JobId, Phase, Tree};
@@ -154,12 +154,14 @@ impl Host {
         let config = &self.parts.config;
         let mut profile = config.profile(profile)?;
         if let Some(model) = model {
-            anyhow::ensure!(
-                config.models.contains_key(model),
-                "no model `{model}` in {} (defined: {})",
-                config.path.display(),
-                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
+            if !config.models.contains_key(model) {
+                return Err(crate::config::ConfigError::UnknownModel {
+                    path: config.path.clone(),
+                    name: model.to_string(),
+                    available: config.models.keys().cloned().collect(),
+                }
+                .into());
+            }
             profile.model = Some(model.to_string());
         }
         anyhow::ensure!(
@@ -260,8 +262,14 @@ impl Run {
     pub async fn wait(self) -> RunReport {
         let root = match self.handle.await {
             Ok(outcome) => outcome,
+            // A panic is a failure of the run, not a cancellation.
+            Err(error) if error.is_panic() => AgentOutcome {
+                state: AgentState::Error,
+                error: Some(format!("the root agent crashed (a bug in warren): {error}")),
+                ..AgentOutcome::cancelled_before_start()
+            },
             Err(error) => AgentOutcome {
-                error: Some(format!("the root agent's task failed: {error}")),
+                error: Some(format!("the root agent's task was cancelled: {error}")),
                 ..AgentOutcome::cancelled_before_start()
             },
         };
@@ -272,5 +280,26 @@ impl Run {
             agents,
             cost_usd: self.tree.spent(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunLimits;
+
+    #[tokio::test]
+    async fn a_root_that_panics_is_an_error_not_a_cancellation() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let run = Run {
+            tree,
+            root,
+            handle: tokio::spawn(async { panic!("a bug") }),
+            first_events: std::sync::Mutex::new(None),
+        };
+        let report = run.wait().await;
+        assert_eq!(report.root.state, AgentState::Error);
+        assert!(report.root.error.unwrap().contains("crashed"));
     }
 }
