@@ -573,15 +573,8 @@ fn summary(report: &RunReport) -> String {
                 format!("${:.4}", o.cost_usd),
                 format!("{:.1} s", o.duration.as_secs_f64()),
             ),
-            Phase::Running(_) => (
-                "running".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ),
-            Phase::Queued => (
-                "queued".into(),
+            phase @ (Phase::Running(_) | Phase::Queued) => (
+                phase.name().into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -667,8 +660,7 @@ fn report_json(report: &RunReport) -> serde_json::Value {
         .map(|job| {
             let mut value = match &job.phase {
                 Phase::Done(o) => outcome(o),
-                Phase::Running(_) => serde_json::json!({"state": "running"}),
-                Phase::Queued => serde_json::json!({"state": "queued"}),
+                phase => serde_json::json!({"state": phase.name()}),
             };
             value["id"] = job.id.0.clone().into();
             value["parent"] = job.parent.as_ref().map(|p| p.0.clone()).into();

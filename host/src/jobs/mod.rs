@@ -43,6 +43,18 @@ pub enum Phase {
     Done(AgentOutcome),
 }
 
+impl Phase {
+    /// The state as tables, JSON and `list_agents` name it: `queued`, `running`, or
+    /// the outcome's state. The one rendering of a phase.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::Queued => "queued",
+            Phase::Running(_) => "running",
+            Phase::Done(outcome) => outcome.state.as_str(),
+        }
+    }
+}
+
 /// One sub-agent (or the root) in the tree.
 #[derive(Clone, Debug)]
 pub struct Job {

@@ -344,24 +344,23 @@ impl Agent {
                 Phase::Done(o) => format!(
                     "{} · {} · {} · {} turns · ${:.4} · {:.1} s",
                     job.id,
-                    job.profile,
-                    o.state.as_str(),
+                    job.title(),
+                    job.phase.name(),
                     o.turns,
                     o.cost_usd,
                     o.duration.as_secs_f64()
                 ),
-                Phase::Queued => format!(
-                    "{} · {} · queued · {:.1} s",
-                    job.id,
-                    job.profile,
-                    job.created.elapsed().as_secs_f64()
-                ),
-                Phase::Running(started) => {
+                phase => {
+                    let since = match phase {
+                        Phase::Running(started) => *started,
+                        _ => job.created,
+                    };
                     format!(
-                        "{} · {} · running · {:.1} s",
+                        "{} · {} · {} · {:.1} s",
                         job.id,
-                        job.profile,
-                        started.elapsed().as_secs_f64()
+                        job.title(),
+                        phase.name(),
+                        since.elapsed().as_secs_f64()
                     )
                 }
             })
