@@ -569,7 +569,7 @@ fn summary(report: &RunReport) -> String {
             Phase::Done(o) => (
                 o.state.as_str().to_string(),
                 o.turns.to_string(),
-                (o.usage.input_tokens + o.usage.output_tokens).to_string(),
+                o.usage.total().to_string(),
                 format!("${:.4}", o.cost_usd),
                 format!("{:.1} s", o.duration.as_secs_f64()),
             ),

@@ -205,7 +205,7 @@ async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut R
         Ok(Ok(response)) => report.ok(format!(
             "model {name} ({what}): answered in {} ms, {} tokens",
             started.elapsed().as_millis(),
-            response.usage.input_tokens + response.usage.output_tokens
+            response.usage.total()
         )),
         Ok(Err(error)) => report.fail(
             format!("model {name} ({what}): {error}"),

@@ -17,7 +17,7 @@ use crate::llm::{ChatResponse, LlmError, ModelConfig, StreamEvent};
 
 // `config` keeps `agent_files` private; the file depends on nothing else in the crate,
 // so it is compiled here a second time, from the same source, to be called directly.
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "config/agent_files.rs"]
 mod agent_files;
 

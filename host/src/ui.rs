@@ -141,7 +141,7 @@ impl AgentTree {
             } => {
                 if let Some(line) = self.agents.get_mut(agent) {
                     line.turns = *turns;
-                    line.tokens = input_tokens + output_tokens;
+                    line.tokens = input_tokens.saturating_add(*output_tokens);
                     line.cost = *cost_usd;
                 }
             }
@@ -157,7 +157,7 @@ impl AgentTree {
             } => {
                 if let Some(line) = self.agents.get_mut(agent) {
                     line.turns = *turns;
-                    line.tokens = input_tokens + output_tokens;
+                    line.tokens = input_tokens.saturating_add(*output_tokens);
                     line.cost = *cost_usd;
                     line.finished = Some((state.clone(), Duration::from_millis(*duration_ms)));
                 }

@@ -323,7 +323,7 @@ pub fn result_block(job: &Job) -> String {
                     "{} · {} turns · {} tokens · ${:.4} · {}",
                     job.title(),
                     outcome.turns,
-                    thousands(outcome.usage.input_tokens + outcome.usage.output_tokens),
+                    thousands(outcome.usage.total()),
                     outcome.cost_usd,
                     seconds(outcome.duration)
                 ),

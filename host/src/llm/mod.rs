@@ -133,12 +133,23 @@ pub struct Usage {
 impl std::ops::Add for Usage {
     type Output = Usage;
 
+    /// Saturating: the counts come from the server, and a hostile or broken one must
+    /// not be able to overflow them (found by the `anthropic_stream` fuzz target).
     fn add(self, other: Usage) -> Usage {
         Usage {
-            input_tokens: self.input_tokens + other.input_tokens,
-            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_add(other.cached_input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
         }
+    }
+}
+
+impl Usage {
+    /// Input and output tokens together (saturating).
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
