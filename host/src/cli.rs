@@ -504,14 +504,7 @@ fn shutdown_signals() -> (
 
 async fn load_registry(config: &Config) -> anyhow::Result<ToolRegistry> {
     let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
-    ToolRegistry::load_with(
-        sandbox,
-        &config.plugin_files,
-        &config.builtins,
-        &config.cache,
-        &config.plugin_limits,
-    )
-    .await
+    ToolRegistry::for_config(sandbox, config).await
 }
 
 fn print_tools(

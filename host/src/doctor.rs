@@ -43,15 +43,7 @@ pub async fn run(config_path: &Path) -> usize {
             return report.failed;
         }
     };
-    match ToolRegistry::load_with(
-        sandbox,
-        &config.plugin_files,
-        &config.builtins,
-        &config.cache,
-        &config.plugin_limits,
-    )
-    .await
-    {
+    match ToolRegistry::for_config(sandbox, &config).await {
         Ok(registry) => {
             let builtin = registry.plugins().iter().filter(|p| p.builtin).count();
             report.ok(format!(
@@ -87,8 +79,8 @@ pub async fn run(config_path: &Path) -> usize {
             "add a [models.NAME] table (warren init writes one for OpenAI, Anthropic, Ollama or an offline script)",
         );
     }
-    if let Some(url) = &config.queue.redis {
-        let shown = redact(url);
+    if config.queue.redis.is_some() {
+        let shown = config.queue.redacted_url();
         match tokio::time::timeout(
             Duration::from_secs(10),
             crate::queue::client::RemoteQueue::connect(&config.queue),
@@ -233,15 +225,6 @@ fn remedy(error: &LlmError, model: &crate::llm::ModelConfig) -> &'static str {
         LlmError::Connection { .. } => "check base_url and that the server is running (for Ollama: ollama serve)",
         LlmError::RateLimited { .. } => "wait, or raise the account's rate limit",
         _ => "see the provider's message above",
-    }
-}
-
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_string(),
     }
 }
 

@@ -95,14 +95,7 @@ impl Host {
     /// Loads the plugins (through the compile cache) and connects every model.
     pub async fn load(config: Config) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
-        let registry = ToolRegistry::load_with(
-            sandbox,
-            &config.plugin_files,
-            &config.builtins,
-            &config.cache,
-            &config.plugin_limits,
-        )
-        .await?;
+        let registry = ToolRegistry::for_config(sandbox, &config).await?;
         for profile in config.profiles.values() {
             registry.check_profile(profile, &config.plugin_limits)?;
         }

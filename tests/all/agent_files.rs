@@ -2,27 +2,11 @@
 //! skipped without blocking the rest, Claude Code tool names mapped, `disallowedTools`
 //! and `permissionMode: plan` enforced, `warren agents` and its `--check`.
 
-use std::process::{Command, Output};
-
 use serde_json::{json, Value};
 use warren::{AgentState, Config, Host};
 
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{tree_digest, World};
-
-fn warren(world: &World, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
-        .current_dir(world.dir.path())
-        .env_remove("WARREN_CONFIG")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::support::{text, tree_digest, warren, World};
 
 fn agent(world: &World, file: &str, content: &str) {
     let path = world.path(&format!("agents/{file}"));

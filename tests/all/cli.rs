@@ -1,22 +1,8 @@
 //! The `warren` binary: `tools`, `call`, exit codes, configuration errors and `--help`.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-use crate::support::World;
-
-fn warren(world: &World, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
-        .current_dir(world.dir.path())
-        .env_remove("WARREN_CONFIG")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::support::{text, warren, World};
 
 const PROFILES: &str = r#"
 [profiles.main]

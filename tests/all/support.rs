@@ -133,3 +133,19 @@ pub(crate) async fn http_server(body: &'static str) -> (u16, Arc<std::sync::atom
     });
     (port, served)
 }
+
+/// Runs the `warren` binary in `world` (no `WARREN_CONFIG`, logs at `warn`).
+pub(crate) fn warren(world: &World, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+/// Bytes as text, for messages.
+pub(crate) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

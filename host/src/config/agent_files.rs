@@ -11,20 +11,10 @@
 
 use serde_json::Value;
 
-/// The keys agent files use (meaningful or not): in a lenient read, only these end a
-/// plain-text field, so `Context:` lines inside a description stay in it.
-const KNOWN_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "allowed-tools",
-    "disallowedTools",
-    "disallowed_tools",
-    "model",
-    "maxTurns",
-    "max_turns",
-    "permissionMode",
-    "permission_mode",
+/// Keys agent files use that warren gives no meaning to. With [`MEANINGFUL_KEYS`]
+/// they are the known keys: in a lenient read, only a known key ends a plain-text
+/// field, so `Context:` lines inside a description stay in it.
+const IGNORED_KEYS: &[&str] = &[
     "color",
     "hooks",
     "skills",
@@ -332,7 +322,8 @@ fn lenient_front(lines: &[&str]) -> (String, Vec<String>) {
         let in_text = field
             .as_ref()
             .is_some_and(|(key, plain, _)| *plain && key == "description");
-        let key = line_key(line).filter(|k| !in_text || KNOWN_KEYS.contains(k));
+        let key = line_key(line)
+            .filter(|k| !in_text || (MEANINGFUL_KEYS.contains(k) || IGNORED_KEYS.contains(k)));
         if let Some(key) = key {
             flush(&mut out, field.take());
             if !MEANINGFUL_KEYS.contains(&key) && !dropped.iter().any(|d| d == key) {

@@ -376,15 +376,13 @@ impl super::Provider for Anthropic {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let body = self.body(request);
         self.transport
-            .with_stream_retries(|| async {
-                let response = self.transport.post_json(&self.url, &body).await?;
-                Ok(if self.stream {
+            .exchange(&self.url, &self.body(request), |response| async move {
+                if self.stream {
                     self.read_stream(response, events).await
                 } else {
                     self.read_json(response, events).await
-                })
+                }
             })
             .await
     }

@@ -157,6 +157,26 @@ impl Transport {
         }
     }
 
+    /// POSTs `body` to `url` and reads the response with `read`, the whole exchange
+    /// retried by [`Transport::with_stream_retries`]: the one call path of both HTTP
+    /// providers.
+    pub(crate) async fn exchange<F, Fut>(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+        read: F,
+    ) -> Result<super::ChatResponse, LlmError>
+    where
+        F: Fn(reqwest::Response) -> Fut,
+        Fut: std::future::Future<Output = Result<super::ChatResponse, LlmError>>,
+    {
+        self.with_stream_retries(|| async {
+            let response = self.post_json(url, body).await?;
+            Ok(read(response).await)
+        })
+        .await
+    }
+
     /// Runs `attempt` (a request, then the reading of its whole response) again while
     /// the reading fails in a way a new attempt may fix (a rate limit, overload or
     /// server error inside the stream, a cut body), with the same backoff as HTTP

@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use tracing::info;
 
 pub use self::cache::{CacheOutcome, CompileCache};
-use crate::config::{PluginLimits, Profile};
+use crate::config::{Config, PluginLimits, Profile};
 use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
@@ -92,6 +92,19 @@ impl ToolRegistry {
         cache: &CompileCache,
     ) -> anyhow::Result<Self> {
         Self::load_with(sandbox, files, &[], cache, &PluginLimits::default()).await
+    }
+
+    /// Loads what `config` names: its built-ins and plugin files, through its compile
+    /// cache, within its plugin limits.
+    pub async fn for_config(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
+        Self::load_with(
+            sandbox,
+            &config.plugin_files,
+            &config.builtins,
+            &config.cache,
+            &config.plugin_limits,
+        )
+        .await
     }
 
     /// Loads the built-in plugins named in `builtins`, then `files` in order. A
