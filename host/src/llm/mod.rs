@@ -21,6 +21,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub use self::error::LlmError;
+pub(crate) use self::transport::excerpt;
 
 /// A tool the model may call.
 #[derive(Clone, Debug, PartialEq)]

@@ -283,7 +283,7 @@ impl RemoteQueue {
                 Ok(outcome) => outcome.into_outcome(),
                 Err(error) => failed_outcome(format!(
                     "job {id} was completed by something that is not a warren worker: its return value is not a warren outcome ({error}): {}",
-                    super::excerpt_of(job.returnvalue())
+                    crate::llm::excerpt(job.returnvalue())
                 )),
             }));
         }

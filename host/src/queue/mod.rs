@@ -71,15 +71,6 @@ pub struct QueueConfig {
     pub keep_failed_s: Option<u64>,
 }
 
-/// At most 200 characters of `text`, for messages.
-pub(crate) fn excerpt_of(text: &str) -> String {
-    let mut cut: String = text.chars().take(200).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    cut
-}
-
 fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
     Some(bullmq::types::RemoveOnFinish::Options(
         bullmq::types::KeepJobs {

@@ -52,7 +52,10 @@ pub(crate) struct DiskBudget {
 struct DiskState {
     /// Bytes the call may still write to any file.
     write_left: u64,
-    /// Bytes the scratch directory may still grow by (`None`: no scratch).
+    /// The scratch directory and its size limit (`None`: no scratch).
+    scratch: Option<(PathBuf, u64)>,
+    /// Bytes the scratch directory may still grow by: measured at the call's first
+    /// write into it, so calls that do not write there never walk it.
     scratch_left: Option<u64>,
     /// Descriptors inside the scratch directory: handle → path relative to it.
     scratch_files: HashMap<u32, PathBuf>,
@@ -63,12 +66,14 @@ struct DiskState {
 }
 
 impl DiskBudget {
-    /// Budgets of `write_bytes` for the call and `scratch_left` more bytes in scratch.
-    pub(crate) fn new(write_bytes: u64, scratch_left: Option<u64>) -> Self {
+    /// Budgets of `write_bytes` for the call and, for `scratch` = (directory, limit),
+    /// the limit less what the directory already holds.
+    pub(crate) fn new(write_bytes: u64, scratch: Option<(PathBuf, u64)>) -> Self {
         DiskBudget {
             state: Arc::new(Mutex::new(DiskState {
                 write_left: write_bytes,
-                scratch_left,
+                scratch,
+                scratch_left: None,
                 scratch_files: HashMap::new(),
                 exceeded: None,
                 partial: Vec::new(),
@@ -91,6 +96,12 @@ impl DiskBudget {
         let mut state = self.lock();
         let in_scratch =
             scratch_path.is_some() || rep.is_some_and(|r| state.scratch_files.contains_key(&r));
+        if in_scratch && state.scratch_left.is_none() {
+            state.scratch_left = state
+                .scratch
+                .as_ref()
+                .map(|(dir, limit)| limit.saturating_sub(used_bytes(dir)));
+        }
         let refused = if bytes > state.write_left {
             Some(DiskLimit::Write)
         } else if in_scratch && state.scratch_left.is_some_and(|left| bytes > left) {
@@ -140,7 +151,7 @@ impl DiskBudget {
 }
 
 /// Bytes used under `dir` (regular files, recursively; symlinks not followed).
-pub(crate) fn used_bytes(dir: &Path) -> u64 {
+fn used_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

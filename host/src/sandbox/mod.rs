@@ -546,9 +546,9 @@ impl Sandbox {
             (caps.memory_bytes() / usize::try_from(handles).unwrap_or(1).max(1))
                 .clamp(1024, MAX_FIELD_BYTES),
         );
-        let scratch_left = scratch
+        let scratch_budget = scratch
             .filter(|_| caps.scratch)
-            .map(|dir| caps.scratch_bytes().saturating_sub(disk::used_bytes(dir)));
+            .map(|dir| (dir.to_path_buf(), caps.scratch_bytes()));
         let state = CallState {
             wasi,
             http,
@@ -561,7 +561,7 @@ impl Sandbox {
             who: (profile.to_string(), plugin.to_string()),
             log_budget: usize::try_from(caps.max_log_kb.saturating_mul(1024)).unwrap_or(usize::MAX),
             log_dropped: 0,
-            disk: disk::DiskBudget::new(caps.max_write_bytes(), scratch_left),
+            disk: disk::DiskBudget::new(caps.max_write_bytes(), scratch_budget),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.memory);
