@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::sse::SseParser;
 use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
@@ -181,24 +180,16 @@ impl Anthropic {
 
     pub(crate) async fn read_stream(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let mut parser = SseParser::default();
         let mut state = StreamState::default();
-        while let Some(chunk) = self
+        let read = self
             .transport
-            .chunk(&mut response, parser.position())
-            .await?
-        {
-            for event in parser.push(&chunk) {
-                self.stream_event(&mut state, &event, events)?;
-            }
-        }
-        // A final event without its closing blank line still counts.
-        for event in parser.finish() {
-            self.stream_event(&mut state, &event, events)?;
-        }
+            .read_events(response, |event| {
+                self.stream_event(&mut state, event, events)
+            })
+            .await?;
         let StreamState {
             mut message,
             blocks,
@@ -211,7 +202,7 @@ impl Anthropic {
         let Some(finish) = finish.or_else(|| stopped.then_some(FinishReason::Stop)) else {
             return Err(LlmError::Truncated {
                 provider: "anthropic",
-                offset: parser.position(),
+                offset: read,
                 detail: "the stream ended before message_delta gave the stop reason".into(),
                 retries: 0,
             });

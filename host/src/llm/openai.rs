@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::sse::SseParser;
 use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
@@ -116,25 +115,16 @@ impl OpenAi {
 
     pub(crate) async fn read_stream(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let mut parser = SseParser::default();
         let mut assembly = Assembly::default();
-        while let Some(chunk) = self
-            .transport
-            .chunk(&mut response, parser.position())
-            .await?
-        {
-            for event in parser.push(&chunk) {
-                self.stream_event(&mut assembly, &event, events)?;
-            }
-        }
-        // The body ended cleanly: a last event without its blank line still counts,
-        // and a stream without `[DONE]` (Ollama and others) is complete.
-        for event in parser.finish() {
-            self.stream_event(&mut assembly, &event, events)?;
-        }
+        // A stream that ends without `[DONE]` (Ollama and others) is complete.
+        self.transport
+            .read_events(response, |event| {
+                self.stream_event(&mut assembly, event, events)
+            })
+            .await?;
         let (message, finish, usage) = assembly.into_parts();
         for call in &message.tool_calls {
             emit(events, StreamEvent::ToolCall(call.clone()));

@@ -205,6 +205,26 @@ impl Transport {
         }
     }
 
+    /// Reads a whole SSE body, handing every event to `on_event` as it completes
+    /// (a last event without its closing blank line included, since the body ended
+    /// cleanly); returns the number of bytes read.
+    pub(crate) async fn read_events(
+        &self,
+        mut response: reqwest::Response,
+        mut on_event: impl FnMut(&super::sse::SseEvent) -> Result<(), LlmError>,
+    ) -> Result<usize, LlmError> {
+        let mut parser = super::sse::SseParser::default();
+        while let Some(chunk) = self.chunk(&mut response, parser.position()).await? {
+            for event in parser.push(&chunk) {
+                on_event(&event)?;
+            }
+        }
+        for event in parser.finish() {
+            on_event(&event)?;
+        }
+        Ok(parser.position())
+    }
+
     /// Reads the next body chunk within the read timeout.
     pub(crate) async fn chunk(
         &self,
