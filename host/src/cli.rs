@@ -10,11 +10,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::agent::AgentState;
 use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
 use crate::events::{Event, EventStream};
 use crate::host::{Host, RunReport};
 use crate::jobs::Phase;
+use crate::outcome::AgentState;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
 use crate::telemetry::Telemetry;
@@ -119,13 +119,9 @@ impl QueueArgs {
             config.queue.redis = Some(url.clone());
         }
         if let Some(name) = &self.queue {
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
+            if !crate::config::is_valid_name(name) {
                 return Err(Failure::Usage(format!(
-                    "--queue: use letters, digits, `_` and `-`, got `{name}`"
+                    "--queue: use letters, digits, `_` and `-` (at most 64), got `{name}`"
                 )));
             }
             config.queue.name = name.clone();
@@ -358,12 +354,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 )));
             }
             let host = Host::load(config).await?;
-            let options = crate::queue::worker::WorkerOptions {
+            let options = crate::worker::WorkerOptions {
                 concurrency: args.concurrency as usize,
-                name: args.name.unwrap_or_else(crate::queue::worker::default_name),
+                name: args.name.unwrap_or_else(crate::worker::default_name),
             };
             let (first, second) = shutdown_signals();
-            crate::queue::worker::run(host, options, first, second).await?;
+            crate::worker::run(host, options, first, second).await?;
         }
         Command::Agents(args) => {
             let registry = load_registry(&config).await?;
@@ -635,7 +631,7 @@ async fn show_progress(
 
 /// `warren run --json`: the result and every agent's usage.
 fn report_json(report: &RunReport) -> serde_json::Value {
-    let outcome = |o: &crate::agent::AgentOutcome| {
+    let outcome = |o: &crate::outcome::AgentOutcome| {
         serde_json::json!({
             "state": o.state.as_str(),
             "text": o.text,
@@ -670,10 +666,7 @@ fn report_json(report: &RunReport) -> serde_json::Value {
 /// `warren plugin inspect FILE`.
 async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
     let sandbox = Sandbox::new().context("creating the sandbox")?;
-    let cache = crate::plugin::CompileCache::default_dir().map_or_else(
-        crate::plugin::CompileCache::disabled,
-        crate::plugin::CompileCache::new,
-    );
+    let cache = crate::plugin::CompileCache::at(crate::config::default_cache_dir());
     let (component, _) = cache.load(sandbox.engine(), file)?;
     let ty = component.component_type();
     println!("{}", file.display());

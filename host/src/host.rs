@@ -18,28 +18,15 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentOutcome, AgentState};
+use crate::agent::{Agent, Runtime};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
 use crate::events::EventStream;
-use crate::jobs::{Job, JobId, Phase, Tree};
-use crate::llm::{self, Provider};
+use crate::jobs::{Backend, Job, JobId, Phase, Tree};
+use crate::llm;
+use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
-
-/// What every agent of every run shares: the configuration, the tools, the models.
-pub(crate) struct HostParts {
-    /// The loaded configuration.
-    pub(crate) config: Config,
-    /// Every plugin tool.
-    pub(crate) registry: Arc<ToolRegistry>,
-    /// Every configured model, by name.
-    pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
-    /// Sub-agents running at once across every run (`max_concurrent_total`).
-    pub(crate) slots: Arc<tokio::sync::Semaphore>,
-    /// Where sub-agents run when `[queue] redis` is set: on workers, through Redis.
-    pub(crate) queue: Option<Arc<RemoteQueue>>,
-}
 
 /// A job from the queue, ready to run as the root of a tree on this host.
 pub(crate) struct JobStart {
@@ -64,7 +51,9 @@ pub(crate) struct JobStart {
 /// A loaded configuration with its plugins and models, ready to run agents.
 #[derive(Clone)]
 pub struct Host {
-    parts: Arc<HostParts>,
+    parts: Arc<Runtime>,
+    /// The queue sub-agents go through, when `[queue] redis` is set.
+    queue: Option<Arc<RemoteQueue>>,
 }
 
 /// A run in progress: a root agent and the tree of sub-agents below it.
@@ -117,13 +106,14 @@ impl Host {
             None => None,
         };
         Ok(Host {
-            parts: Arc::new(HostParts {
+            parts: Arc::new(Runtime {
                 config,
                 registry: Arc::new(registry),
                 providers,
                 slots,
-                queue,
+                remote: queue.clone().map(|q| q as Arc<dyn Backend>),
             }),
+            queue,
         })
     }
 
@@ -134,7 +124,7 @@ impl Host {
 
     /// The queue sub-agents go through, when `[queue] redis` is set.
     pub fn remote_queue(&self) -> Option<&Arc<RemoteQueue>> {
-        self.parts.queue.as_ref()
+        self.queue.as_ref()
     }
 
     /// The tool registry.
@@ -199,7 +189,7 @@ impl Host {
         let (id, done) = tree.add(None, &job.profile.name, &job.task, cancel.clone());
         tree.set_phase(&id, Phase::Running(Instant::now()));
         let root = Agent {
-            host: self.parts.clone(),
+            runtime: self.parts.clone(),
             tree: tree.clone(),
             id: id.clone(),
             limits: job.limits,

@@ -2,25 +2,25 @@
 //! calls is a WebAssembly component run in a sandbox whose capabilities come from the
 //! agent's profile.
 //!
-//! Layout:
-//! - [`config`]: `warren.toml`, profiles and their capability sets, strictly validated;
-//! - [`sandbox`]: the wasmtime engine, a fresh store per call, capabilities → WASI,
-//!   network policy, limits and the errors a call can end with;
-//! - [`plugin`]: loading plugin components (with an on-disk compile cache) and the
-//!   tool registry;
-//! - [`llm`]: model providers (OpenAI-compatible, Anthropic, scripted) with streaming,
-//!   usage, cost and retries;
-//! - [`agent`]: the agent loop; [`jobs`]: the job tree, budget, concurrency and the
-//!   spawn tools; [`host`]: the library API (load once, start runs);
-//! - [`events`]: the event bus (progress, JSONL log); [`ui`]: the terminal view;
-//!   [`telemetry`]: logs and OTLP traces;
-//! - [`cli`]: the `warren` command line, with [`init`] (starter projects), [`doctor`]
-//!   (project checks) and `agents_report` (`warren agents`); `term`: stderr shared by
-//!   the live view and the logs;
+//! Layout, in layers (every `crate::` path points to a lower one; the table is
+//! checked by `tests/all/layers.rs`):
+//! - L0: [`builtin`] (the embedded plugins), [`events`] (the event bus), [`llm`]
+//!   (providers with streaming, usage, cost and retries), [`sandbox`] (the wasmtime
+//!   engine, a fresh store per call, capabilities, limits), `term`; then [`outcome`]
+//!   (how an agent ended) and [`telemetry`] (logs and OTLP traces);
+//! - L1: [`config`]: `warren.toml`, profiles and agent files as plain validated data;
+//! - L2: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, budget,
+//!   the one narrowing rule for children, and the [`jobs::Backend`] seam);
+//! - L3: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
+//!   the Redis backend);
+//! - L4: [`host`]: the composition root and library API (load once, start runs);
+//! - L5: [`worker`] (`warren worker`), [`ui`] (the terminal view), [`init`],
+//!   [`doctor`], `agents_report`, [`scaffold`], then [`cli`];
 //! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
 
 pub mod agent;
 mod agents_report;
+pub mod builtin;
 pub mod cli;
 pub mod config;
 pub mod doctor;
@@ -32,6 +32,7 @@ pub mod host;
 pub mod init;
 pub mod jobs;
 pub mod llm;
+pub mod outcome;
 pub mod plugin;
 pub mod queue;
 pub mod sandbox;
@@ -39,9 +40,10 @@ pub mod scaffold;
 pub mod telemetry;
 mod term;
 pub mod ui;
+pub mod worker;
 
-pub use agent::{AgentOutcome, AgentState};
 pub use config::{Config, ConfigError, Profile};
 pub use host::{Host, Run, RunReport};
+pub use outcome::{AgentOutcome, AgentState};
 pub use plugin::{ToolAccess, ToolRegistry};
 pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};

@@ -97,7 +97,7 @@ impl AgentTree {
                         parent: parent.clone(),
                         profile: profile.clone(),
                         label: None,
-                        doing: "queued".into(),
+                        doing: crate::jobs::Phase::Queued.name().into(),
                         turns: 0,
                         tokens: 0,
                         cost: 0.0,
@@ -197,7 +197,11 @@ impl AgentTree {
         };
         let status = match &line.finished {
             Some((state, duration)) => {
-                let mark = if state == "ok" { '✓' } else { '✗' };
+                let mark = if state == crate::outcome::AgentState::Ok.as_str() {
+                    '✓'
+                } else {
+                    '✗'
+                };
                 format!(
                     "{mark} {state} · {} turns · {} tok · ${:.4} · {:.1} s",
                     line.turns,

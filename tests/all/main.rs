@@ -11,6 +11,7 @@ mod events;
 mod fake_llm;
 mod guests;
 mod languages;
+mod layers;
 mod llm;
 mod newcomer;
 mod plugins;

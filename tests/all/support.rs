@@ -66,9 +66,13 @@ impl World {
     ) -> (Arc<ToolRegistry>, ToolAccess) {
         let config = Config::load(&self.config(profiles)).unwrap();
         let sandbox = Arc::new(Sandbox::new().unwrap());
-        let registry = ToolRegistry::load(sandbox, &config.plugin_files, &config.cache)
-            .await
-            .unwrap();
+        let registry = ToolRegistry::load(
+            sandbox,
+            &config.plugin_files,
+            &warren::plugin::CompileCache::at(config.cache_dir.clone()),
+        )
+        .await
+        .unwrap();
         let access = ToolAccess::new(config.profile(profile).unwrap()).unwrap();
         (Arc::new(registry), access)
     }

@@ -7,6 +7,7 @@
 
 mod agent_dir;
 mod agent_files;
+mod queue;
 mod tool_selection;
 
 use std::collections::BTreeMap;
@@ -18,12 +19,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::llm::{ModelConfig, ProviderKind};
-use crate::plugin::CompileCache;
-use crate::queue::QueueConfig;
 use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
 use crate::sandbox::net::{NetPattern, NetPolicy};
 
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::queue::QueueConfig;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 use self::tool_selection::{resolve, ListKind};
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
@@ -282,6 +282,15 @@ impl fmt::Display for ProfileNote {
     }
 }
 
+/// The per-user compile cache: `$XDG_CACHE_HOME/warren/components` or
+/// `~/.cache/warren/components` (`None` when neither variable is set).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .map(|base| base.join("warren").join("components"))
+}
+
 /// A loaded, validated `warren.toml`.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -289,8 +298,8 @@ pub struct Config {
     pub path: PathBuf,
     /// The plugin files to load, in order.
     pub plugin_files: Vec<PathBuf>,
-    /// Where compiled plugins are cached.
-    pub cache: CompileCache,
+    /// Where compiled plugins are cached (`None`: caching is off).
+    pub cache_dir: Option<PathBuf>,
     /// What one plugin and one profile's tool list may hold.
     pub plugin_limits: PluginLimits,
     /// The built-in plugins to load (`[plugins] builtins`; default all of them).
@@ -334,10 +343,10 @@ impl Config {
         };
 
         let plugin_files = cx.plugin_files(&raw.plugins)?;
-        let cache = match (&raw.plugins.cache, &raw.plugins.cache_dir) {
-            (Some(false), _) => CompileCache::disabled(),
-            (_, Some(dir)) => CompileCache::new(base.join(dir.get_ref())),
-            _ => CompileCache::default_dir().map_or_else(CompileCache::disabled, CompileCache::new),
+        let cache_dir = match (&raw.plugins.cache, &raw.plugins.cache_dir) {
+            (Some(false), _) => None,
+            (_, Some(dir)) => Some(base.join(dir.get_ref())),
+            _ => default_cache_dir(),
         };
         let models = cx.models(&raw.models)?;
         let model_aliases = cx.model_aliases(&raw.model_aliases, &models)?;
@@ -437,7 +446,7 @@ impl Config {
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
-            cache,
+            cache_dir,
             plugin_limits,
             builtins,
             models,
@@ -569,27 +578,21 @@ impl Resolver<'_> {
 
     /// `[plugins] builtins`: which built-in plugins load.
     fn builtins(&self, raw: &Option<Spanned<RawBuiltins>>) -> Result<Vec<String>, ConfigError> {
-        let all = || {
-            crate::plugin::builtin::names()
-                .map(str::to_string)
-                .collect()
-        };
+        let all = || crate::builtin::names().map(str::to_string).collect();
         match raw.as_ref().map(|r| (r.get_ref(), r.span())) {
             None | Some((RawBuiltins::All(true), _)) => Ok(all()),
             Some((RawBuiltins::All(false), _)) => Ok(Vec::new()),
             Some((RawBuiltins::Some(names), span)) => {
                 if let Some(bad) = names
                     .iter()
-                    .find(|n| !crate::plugin::builtin::names().any(|b| b == n.as_str()))
+                    .find(|n| !crate::builtin::names().any(|b| b == n.as_str()))
                 {
                     return self.invalid(
                         span,
                         "plugins.builtins",
                         format!(
                             "no built-in plugin `{bad}` (built-in: {})",
-                            crate::plugin::builtin::names()
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            crate::builtin::names().collect::<Vec<_>>().join(", ")
                         ),
                     );
                 }
@@ -961,15 +964,15 @@ struct RawQueue {
 /// An agent end state by name (`error`, `timed_out`, `truncated`, …).
 #[derive(Clone, Copy, Deserialize)]
 #[serde(try_from = "String")]
-struct StateName(crate::agent::AgentState);
+struct StateName(crate::outcome::AgentState);
 
 impl TryFrom<String> for StateName {
     type Error = String;
     fn try_from(value: String) -> Result<Self, String> {
-        crate::agent::AgentState::from_name(&value)
+        crate::outcome::AgentState::from_name(&value)
             .map(StateName)
             .ok_or_else(|| {
-                let names: Vec<&str> = crate::agent::AgentState::ALL
+                let names: Vec<&str> = crate::outcome::AgentState::ALL
                     .iter()
                     .map(|s| s.as_str())
                     .collect();
@@ -1187,12 +1190,25 @@ pub(crate) fn profile_name_from(written: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-fn name_like(s: &str, what: &str, allow_star: bool) -> Result<(), String> {
-    let ok = !s.is_empty()
-        && s.len() <= 64
+/// The one name rule: profile, tool and queue names are 1 to 64 ASCII letters,
+/// digits, `_` and `-`.
+pub fn is_valid_name(s: &str) -> bool {
+    name_chars(s, false)
+}
+
+/// A tool name that may also hold `*` wildcards.
+pub fn is_valid_pattern(s: &str) -> bool {
+    name_chars(s, true)
+}
+
+fn name_chars(s: &str, allow_star: bool) -> bool {
+    (1..=64).contains(&s.len())
         && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || (allow_star && c == '*'));
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || (allow_star && c == '*'))
+}
+
+fn name_like(s: &str, what: &str, allow_star: bool) -> Result<(), String> {
+    if name_chars(s, allow_star) {
         Ok(())
     } else {
         Err(format!(

@@ -242,7 +242,7 @@ pub(crate) fn resolve(names: &[String], aliases: &ToolAliases, kind: ListKind) -
             }
         } else if base.starts_with("mcp__")
             || UNAVAILABLE.iter().any(|u| u.eq_ignore_ascii_case(base))
-            || !valid_pattern(base)
+            || !super::is_valid_pattern(base)
         {
             if kind == ListKind::Allow {
                 out.unavailable.push(written.clone());
@@ -252,15 +252,6 @@ pub(crate) fn resolve(names: &[String], aliases: &ToolAliases, kind: ListKind) -
         }
     }
     out
-}
-
-/// `[a-zA-Z0-9_-]{1,64}` with `*` wildcards: what a tool name or pattern may be.
-pub(crate) fn valid_pattern(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
 }
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
 //! The job tree of one run: ids, states, results, the shared budget, the concurrency
 //! limit and cancellation.
 //!
-//! Layout: [`spawn_tools`] (the tools a parent model uses to spawn, await, cancel and
-//! list its children). Every sub-agent is a job; its cancellation token is a child of
+//! Layout: [`spawn_request`] (the shape of a `spawn_agent` call) and [`child`] (the one
+//! narrowing rule, a child's first message, and the [`Backend`] seam through which a
+//! child runs on another machine). Every sub-agent is a job; its cancellation token is a child of
 //! its parent's, so cancelling a job cancels every descendant, and results stay in the
 //! tree until the run ends so repeated awaits see them.
 
+pub mod child;
 pub mod spawn_request;
-pub mod spawn_tools;
+
+pub use self::child::{compose_task, narrow, Backend, ChildAsk, ChildSpec, Placement};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,9 +21,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{AgentOutcome, AgentState};
 use crate::config::RunLimits;
 use crate::events::EventBus;
+use crate::outcome::{AgentOutcome, AgentState};
 
 /// A job's id: six hex digits, unique within a run.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

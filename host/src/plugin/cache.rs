@@ -47,12 +47,9 @@ impl CompileCache {
         CompileCache { dir: None }
     }
 
-    /// The per-user default: `$XDG_CACHE_HOME/warren` or `~/.cache/warren`.
-    pub fn default_dir() -> Option<PathBuf> {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-            .map(|base| base.join("warren").join("components"))
+    /// A cache in `dir`, or none.
+    pub fn at(dir: Option<PathBuf>) -> Self {
+        CompileCache { dir }
     }
 
     /// The directory in use, if any.

@@ -4,7 +4,6 @@
 //! Layout: [`cache`] (compiled artifacts on disk). The [`ToolRegistry`] owns one
 //! `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
-pub mod builtin;
 mod cache;
 pub mod componentize;
 
@@ -77,13 +76,6 @@ impl ToolAccess {
     }
 }
 
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 impl ToolRegistry {
     /// Loads `files` in order with the default [`PluginLimits`].
     pub async fn load(
@@ -101,7 +93,7 @@ impl ToolRegistry {
             sandbox,
             &config.plugin_files,
             &config.builtins,
-            &config.cache,
+            &CompileCache::at(config.cache_dir.clone()),
             &config.plugin_limits,
         )
         .await
@@ -125,7 +117,7 @@ impl ToolRegistry {
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
             file_bytes.push((path.clone(), bytes));
         }
-        for (name, bytes) in builtin::BUILTINS {
+        for (name, bytes) in crate::builtin::BUILTINS {
             if builtins.iter().any(|b| b == name) && !file_bytes.iter().any(|(_, f)| f == bytes) {
                 let path = PathBuf::from(format!("(built-in)/{name}.wasm"));
                 sources.push((name.to_string(), path, bytes.into(), true));
@@ -181,7 +173,7 @@ impl ToolRegistry {
                     spec.input_schema.len(),
                     limits.max_schema_bytes / 1024
                 );
-                if !valid_tool_name(&spec.name) {
+                if !crate::config::is_valid_name(&spec.name) {
                     anyhow::bail!(
                         "{}: tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
                         path.display(),
@@ -213,7 +205,7 @@ impl ToolRegistry {
                     let hint = if plugins[other].builtin {
                         format!(
                             "; to use this plugin's, leave the built-in out: [plugins] builtins = [{}] (or false)",
-                            builtin::names()
+                            crate::builtin::names()
                                 .filter(|n| *n != plugins[other].name)
                                 .map(|n| format!("\"{n}\""))
                                 .collect::<Vec<_>>()
@@ -270,26 +262,11 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// `profile`'s tools cut down to `subset` (a spawn's `tools`): the one rule for
-    /// in-process spawns and queue workers alike. A name the profile may not call, or
-    /// that no plugin offers, is an error naming it and what is available.
-    pub fn narrow_tools(
-        &self,
-        profile: &Profile,
-        subset: &[String],
-    ) -> Result<crate::config::ToolSelection, String> {
-        let available: Vec<&str> = self
-            .tools_for(profile)
-            .map(|(s, _)| s.name.as_str())
-            .collect();
-        if let Some(bad) = subset.iter().find(|t| !available.contains(&t.as_str())) {
-            return Err(format!(
-                "tool `{bad}` is not available to profile `{}` (available: {})",
-                profile.name,
-                available.join(", ")
-            ));
-        }
-        Ok(profile.tools.narrowed_to(subset.to_vec()))
+    /// The names of every tool `profile` may call, sorted.
+    pub fn names_for<'a>(&'a self, profile: &'a Profile) -> Vec<&'a str> {
+        self.tools_for(profile)
+            .map(|(spec, _)| spec.name.as_str())
+            .collect()
     }
 
     /// Every loaded tool's name, sorted.

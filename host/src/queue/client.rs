@@ -20,10 +20,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::{JobData, JobOutcome, QueueConfig, JOB_NAME};
-use crate::agent::{Agent, AgentOutcome, AgentState};
 use crate::events::Event;
-use crate::jobs::{JobId, Phase, Tree};
+use crate::jobs::{Backend, ChildSpec, JobId, Phase, Placement, Tree};
 use crate::llm::Usage;
+use crate::outcome::{AgentOutcome, AgentState};
 
 /// How often a waiting child checks its job's state in Redis.
 const POLL: Duration = Duration::from_secs(1);
@@ -95,11 +95,7 @@ impl RemoteQueue {
         let router = tokio::spawn(route(events.clone(), watchers.clone()));
         // Host and process id, for whoever reads the keys; the random part keeps two
         // processes with the same pid on same-named hosts apart.
-        let heartbeat = format!(
-            "{}-{}",
-            super::worker::default_name(),
-            crate::jobs::random_id()
-        );
+        let heartbeat = format!("{}-{}", super::process_name(), crate::jobs::random_id());
         let key = config.alive_key(&heartbeat);
         let mut conn = queue.connection().connection();
         beat(&mut conn, &key, config.parent_timeout_s)
@@ -393,13 +389,16 @@ async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
     }
 }
 
-/// Runs `child` on a worker: enqueues `data`, mirrors the remote agents' events into
-/// the child's tree, and returns the job's outcome once.
-pub(crate) async fn run_remote(
-    child: &Agent,
-    queue: &RemoteQueue,
-    mut data: JobData,
-) -> AgentOutcome {
+/// Children run on workers: the job is enqueued, the remote agents' events are
+/// mirrored into the parent's tree, and the job's outcome is returned once.
+#[async_trait::async_trait]
+impl Backend for RemoteQueue {
+    async fn run(&self, place: &Placement, spec: ChildSpec) -> AgentOutcome {
+        run_remote(place, self, JobData::from_spec(spec)).await
+    }
+}
+
+async fn run_remote(child: &Placement, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
     data.heartbeat = Some(queue.heartbeat.clone());
     let started = Instant::now();
     let id = format!("{}-{}", child.tree.run_id, child.id);
@@ -434,7 +433,7 @@ pub(crate) async fn run_remote(
 }
 
 async fn wait_remote(
-    child: &Agent,
+    child: &Placement,
     queue: &RemoteQueue,
     id: &str,
     data: &JobData,
@@ -537,7 +536,7 @@ struct Mirror {
 }
 
 impl Mirror {
-    fn new(child: &Agent) -> Mirror {
+    fn new(child: &Placement) -> Mirror {
         Mirror {
             tree: child.tree.clone(),
             root: child.id.clone(),

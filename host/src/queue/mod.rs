@@ -3,8 +3,10 @@
 //! consumers interoperate.
 //!
 //! Layout: [`client`] (the parent's side: enqueue a child, mirror its events into the
-//! run, wait for its result, cancel it) and [`worker`] (`warren worker`: take jobs and
-//! run each as the root of a local agent tree). The queue itself is the official Rust
+//! run, wait for its result, cancel it; [`RemoteQueue`](client::RemoteQueue) is the
+//! [`Backend`](crate::jobs::Backend) that runs children on workers). The worker's side
+//! (`warren worker`: take jobs and run each as the root of a local agent tree) is
+//! [`crate::worker`], above the host it drives. The queue itself is the official Rust
 //! port of BullMQ (`bullmq-official`): the same Lua scripts and keys as Node BullMQ,
 //! with locks, stalled-job recovery, retries and retention.
 //!
@@ -20,56 +22,34 @@
 //!   is removed at once.
 
 pub mod client;
-pub mod worker;
+
+pub use crate::config::QueueConfig;
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::{AgentOutcome, AgentState};
+use crate::jobs::ChildSpec;
 use crate::llm::Usage;
+use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode};
 use crate::sandbox::net::{NetPattern, NetPolicy};
 
+/// This process's name in the queue (`HOST-PID`): a worker's default name, and the
+/// start of a parent's heartbeat key.
+pub fn process_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
 /// The BullMQ job name warren's jobs carry (Node producers may use any name).
 pub const JOB_NAME: &str = "agent";
-
-/// `[queue]` in `warren.toml`, or `--redis`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QueueConfig {
-    /// `redis://[user:password@]host:port[/db]`; `None` runs sub-agents in-process.
-    pub redis: Option<String>,
-    /// The BullMQ queue name (keys `bull:NAME:…`; default `warren`).
-    pub name: String,
-    /// How long finished jobs and their results stay in Redis (default one day).
-    pub keep_results_s: u64,
-    /// Attempts before a job that keeps failing ends failed (default 3).
-    pub attempts: u32,
-    /// A worker's lock on a job; renewed at half this while it runs, so a killed
-    /// worker's job is taken again after at most this long (default 30 000).
-    pub lock_ms: u64,
-    /// How often workers look for stalled jobs (default 30 000).
-    pub stalled_interval_ms: u64,
-    /// Stalls (a worker died while running it) before a job ends failed (default 1).
-    pub max_stalled: u32,
-    /// On SIGTERM or Ctrl-C, how long a worker lets its jobs finish before it hands
-    /// them back to the queue (default 30).
-    pub shutdown_grace_s: u64,
-    /// A parent process renews its heartbeat key every sixth of this; when the key
-    /// has expired (the parent died, or lost Redis this long), workers cancel its
-    /// jobs (default 30).
-    pub parent_timeout_s: u64,
-    /// The profile of a job that names none (producers other than warren).
-    pub default_profile: Option<String>,
-    /// Agent end states that make the BullMQ job *failed* (with the reason), so the
-    /// producer's `attempts` and `backoff` apply (default `["error"]`); other states
-    /// complete the job with the outcome as its return value.
-    pub fail_jobs_on: Vec<crate::agent::AgentState>,
-    /// How long failed jobs stay in Redis (`None`, the default: forever, as BullMQ's
-    /// `removeOnFail: false`).
-    pub keep_failed_s: Option<u64>,
-}
 
 fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
     Some(bullmq::types::RemoveOnFinish::Options(
@@ -81,42 +61,12 @@ fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
     ))
 }
 
-impl Default for QueueConfig {
-    fn default() -> Self {
-        QueueConfig {
-            redis: None,
-            name: "warren".into(),
-            keep_results_s: 86_400,
-            attempts: 3,
-            lock_ms: 30_000,
-            stalled_interval_ms: 30_000,
-            max_stalled: 1,
-            shutdown_grace_s: 30,
-            parent_timeout_s: 30,
-            default_profile: None,
-            fail_jobs_on: vec![crate::agent::AgentState::Error],
-            keep_failed_s: None,
-        }
-    }
-}
-
 impl QueueConfig {
     /// The BullMQ connection options.
     pub(crate) fn connection(&self) -> bullmq::options::RedisConnectionOptions {
         bullmq::options::RedisConnectionOptions {
             url: self.redis.clone().unwrap_or_default(),
             ..Default::default()
-        }
-    }
-
-    /// The Redis URL without its password, for messages.
-    pub fn redacted_url(&self) -> String {
-        let url = self.redis.as_deref().unwrap_or("");
-        match (url.find("://"), url.rfind('@')) {
-            (Some(scheme), Some(at)) if at > scheme => {
-                format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-            }
-            _ => url.to_string(),
         }
     }
 
@@ -399,27 +349,30 @@ impl JobOutcome {
     }
 }
 
-/// The message a sub-agent starts with: the task, then its context and constraints.
-pub fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
-    let mut message = task.to_string();
-    match context {
-        None | Some(Value::Null) => {}
-        Some(Value::String(context)) => {
-            message.push_str(&format!("\n\n<context>\n{context}\n</context>"))
+impl JobData {
+    /// The job that runs `spec` on a worker.
+    pub fn from_spec(spec: ChildSpec) -> JobData {
+        JobData {
+            task: spec.task,
+            profile: spec.profile,
+            context: spec.context,
+            constraints: spec.constraints,
+            system_prompt: spec.system_prompt,
+            tools: spec.tools,
+            limits: JobLimits {
+                max_turns: Some(spec.limits.max_turns),
+                timeout_s: Some(spec.limits.timeout_s),
+                max_cost_usd: spec.limits.max_cost_usd,
+                budget_usd: spec.budget_usd,
+            },
+            ceiling: Some(Ceiling::of(&spec.ceiling)),
+            parent: Some(spec.parent.0),
+            depth: spec.depth,
+            traceparent: spec.traceparent,
+            heartbeat: None,
+            unknown: Default::default(),
         }
-        Some(context) => message.push_str(&format!(
-            "\n\n<context>\n{}\n</context>",
-            serde_json::to_string_pretty(context).unwrap_or_default()
-        )),
     }
-    if !constraints.is_empty() {
-        let list: Vec<String> = constraints.iter().map(|c| format!("- {c}")).collect();
-        message.push_str(&format!(
-            "\n\n<constraints>\n{}\n</constraints>",
-            list.join("\n")
-        ));
-    }
-    message
 }
 
 #[cfg(test)]
@@ -457,14 +410,5 @@ mod tests {
         assert_eq!(effective.fs[0].mode, FsMode::ReadOnly);
         assert_eq!(effective.net.patterns().len(), 1);
         assert_eq!(effective.fuel, 7);
-    }
-
-    #[test]
-    fn urls_are_redacted() {
-        let config = QueueConfig {
-            redis: Some("redis://user:secret@host:6379/0".into()),
-            ..QueueConfig::default()
-        };
-        assert_eq!(config.redacted_url(), "redis://***@host:6379/0");
     }
 }

@@ -8,6 +8,7 @@
 //! into the conversation; an agent that would finish while children still run is told
 //! so and given their results, so nothing is abandoned.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,115 +16,37 @@ use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, Instrument};
 
-use crate::config::{AgentLimits, Profile};
+use crate::config::{AgentLimits, Config, Profile};
 use crate::events::{summarize, Event};
-use crate::host::HostParts;
-use crate::jobs::{result_block, JobId, Phase, Tree};
+use crate::jobs::{not_found_block, result_block, Backend, JobId, Phase, Tree};
 use crate::llm::{
-    ChatRequest, FinishReason, Message, Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+    ChatRequest, FinishReason, Message, Provider, Requester, StreamEvent, ToolCall, ToolDefinition,
+    Usage,
 };
-use crate::plugin::ToolAccess;
+use crate::outcome::{AgentOutcome, AgentState};
+use crate::plugin::{ToolAccess, ToolRegistry};
+
+mod spawn_tools;
+
+/// What every agent of every run shares: the configuration, the tools, the models,
+/// and where children run. The host builds it; agents only read it.
+pub(crate) struct Runtime {
+    /// The loaded configuration.
+    pub(crate) config: Config,
+    /// Every plugin tool.
+    pub(crate) registry: Arc<ToolRegistry>,
+    /// Every configured model, by name.
+    pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// Sub-agents running at once across every run (`max_concurrent_total`).
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// Where children run when not in this process (`[queue] redis`: on workers).
+    pub(crate) remote: Option<Arc<dyn Backend>>,
+}
 
 /// The system prompt of a sub-agent whose profile has none.
 pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
 use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do \
 and why. Your final message is all your parent will see.";
-
-/// How an agent ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AgentState {
-    /// It answered.
-    Ok,
-    /// The model call or setup failed.
-    Error,
-    /// It (or an ancestor) was cancelled.
-    Cancelled,
-    /// It ran past `timeout_s`.
-    TimedOut,
-    /// It used `max_turns` turns without answering.
-    MaxTurns,
-    /// The run's budget or its own cost cap was used up.
-    BudgetExceeded,
-    /// The model's answer was cut at its output limit (`length`, `max_tokens`) with
-    /// no tool call: what it wrote is incomplete.
-    Truncated,
-    /// The provider refused or filtered the answer (`content_filter`, a refusal).
-    Refused,
-}
-
-impl AgentState {
-    /// Lower-case name, as in summaries and JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Ok => "ok",
-            AgentState::Error => "error",
-            AgentState::Cancelled => "cancelled",
-            AgentState::TimedOut => "timed_out",
-            AgentState::MaxTurns => "max_turns",
-            AgentState::BudgetExceeded => "budget_exceeded",
-            AgentState::Truncated => "truncated",
-            AgentState::Refused => "refused",
-        }
-    }
-
-    /// Every state, for parsing names back.
-    pub const ALL: [AgentState; 8] = [
-        AgentState::Ok,
-        AgentState::Error,
-        AgentState::Cancelled,
-        AgentState::TimedOut,
-        AgentState::MaxTurns,
-        AgentState::BudgetExceeded,
-        AgentState::Truncated,
-        AgentState::Refused,
-    ];
-
-    /// The state named `name` (as [`AgentState::as_str`] writes it).
-    pub fn from_name(name: &str) -> Option<AgentState> {
-        AgentState::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
-
-/// What an agent produced and used.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AgentOutcome {
-    /// How it ended.
-    pub state: AgentState,
-    /// Its final answer (or the last text it wrote).
-    pub text: String,
-    /// Why it did not end well, naming the limit where one was hit.
-    pub error: Option<String>,
-    /// Model turns used.
-    pub turns: u32,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Dollars spent.
-    pub cost_usd: f64,
-    /// Wall time.
-    pub duration: Duration,
-}
-
-impl AgentOutcome {
-    /// A short reason for a result header: the error's first line, or the state.
-    pub fn reason(&self) -> String {
-        match &self.error {
-            Some(error) => error.lines().next().unwrap_or_default().to_string(),
-            None => self.state.as_str().to_string(),
-        }
-    }
-
-    pub(crate) fn cancelled_before_start() -> AgentOutcome {
-        AgentOutcome {
-            state: AgentState::Cancelled,
-            text: String::new(),
-            error: Some("cancelled before it started".into()),
-            turns: 0,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            duration: Duration::ZERO,
-        }
-    }
-}
 
 /// What the loop has done so far (kept outside it, so a timeout or a cancellation
 /// still reports turns, usage and the last text).
@@ -138,7 +61,7 @@ struct Progress {
 /// One agent: its effective profile, place in the tree and limits.
 pub(crate) struct Agent {
     /// Config, tools and models.
-    pub(crate) host: Arc<HostParts>,
+    pub(crate) runtime: Arc<Runtime>,
     /// The run it belongs to.
     pub(crate) tree: Arc<Tree>,
     /// Its job id.
@@ -281,7 +204,7 @@ impl Agent {
             )
         })?;
         let provider = self
-            .host
+            .runtime
             .providers
             .get(model)
             .cloned()
@@ -479,7 +402,7 @@ impl Agent {
             arguments: summarize(&call.arguments),
         });
         let (result, outcome) = async {
-            if self.can_spawn() && crate::jobs::spawn_tools::is_spawn_tool(&call.name) {
+            if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
                 let result = self.spawn_tool(&call.name, &call.arguments).await;
                 let outcome = if result.is_ok() {
                     "ok"
@@ -489,7 +412,7 @@ impl Agent {
                 return (result, outcome);
             }
             match self
-                .host
+                .runtime
                 .registry
                 .call(&self.access, &call.name, &call.arguments)
                 .await
@@ -576,7 +499,7 @@ impl Agent {
                         }
                         result_block(&job)
                     }
-                    None => crate::jobs::not_found_block(&id.0),
+                    None => not_found_block(&id.0),
                 }
             })
             .collect::<Vec<_>>()
@@ -592,7 +515,7 @@ impl Agent {
         };
         let mut parts = vec![own];
         parts.extend(self.extra_prompt.clone());
-        let profiles = &self.host.config.profiles;
+        let profiles = &self.runtime.config.profiles;
         if self.can_spawn() && !profiles.is_empty() {
             let lines: Vec<String> = profiles
                 .values()
@@ -619,7 +542,7 @@ impl Agent {
 
     fn tool_definitions(&self) -> Vec<ToolDefinition> {
         let mut tools: Vec<ToolDefinition> = self
-            .host
+            .runtime
             .registry
             .tools_for(&self.profile)
             .map(|(spec, _)| ToolDefinition {
@@ -629,7 +552,7 @@ impl Agent {
             })
             .collect();
         if self.can_spawn() {
-            tools.extend(crate::jobs::spawn_tools::definitions(&self.host.config));
+            tools.extend(spawn_tools::definitions(&self.runtime.config));
         }
         tools
     }

@@ -25,12 +25,15 @@ use bullmq::{Job, Worker};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::client::RemoteQueue;
-use super::{compose_task, JobData, JobOutcome};
-use crate::agent::{AgentOutcome, AgentState};
-use crate::config::{names_or_none, AgentLimits};
+use crate::config::names_or_none;
 use crate::events::Event;
 use crate::host::{Host, JobStart};
+use crate::jobs::{compose_task, narrow, ChildAsk};
+use crate::outcome::{AgentOutcome, AgentState};
+use crate::queue::client::RemoteQueue;
+use crate::queue::{JobData, JobOutcome};
+
+pub use crate::queue::process_name as default_name;
 
 /// How often a running job's events are sent to its parent.
 const EVENT_BATCH: Duration = Duration::from_millis(100);
@@ -46,17 +49,6 @@ pub struct WorkerOptions {
     pub concurrency: usize,
     /// Shown in logs and stored on each job it runs (default `HOST:PID`).
     pub name: String,
-}
-
-/// The default worker name: `HOST:PID`.
-pub fn default_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "worker".into());
-    format!("{host}-{}", std::process::id())
 }
 
 struct Shared {
@@ -196,24 +188,17 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             )))
         }
     }
-    let mut profile = base.clone();
-    if let Some(ceiling) = &data.ceiling {
-        profile.capabilities = base.capabilities.intersect(&ceiling.to_capabilities());
-    }
-    if let Some(tools) = &data.tools {
-        // The same rule as an in-process spawn: a tool the profile lacks is an error,
-        // never silently dropped.
-        profile.tools = shared
-            .host
-            .registry()
-            .narrow_tools(base, tools)
-            .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
-    }
-    let limits = base.spawn_limits(&AgentLimits {
-        max_turns: data.limits.max_turns.unwrap_or(base.limits.max_turns),
-        timeout_s: data.limits.timeout_s.unwrap_or(base.limits.timeout_s),
+    let ceiling = data.ceiling.as_ref().map(|c| c.to_capabilities());
+    let available = shared.host.registry().names_for(base);
+    let ask = ChildAsk {
+        tools: data.tools.as_deref(),
+        max_turns: data.limits.max_turns,
+        timeout_s: data.limits.timeout_s,
         max_cost_usd: data.limits.max_cost_usd,
-    });
+        ceiling: ceiling.as_ref(),
+    };
+    let (profile, limits) = narrow(base, &ask, &available)
+        .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
     let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -9,23 +9,24 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::spawn_request::{text_arg, SpawnRequest};
-use super::{JobId, Phase};
-use crate::agent::{Agent, AgentOutcome};
-use crate::config::{AgentLimits, Config, SPAWN_TOOLS};
+use super::Agent;
+use crate::config::{Config, SPAWN_TOOLS};
 use crate::events::{summarize, Event};
+use crate::jobs::spawn_request::{text_arg, SpawnRequest};
+use crate::jobs::{
+    compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobId, Phase, Placement,
+};
 use crate::llm::ToolDefinition;
+use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
-use crate::queue::client::run_remote;
-use crate::queue::{compose_task, Ceiling, JobData, JobLimits};
 
 /// Whether `name` is one of the spawn tools.
-pub fn is_spawn_tool(name: &str) -> bool {
+pub(crate) fn is_spawn_tool(name: &str) -> bool {
     SPAWN_TOOLS.contains(&name)
 }
 
 /// The four tool definitions; `profile` is an enum of the configured profile names.
-pub fn definitions(config: &Config) -> Vec<ToolDefinition> {
+pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
     let names: Vec<&String> = config.profiles.keys().collect();
     // With no profiles configured, a child runs under its parent's profile: no
     // empty enum for the model to trip over.
@@ -94,13 +95,13 @@ type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 fn run_child(
     child: Agent,
     task: String,
-    job: JobData,
+    spec: ChildSpec,
     done: tokio::sync::watch::Sender<bool>,
 ) -> BoxedRun {
     Box::pin(async move {
         // A slot of the run, then (for a child run here) one of the host.
-        let remote = child.host.queue.clone();
-        let (run_slots, host_slots) = (child.tree.slots.clone(), child.host.slots.clone());
+        let remote = child.runtime.remote.clone();
+        let (run_slots, host_slots) = (child.tree.slots.clone(), child.runtime.slots.clone());
         let local = remote.is_none();
         let permit = tokio::select! {
             biased;
@@ -112,7 +113,15 @@ fn run_child(
             } => Some(permits),
         };
         let outcome = match (permit, remote) {
-            (Some(_permit), Some(queue)) => run_remote(&child, &queue, job).await,
+            (Some(_permit), Some(backend)) => {
+                let place = Placement {
+                    tree: child.tree.clone(),
+                    id: child.id.clone(),
+                    cancel: child.cancel.clone(),
+                    children_cancel: child.children_cancel.clone(),
+                };
+                backend.run(&place, spec).await
+            }
             (Some(_permit), None) => {
                 child
                     .tree
@@ -156,7 +165,7 @@ impl Agent {
             timeout_s,
             background,
         } = SpawnRequest::parse(args)?;
-        let config = &self.host.config;
+        let config = &self.runtime.config;
         // No profile: the parent's own (its prompt, tools and model; capabilities
         // already its effective ones), as other sub-agent systems spawn by default.
         let base = match &asked_profile {
@@ -177,22 +186,18 @@ impl Agent {
             },
         };
         let profile_name = base.name.clone();
-        let mut profile = base.clone();
-        profile.capabilities = base.capabilities.intersect(&self.profile.capabilities);
+        let available = self.runtime.registry.names_for(base);
+        let ask = ChildAsk {
+            tools: tools.as_deref(),
+            max_turns,
+            timeout_s,
+            max_cost_usd: max_cost,
+            ceiling: Some(&self.profile.capabilities),
+        };
+        let (mut profile, limits) = narrow(base, &ask, &available)?;
         if base.inherit_model {
             profile.model = self.profile.model.clone();
         }
-        let mut tool_subset = None;
-        if let Some(tools) = tools {
-            profile.tools = self.host.registry.narrow_tools(base, &tools)?;
-            tool_subset = Some(tools);
-        }
-        // Time and cost only tighten; turns may go up to the profile's ceiling.
-        let limits = base.spawn_limits(&AgentLimits {
-            max_turns: max_turns.unwrap_or(base.limits.max_turns),
-            timeout_s: timeout_s.unwrap_or(base.limits.timeout_s),
-            max_cost_usd: max_cost,
-        });
         if let Some(budget) = self.tree.limits.budget_usd {
             let spent = self.tree.spent();
             if spent >= budget {
@@ -206,30 +211,24 @@ impl Agent {
             }
         }
         let message = compose_task(&task, context.as_ref(), &constraints);
-        // What a worker needs to run it, should the job go through the queue.
-        let job = JobData {
-            task: task.clone(),
+        // What it needs to run anywhere, should it go to another machine.
+        let spec = ChildSpec {
             profile: profile_name.clone(),
+            task: task.clone(),
             context,
             constraints,
             system_prompt: extra_prompt.clone(),
-            tools: tool_subset,
-            limits: JobLimits {
-                max_turns: Some(limits.max_turns),
-                timeout_s: Some(limits.timeout_s),
-                max_cost_usd: limits.max_cost_usd,
-                budget_usd: self
-                    .tree
-                    .limits
-                    .budget_usd
-                    .map(|budget| (budget - self.tree.spent()).max(0.0)),
-            },
-            ceiling: Some(Ceiling::of(&self.profile.capabilities)),
-            parent: Some(self.id.0.clone()),
+            tools,
+            limits,
+            budget_usd: self
+                .tree
+                .limits
+                .budget_usd
+                .map(|budget| (budget - self.tree.spent()).max(0.0)),
+            ceiling: self.profile.capabilities.clone(),
+            parent: self.id.clone(),
             depth: self.depth + 1,
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
-            heartbeat: None,
-            unknown: Default::default(),
         };
 
         let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;
@@ -250,7 +249,7 @@ impl Agent {
         let access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
         let child = Agent {
-            host: self.host.clone(),
+            runtime: self.runtime.clone(),
             tree: Arc::clone(&self.tree),
             id: id.clone(),
             profile,
@@ -263,7 +262,7 @@ impl Agent {
             parent_span: Some(tracing::Span::current()),
             traceparent: None,
         };
-        tokio::spawn(run_child(child, message, job, done));
+        tokio::spawn(run_child(child, message, spec, done));
         if !background {
             return Ok(self
                 .await_jobs(std::slice::from_ref(&id), None, false)
@@ -318,7 +317,7 @@ impl Agent {
             .job(&JobId(id.trim().to_string()))
             .filter(|j| j.parent.as_ref() == Some(&self.id))
         else {
-            return Ok(crate::jobs::not_found_block(id.trim()));
+            return Ok(not_found_block(id.trim()));
         };
         if let Phase::Done(outcome) = &job.phase {
             return Ok(format!(

@@ -1,0 +1,189 @@
+//! A child as its parent hands it over: the one narrowing rule ([`narrow`]) that
+//! turns a profile and what a parent asks into what the child gets, in-process and on
+//! workers alike; the child's first message ([`compose_task`]); [`ChildSpec`], what a
+//! child needs to run anywhere; and [`Backend`], the seam through which a child runs
+//! somewhere other than this process (the Redis queue implements it).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{JobId, Tree};
+use crate::config::{AgentLimits, Profile};
+use crate::outcome::AgentOutcome;
+use crate::sandbox::CapabilitySet;
+
+/// What a parent asks of a child beyond its profile: the arguments of a
+/// `spawn_agent` call, or the fields of a queue job.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChildAsk<'a> {
+    /// A subset of the profile's tools.
+    pub tools: Option<&'a [String]>,
+    /// Asked-for turn limit.
+    pub max_turns: Option<u32>,
+    /// Asked-for wall-time limit.
+    pub timeout_s: Option<u64>,
+    /// Asked-for cost cap.
+    pub max_cost_usd: Option<f64>,
+    /// The parent's capabilities; the child's are intersected with them.
+    pub ceiling: Option<&'a CapabilitySet>,
+}
+
+/// What a child of profile `base` gets when asked for `ask`: capabilities within the
+/// ceiling, the tool subset (every name must be one of `available`, the tools `base`
+/// may call; a name that is not is an error, never silently dropped), time and cost
+/// only ever lower, turns up to the profile's `max_turns_ceiling`. The one rule for
+/// spawns, in-process and on workers.
+pub fn narrow(
+    base: &Profile,
+    ask: &ChildAsk<'_>,
+    available: &[&str],
+) -> Result<(Profile, AgentLimits), String> {
+    let mut profile = base.clone();
+    if let Some(ceiling) = ask.ceiling {
+        profile.capabilities = base.capabilities.intersect(ceiling);
+    }
+    if let Some(tools) = ask.tools {
+        if let Some(bad) = tools.iter().find(|t| !available.contains(&t.as_str())) {
+            return Err(format!(
+                "tool `{bad}` is not available to profile `{}` (available: {})",
+                base.name,
+                available.join(", ")
+            ));
+        }
+        profile.tools = base.tools.narrowed_to(tools.to_vec());
+    }
+    let limits = base.spawn_limits(&AgentLimits {
+        max_turns: ask.max_turns.unwrap_or(base.limits.max_turns),
+        timeout_s: ask.timeout_s.unwrap_or(base.limits.timeout_s),
+        max_cost_usd: ask.max_cost_usd,
+    });
+    Ok((profile, limits))
+}
+
+/// The message a sub-agent starts with: the task, then its context and constraints.
+pub fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
+    let mut message = task.to_string();
+    match context {
+        None | Some(Value::Null) => {}
+        Some(Value::String(context)) => {
+            message.push_str(&format!("\n\n<context>\n{context}\n</context>"))
+        }
+        Some(context) => message.push_str(&format!(
+            "\n\n<context>\n{}\n</context>",
+            serde_json::to_string_pretty(context).unwrap_or_default()
+        )),
+    }
+    if !constraints.is_empty() {
+        let list: Vec<String> = constraints.iter().map(|c| format!("- {c}")).collect();
+        message.push_str(&format!(
+            "\n\n<constraints>\n{}\n</constraints>",
+            list.join("\n")
+        ));
+    }
+    message
+}
+
+/// Everything a child needs to run on another machine, already narrowed: the
+/// machine running it narrows again, with its own profile of that name.
+#[derive(Clone, Debug)]
+pub struct ChildSpec {
+    /// The profile's name.
+    pub profile: String,
+    /// What to do.
+    pub task: String,
+    /// Only what the child needs to know.
+    pub context: Option<Value>,
+    /// Rules it must follow.
+    pub constraints: Vec<String>,
+    /// Added to its profile's system prompt.
+    pub system_prompt: Option<String>,
+    /// The tool subset asked for, if any.
+    pub tools: Option<Vec<String>>,
+    /// Its effective limits.
+    pub limits: AgentLimits,
+    /// What is left of the run's budget.
+    pub budget_usd: Option<f64>,
+    /// Its parent's capabilities: it never gets more.
+    pub ceiling: CapabilitySet,
+    /// The parent's job id.
+    pub parent: JobId,
+    /// How deep it is in the whole tree.
+    pub depth: u32,
+    /// The W3C trace context of the parent's span.
+    pub traceparent: Option<String>,
+}
+
+/// A child's place in its parent's tree: where a backend records its progress.
+#[derive(Clone)]
+pub struct Placement {
+    /// The parent's tree.
+    pub tree: Arc<Tree>,
+    /// The child's job id there.
+    pub id: JobId,
+    /// Cancels the child.
+    pub cancel: CancellationToken,
+    /// Parent token of the child's own children.
+    pub children_cancel: CancellationToken,
+}
+
+/// Somewhere other than this process that runs children.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync {
+    /// Runs `spec` as job `place.id` to its end and returns its outcome once: the
+    /// events of its agents (and of their children) are published in `place.tree`
+    /// under this run's ids, their cost charged to its budget, and cancelling
+    /// `place.cancel` cancels the child and everything below it.
+    async fn run(&self, place: &Placement, spec: ChildSpec) -> AgentOutcome;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, DEFAULT_PROFILE};
+
+    fn main_profile() -> Profile {
+        let config = Config::parse(std::path::Path::new("warren.toml"), "").unwrap();
+        config.profile(DEFAULT_PROFILE).unwrap()
+    }
+
+    #[test]
+    fn a_tool_the_profile_lacks_is_an_error() {
+        let base = main_profile();
+        let tools = vec!["read_file".to_string(), "rm_rf".to_string()];
+        let ask = ChildAsk {
+            tools: Some(&tools),
+            ..ChildAsk::default()
+        };
+        let error = narrow(&base, &ask, &["read_file", "write_file"]).unwrap_err();
+        assert!(error.contains("`rm_rf`"), "{error}");
+        let tools = vec!["read_file".to_string()];
+        let ask = ChildAsk {
+            tools: Some(&tools),
+            ..ChildAsk::default()
+        };
+        let (profile, _) = narrow(&base, &ask, &["read_file", "write_file"]).unwrap();
+        assert!(profile.tools.allows("read_file"));
+        assert!(!profile.tools.allows("write_file"));
+    }
+
+    #[test]
+    fn limits_only_tighten_and_capabilities_stay_within_the_ceiling() {
+        let mut base = main_profile();
+        base.limits.timeout_s = 60;
+        base.capabilities.fuel = 1_000;
+        let ceiling = CapabilitySet {
+            fuel: 10,
+            ..CapabilitySet::default()
+        };
+        let ask = ChildAsk {
+            timeout_s: Some(600),
+            ceiling: Some(&ceiling),
+            ..ChildAsk::default()
+        };
+        let (profile, limits) = narrow(&base, &ask, &[]).unwrap();
+        assert_eq!(limits.timeout_s, 60);
+        assert_eq!(profile.capabilities.fuel, 10);
+    }
+}
