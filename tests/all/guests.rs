@@ -25,7 +25,7 @@ pub(crate) fn root() -> PathBuf {
 }
 
 /// Where guest components are built.
-fn wasm_dir() -> PathBuf {
+pub(crate) fn wasm_dir() -> PathBuf {
     root().join("target").join("wasm")
 }
 

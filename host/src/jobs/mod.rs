@@ -12,7 +12,7 @@ pub mod spawn_request;
 
 pub use self::child::{compose_task, narrow, Backend, ChildAsk, ChildSpec, Placement};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,8 +95,8 @@ impl Job {
 
 /// The shared state of one run (one agent tree).
 pub struct Tree {
-    /// Every job, the root included.
-    jobs: Mutex<BTreeMap<JobId, Job>>,
+    /// Every job, the root included, with an index of each job's children.
+    jobs: Mutex<Table>,
     /// Sub-agents running at once.
     pub(crate) slots: Arc<Semaphore>,
     /// The run's limits.
@@ -114,6 +114,18 @@ pub struct Tree {
     /// The queue job this run works for, on a worker (its sub-agent jobs are
     /// recorded under it, so a retry can cancel an earlier attempt's).
     pub(crate) queue_job: Option<String>,
+}
+
+/// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
+/// how many sub-agents are active) cost what they return, not the tree's size.
+#[derive(Default)]
+struct Table {
+    /// Every job by id.
+    jobs: BTreeMap<JobId, Job>,
+    /// Each parent's children, in creation order.
+    children: HashMap<JobId, Vec<JobId>>,
+    /// Sub-agents not yet done.
+    active: usize,
 }
 
 impl Tree {
@@ -153,12 +165,19 @@ impl Tree {
                 .fetch_add(1, Ordering::Relaxed)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let id = JobId(format!("{:06x}", (n >> 40) & 0xff_ffff));
-            if !jobs.contains_key(&id) {
+            if !jobs.jobs.contains_key(&id) {
                 break id;
             }
         };
         let (sender, done) = watch::channel(false);
-        jobs.insert(
+        if let Some(parent) = parent {
+            jobs.children
+                .entry(parent.clone())
+                .or_default()
+                .push(id.clone());
+            jobs.active += 1;
+        }
+        jobs.jobs.insert(
             id.clone(),
             Job {
                 id: id.clone(),
@@ -185,14 +204,27 @@ impl Tree {
 
     /// Gives job `id` the short label its parent chose.
     pub(crate) fn set_label(&self, id: &JobId, label: &str) {
-        if let Some(job) = self.jobs.lock().expect("job table poisoned").get_mut(id) {
+        if let Some(job) = self
+            .jobs
+            .lock()
+            .expect("job table poisoned")
+            .jobs
+            .get_mut(id)
+        {
             job.label = Some(label.to_string());
         }
     }
 
     pub(crate) fn set_phase(&self, id: &JobId, phase: Phase) {
-        if let Some(job) = self.jobs.lock().expect("job table poisoned").get_mut(id) {
-            job.phase = phase;
+        let mut table = self.jobs.lock().expect("job table poisoned");
+        let Some(job) = table.jobs.get_mut(id) else {
+            return;
+        };
+        let ends = !matches!(job.phase, Phase::Done(_)) && matches!(phase, Phase::Done(_));
+        let counted = job.parent.is_some();
+        job.phase = phase;
+        if ends && counted {
+            table.active -= 1;
         }
     }
 
@@ -201,6 +233,7 @@ impl Tree {
         self.jobs
             .lock()
             .expect("job table poisoned")
+            .jobs
             .get(id)
             .cloned()
     }
@@ -210,6 +243,7 @@ impl Tree {
         self.jobs
             .lock()
             .expect("job table poisoned")
+            .jobs
             .values()
             .cloned()
             .collect()
@@ -217,19 +251,19 @@ impl Tree {
 
     /// The children of `parent`, in creation order.
     pub fn children(&self, parent: &JobId) -> Vec<Job> {
-        let jobs = self.jobs.lock().expect("job table poisoned");
-        let mut children: Vec<Job> = jobs
-            .values()
-            .filter(|j| j.parent.as_ref() == Some(parent))
-            .cloned()
-            .collect();
-        children.sort_by_key(|j| j.created);
-        children
+        let table = self.jobs.lock().expect("job table poisoned");
+        table
+            .children
+            .get(parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| table.jobs.get(id).cloned())
+            .collect()
     }
 
     pub(crate) fn mark_delivered(&self, id: &JobId) -> bool {
-        let mut jobs = self.jobs.lock().expect("job table poisoned");
-        match jobs.get_mut(id) {
+        let mut table = self.jobs.lock().expect("job table poisoned");
+        match table.jobs.get_mut(id) {
             Some(job) if !job.delivered => {
                 job.delivered = true;
                 true
@@ -240,10 +274,7 @@ impl Tree {
 
     /// Sub-agents queued or running (the root excluded).
     pub fn active_subagents(&self) -> usize {
-        let jobs = self.jobs.lock().expect("job table poisoned");
-        jobs.values()
-            .filter(|j| j.parent.is_some() && !matches!(j.phase, Phase::Done(_)))
-            .count()
+        self.jobs.lock().expect("job table poisoned").active
     }
 
     /// Adds to the tree's spending.
@@ -358,6 +389,25 @@ mod tests {
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(2431), "2,431");
         assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn children_and_active_counts_follow_the_jobs() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let a = tree.add(Some(&root), "p", "a", CancellationToken::new()).0;
+        let b = tree.add(Some(&root), "p", "b", CancellationToken::new()).0;
+        let c = tree.add(Some(&a), "p", "c", CancellationToken::new()).0;
+        let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+        assert_eq!(ids(tree.children(&root)), [a.clone(), b.clone()]);
+        assert_eq!(ids(tree.children(&a)), [c]);
+        assert_eq!(tree.active_subagents(), 3);
+        let done = || Phase::Done(AgentOutcome::cancelled_before_start());
+        tree.set_phase(&b, Phase::Running(Instant::now()));
+        tree.set_phase(&b, done());
+        tree.set_phase(&b, done());
+        tree.set_phase(&root, done());
+        assert_eq!(tree.active_subagents(), 2);
     }
 
     #[test]

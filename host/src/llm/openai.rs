@@ -144,6 +144,27 @@ impl OpenAi {
         if event.data.trim() == "[DONE]" || event.data.trim().is_empty() {
             return Ok(());
         }
+        // Most chunks have the plain shape: read it borrowed, without building a
+        // `Value` tree. Anything else (usage, errors, content parts, arguments as
+        // objects) takes the general path below.
+        if let Ok(chunk) = serde_json::from_str::<PlainChunk<'_>>(&event.data) {
+            if chunk.is_plain() && event.event.as_deref() != Some("error") {
+                if let Some(choice) = chunk.choices.first() {
+                    let before = assembly.text.len();
+                    assembly.plain_delta(&choice.delta);
+                    if assembly.text.len() > before {
+                        emit(
+                            events,
+                            StreamEvent::TextDelta(assembly.text[before..].to_string()),
+                        );
+                    }
+                    if let Some(reason) = &choice.finish_reason {
+                        assembly.finish = Some(finish_reason(reason));
+                    }
+                }
+                return Ok(());
+            }
+        }
         let value: Value = serde_json::from_str(&event.data).map_err(|e| {
             malformed(
                 "openai",
@@ -178,6 +199,64 @@ impl OpenAi {
         }
         Ok(())
     }
+}
+
+/// A stream chunk of the common shape, read borrowed: text, reasoning, refusal and
+/// tool-call fragments as strings. Other shapes fail to parse or are not
+/// [`PlainChunk::is_plain`], and take the general path.
+#[derive(serde::Deserialize)]
+struct PlainChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<PlainChoice<'a>>,
+    usage: Option<serde::de::IgnoredAny>,
+    x_groq: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+impl PlainChunk<'_> {
+    /// Whether nothing in it needs the general path (usage and errors do).
+    fn is_plain(&self) -> bool {
+        self.usage.is_none() && self.x_groq.is_none() && self.error.is_none()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct PlainChoice<'a> {
+    #[serde(default, borrow)]
+    delta: PlainDelta<'a>,
+    #[serde(borrow)]
+    finish_reason: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Default, serde::Deserialize)]
+struct PlainDelta<'a> {
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    refusal: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<PlainCall<'a>>>,
+}
+
+#[derive(serde::Deserialize)]
+struct PlainCall<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<PlainFunction<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct PlainFunction<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// An assistant message put together from a whole `message` or from stream deltas,
@@ -232,13 +311,62 @@ impl Assembly {
         }
     }
 
-    /// One tool-call fragment. Fragments are matched by `index` when the server
-    /// numbers them; otherwise a fragment with a new `id` starts a new call and one
-    /// without an id continues the last call. A whole call may come in one fragment,
-    /// and arguments may be an object rather than a string.
+    /// One tool-call fragment as JSON (arguments may be an object rather than a
+    /// string).
     fn tool_call(&mut self, fragment: &Value) {
-        let id = fragment["id"].as_str().filter(|id| !id.is_empty());
-        let position = match fragment["index"].as_u64() {
+        let arguments = match &fragment["function"]["arguments"] {
+            Value::String(piece) => Some(std::borrow::Cow::Borrowed(piece.as_str())),
+            Value::Null => None,
+            object => Some(std::borrow::Cow::Owned(object.to_string())),
+        };
+        self.tool_call_parts(
+            fragment["index"].as_u64(),
+            fragment["id"].as_str(),
+            fragment["function"]["name"].as_str(),
+            arguments.as_deref(),
+        );
+    }
+
+    /// A plain chunk's delta: the same rules as [`Assembly::message`].
+    fn plain_delta(&mut self, delta: &PlainDelta<'_>) {
+        if let Some(text) = &delta.content {
+            self.text.push_str(text);
+        }
+        for reasoning in [&delta.reasoning_content, &delta.reasoning]
+            .into_iter()
+            .flatten()
+        {
+            self.reasoning.push_str(reasoning);
+        }
+        if let Some(refusal) = &delta.refusal {
+            self.refusal
+                .get_or_insert_with(String::new)
+                .push_str(refusal);
+        }
+        for fragment in delta.tool_calls.iter().flatten() {
+            let function = fragment.function.as_ref();
+            self.tool_call_parts(
+                fragment.index,
+                fragment.id.as_deref(),
+                function.and_then(|f| f.name.as_deref()),
+                function.and_then(|f| f.arguments.as_deref()),
+            );
+        }
+    }
+
+    /// One tool-call fragment, by its parts. Fragments are matched by `index` when the
+    /// server numbers them; otherwise a fragment with a new `id` starts a new call and
+    /// one without an id continues the last call. A whole call may come in one
+    /// fragment.
+    fn tool_call_parts(
+        &mut self,
+        index: Option<u64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+    ) {
+        let id = id.filter(|id| !id.is_empty());
+        let position = match index {
             Some(index) => match self.by_index.get(&index) {
                 Some(&position) => Some(position),
                 None => {
@@ -267,17 +395,15 @@ impl Assembly {
             call.id = id.to_string();
         }
         // Some servers repeat the name in every fragment; others send it once.
-        if let Some(name) = fragment["function"]["name"].as_str() {
+        if let Some(name) = name {
             if call.name.is_empty() {
                 call.name = name.to_string();
             } else if call.name != name {
                 call.name.push_str(name);
             }
         }
-        match &fragment["function"]["arguments"] {
-            Value::String(piece) => call.arguments.push_str(piece),
-            Value::Null => {}
-            object => call.arguments.push_str(&object.to_string()),
+        if let Some(piece) = arguments {
+            call.arguments.push_str(piece);
         }
     }
 

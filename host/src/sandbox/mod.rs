@@ -17,6 +17,7 @@ mod disk;
 pub mod error;
 pub mod limits;
 pub mod net;
+pub mod phases;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -345,6 +346,7 @@ impl Sandbox {
                 tool: tool.clone(),
                 source: e.into(),
             })?;
+        let started = Instant::now();
         let (mut store, stdout, stderr) = self
             .store(caps, request.scratch, request.profile, request.plugin)
             .map_err(|source| ToolCallError::Host {
@@ -352,15 +354,19 @@ impl Sandbox {
                 source,
             })?;
         let denials = store.data().hooks.denials.clone();
-        let deadline = Instant::now() + caps.tool_timeout();
+        let store_built = Instant::now();
+        let deadline = store_built + caps.tool_timeout();
+        let mut instantiated = None;
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
+            instantiated = Some(Instant::now());
             instance
                 .warren_plugin_tool()
                 .call_call_tool(&mut store, request.tool, request.arguments)
                 .await
         };
         let outcome = tokio::time::timeout_at(deadline.into(), run).await;
+        let called = Instant::now();
 
         let profile = request.profile.to_string();
         debug!(stdout = %stdout.contents(), stderr = %stderr.contents(), "guest output");
@@ -517,6 +523,10 @@ impl Sandbox {
                 })
             }
         };
+        drop(store);
+        if let Some(instantiated) = instantiated {
+            phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
+        }
         if let Err(error) = &result {
             tracing::info!(kind = error.kind(), "tool call failed: {error}");
         }

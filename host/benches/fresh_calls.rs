@@ -1,0 +1,84 @@
+//! Fresh-sandbox calls of the interpreted plugins (Python through componentize-py,
+//! JavaScript through componentize-js) beside the Rust one, with where the time goes:
+//! building the store, instantiating (memory images, tables, start functions), the
+//! guest's own work, and dropping the store.
+//!
+//! Run with: `cargo bench --bench fresh_calls`.
+
+#[allow(dead_code)] // the bench uses some of the guests only
+#[path = "../../tests/all/guests.rs"]
+mod guests;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use warren::config::{Profile, ToolSelection};
+use warren::plugin::CompileCache;
+use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
+
+const CALLS: usize = 400;
+
+fn main() -> anyhow::Result<()> {
+    let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        type Build = fn() -> std::path::PathBuf;
+        let languages: [(&str, Build, &str, &str); 3] = [
+            ("rust", || guests::guests().hostile.clone(), "echo", r#"{"text":"the fox and the dog"}"#),
+            ("python", || guests::python_plugin().clone(), "text_stats", r#"{"text":"the fox and the dog"}"#),
+            ("javascript", || guests::js_plugin().clone(), "markdown_to_text", r##"{"markdown":"# the **fox**"}"##),
+        ];
+        let cache = CompileCache::new(guests::wasm_dir().join("bench-cache"));
+        for (language, build, tool, arguments) in languages {
+            if which.as_deref().is_some_and(|w| w != language) {
+                continue;
+            }
+            let file = build();
+            let registry = ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+            let access = ToolAccess::new(Profile {
+                name: "bench".into(),
+                description: None,
+                tools: ToolSelection::all(),
+                capabilities: CapabilitySet::default(),
+                system_prompt: String::new(),
+                model: None,
+                limits: Default::default(),
+                max_turns_ceiling: 10,
+                inherit_model: false,
+                source: warren::config::ProfileSource::Config,
+                notes: Vec::new(),
+            })?;
+            eprintln!("{language}: calling");
+            let mut samples = Vec::new();
+            let mut before = warren::sandbox::phases::totals();
+            let calls = std::env::var("CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(CALLS);
+            for i in 0..calls + 20 {
+                let started = Instant::now();
+                registry.call(&access, tool, arguments).await?;
+                if i >= 20 {
+                    samples.push(started.elapsed());
+                } else {
+                    before = warren::sandbox::phases::totals();
+                }
+            }
+            samples.sort();
+            let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+            let phases = warren::sandbox::phases::totals() - before;
+            let mean = |d: Duration| us(d) / phases.calls as f64;
+            println!(
+                "{language:<12} call p50 {:>8.1} µs  p99 {:>8.1} µs   mean: store {:>6.1} µs  instantiate {:>7.1} µs  guest call {:>7.1} µs  teardown {:>6.1} µs",
+                us(p(0.5)),
+                us(p(0.99)),
+                mean(phases.store),
+                mean(phases.instantiate),
+                mean(phases.call),
+                mean(phases.teardown),
+            );
+        }
+        Ok(())
+    })
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}

@@ -1,0 +1,82 @@
+//! Where the time of fresh-sandbox calls goes, summed over every call of the
+//! process: building the store (WASI context, limits), instantiating the component
+//! (memory images, tables, imports, start functions), the guest's call, and
+//! tearing down (result checks, dropping the store, which resets its memory slot).
+//! Four relaxed atomic additions per call; read by `cargo bench --bench fresh_calls`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Cumulative phase times of every call that instantiated.
+pub(crate) static PHASES: Phases = Phases::new();
+
+/// Running totals, in nanoseconds.
+pub struct Phases {
+    calls: AtomicU64,
+    nanos: [AtomicU64; 4],
+}
+
+/// A snapshot of [`Phases`]: calls, and the total time of each phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseTotals {
+    /// Calls that got as far as an instance.
+    pub calls: u64,
+    /// Building the store.
+    pub store: Duration,
+    /// Instantiating the component.
+    pub instantiate: Duration,
+    /// The guest's call.
+    pub call: Duration,
+    /// Checking the result and dropping the store.
+    pub teardown: Duration,
+}
+
+impl Phases {
+    const fn new() -> Phases {
+        Phases {
+            calls: AtomicU64::new(0),
+            nanos: [
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+                AtomicU64::new(0),
+            ],
+        }
+    }
+
+    /// Adds one call whose phases ended at these instants (start, store built,
+    /// instantiated, called, torn down).
+    pub(crate) fn record(&self, at: [Instant; 5]) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        for (i, total) in self.nanos.iter().enumerate() {
+            let nanos = at[i + 1].saturating_duration_since(at[i]).as_nanos();
+            total.fetch_add(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The totals so far; subtract two snapshots to time a stretch of calls.
+pub fn totals() -> PhaseTotals {
+    let nanos = |i: usize| Duration::from_nanos(PHASES.nanos[i].load(Ordering::Relaxed));
+    PhaseTotals {
+        calls: PHASES.calls.load(Ordering::Relaxed),
+        store: nanos(0),
+        instantiate: nanos(1),
+        call: nanos(2),
+        teardown: nanos(3),
+    }
+}
+
+impl std::ops::Sub for PhaseTotals {
+    type Output = PhaseTotals;
+
+    fn sub(self, before: PhaseTotals) -> PhaseTotals {
+        PhaseTotals {
+            calls: self.calls - before.calls,
+            store: self.store.saturating_sub(before.store),
+            instantiate: self.instantiate.saturating_sub(before.instantiate),
+            call: self.call.saturating_sub(before.call),
+            teardown: self.teardown.saturating_sub(before.teardown),
+        }
+    }
+}
