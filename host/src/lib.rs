@@ -14,6 +14,8 @@
 //!   spawn tools; [`host`]: the library API (load once, start runs);
 //! - [`events`]: the event bus (progress, JSONL log); [`ui`]: the terminal view;
 //!   [`telemetry`]: logs and OTLP traces;
+//! - [`mcp`]: `warren mcp`, the tools and the sub-agent tools served to MCP clients
+//!   through [`Session`]s;
 //! - [`cli`]: the `warren` command line, with [`init`] (starter projects), [`doctor`]
 //!   (project checks) and `agents_report` (`warren agents`); `term`: stderr shared by
 //!   the live view and the logs;
@@ -32,6 +34,7 @@ pub mod host;
 pub mod init;
 pub mod jobs;
 pub mod llm;
+pub mod mcp;
 pub mod plugin;
 pub mod queue;
 pub mod sandbox;
@@ -42,6 +45,6 @@ pub mod ui;
 
 pub use agent::{AgentOutcome, AgentState};
 pub use config::{Config, ConfigError, Profile};
-pub use host::{Host, Run, RunReport};
+pub use host::{Host, Run, RunReport, Session};
 pub use plugin::{ToolAccess, ToolRegistry};
 pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};
