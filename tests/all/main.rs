@@ -12,6 +12,7 @@ mod fake_llm;
 mod guests;
 mod languages;
 mod llm;
+mod mcp;
 mod newcomer;
 mod plugins;
 mod providers;

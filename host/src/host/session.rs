@@ -246,10 +246,41 @@ impl Session {
             "await_agents" => {
                 let ids = args.as_ref().map_or_else(Vec::new, |a| self.named_jobs(a));
                 let events = watch.as_ref().map(|_| self.events());
+                if let Some(sink) = &watch {
+                    self.announce(&ids, sink);
+                }
                 let wait = self.root.spawn_tool(name, arguments);
                 follow(wait, events.zip(watch), ids).await
             }
             _ => self.root.spawn_tool(name, arguments).await,
+        }
+    }
+
+    /// Sends, for each of `ids` under way, the event that introduced it (its
+    /// `AgentQueued`, or `AgentStarted` once it runs), so a watcher that joins late
+    /// knows what each agent is.
+    fn announce(&self, ids: &[JobId], sink: &UnboundedSender<Event>) {
+        for job in ids.iter().filter_map(|id| self.tree.job(id)) {
+            if matches!(job.phase, Phase::Done(_)) {
+                continue;
+            }
+            let (agent, parent) = (job.id.0, job.parent.map(|p| p.0));
+            let (profile, task) = (job.profile, summarize(&job.task));
+            let _ = sink.send(match job.phase {
+                Phase::Queued => Event::AgentQueued {
+                    agent,
+                    parent,
+                    profile,
+                    task,
+                    label: job.label,
+                },
+                Phase::Running(_) | Phase::Done(_) => Event::AgentStarted {
+                    agent,
+                    parent,
+                    profile,
+                    task,
+                },
+            });
         }
     }
 

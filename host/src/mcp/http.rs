@@ -84,7 +84,14 @@ pub(super) async fn serve(
                         *response.status_mut() = hyper::StatusCode::NOT_FOUND;
                         return Ok::<_, Infallible>(response);
                     }
-                    Ok(service.handle(request).await)
+                    let delete = request.method() == hyper::Method::DELETE;
+                    let mut response = service.handle(request).await;
+                    // rmcp ends a deleted session with 202; clients (the Python SDK)
+                    // read anything but 200 and 204 as a failed termination.
+                    if delete && response.status() == hyper::StatusCode::ACCEPTED {
+                        *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+                    }
+                    Ok(response)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()

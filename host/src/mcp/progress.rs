@@ -59,11 +59,13 @@ impl CallProgress {
                 view.status()
             }
             Event::Usage {
+                turns,
                 input_tokens,
                 output_tokens,
                 cost_usd,
                 ..
             } => {
+                view.turn = view.turn.max(*turns);
                 view.tokens = input_tokens.saturating_add(*output_tokens);
                 view.cost_usd = *cost_usd;
                 view.status()
@@ -98,7 +100,10 @@ impl CallProgress {
 impl AgentView {
     /// `turn 2 · calling read_file · 1,234 tokens · $0.0012`.
     fn status(&self) -> String {
-        let mut parts = vec![format!("turn {}", self.turn)];
+        let mut parts = Vec::new();
+        if self.turn > 0 {
+            parts.push(format!("turn {}", self.turn));
+        }
         if let Some(tool) = &self.tool {
             parts.push(format!("calling {tool}"));
         }
