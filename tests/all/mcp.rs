@@ -679,3 +679,122 @@ fn configuration_errors_fail_at_start_with_exit_2_and_nothing_on_stdout() {
         "{stderr}"
     );
 }
+
+/// The MCP Inspector (npm, pinned in `tests/fixtures/mcp-inspector`), installed once.
+fn inspector() -> PathBuf {
+    static READY: Mutex<bool> = Mutex::new(false);
+    let fixture = root().join("tests/fixtures/mcp-inspector");
+    let binary = fixture.join("node_modules/.bin/mcp-inspector");
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready && !binary.exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&fixture)
+            .status()
+            .expect("npm is needed for the MCP Inspector test: install Node.js and npm (scripts/install-deps does)");
+        assert!(
+            status.success(),
+            "npm ci failed in {} (the npm registry must be reachable once)",
+            fixture.display()
+        );
+    }
+    *ready = true;
+    binary
+}
+
+/// Runs the Inspector's CLI mode on `target` with `args`; returns the first JSON value
+/// it printed (a tool error is followed by a second one naming it).
+fn inspect(world: &World, target: &[&str], args: &[&str]) -> Value {
+    let output = Command::new(inspector())
+        .arg("--cli")
+        .args(target)
+        .args(["--cwd", world.dir.path().to_str().unwrap()])
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON from the Inspector (2.12 declares Node >= 22.19; it is known to run on 20):\n{stdout}\n{}",
+                text(&output.stderr)
+            )
+        })
+}
+
+/// The Inspector's CLI mode, over stdio and over Streamable HTTP: it lists warren's
+/// tools and calls one the profile allows and one its sandbox denies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_tools() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let http = HttpServer::start(&world);
+    let targets: [Vec<&str>; 2] = [vec![WARREN, "mcp"], vec![http.url.as_str()]];
+    for target in &targets {
+        let listed = inspect(&world, target, &["--method", "tools/list"]);
+        let names: Vec<&str> = listed["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "list_dir",
+                "read_file",
+                "write_file",
+                "spawn_agent",
+                "await_agents",
+                "cancel_agent",
+                "list_agents"
+            ],
+            "{target:?}"
+        );
+        let read = inspect(
+            &world,
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "read_file",
+                "--tool-arg",
+                "path=/docs/notes.md",
+            ],
+        );
+        assert_eq!(read["isError"], false, "{target:?}: {read}");
+        assert_eq!(
+            read["content"][0]["text"],
+            "alpha\nthe quick brown fox\nomega\n"
+        );
+        let denied = inspect(
+            &world,
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "write_file",
+                "--tool-arg",
+                "path=/docs/new.md",
+                "content=x",
+            ],
+        );
+        assert_eq!(denied["isError"], true, "{target:?}: {denied}");
+        assert!(
+            denied["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("denied"),
+            "{denied}"
+        );
+    }
+    assert!(!world.path("docs/new.md").exists());
+    assert_eq!(http.stop(), "");
+}

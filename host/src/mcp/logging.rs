@@ -239,7 +239,8 @@ where
             if for_it && rank >= sink.threshold.load(Ordering::Relaxed) {
                 let record = LoggingMessageNotificationParam::new(level, data.clone().into())
                     .with_logger(metadata.target());
-                if sink.sender.try_send(record).is_err() {
+                // A closed queue is a session on its way out: nothing to count.
+                if let Err(mpsc::error::TrySendError::Full(_)) = sink.sender.try_send(record) {
                     sink.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
