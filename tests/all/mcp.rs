@@ -250,6 +250,13 @@ async fn tools_listed_allowed_and_denied(transport: Transport) {
         ]),
         "{report}"
     );
+    assert!(
+        report["descriptions"]["spawn_agent"]
+            .as_str()
+            .unwrap()
+            .contains("returns a job id at once and you get its result with await_agents;"),
+        "{report}"
+    );
     assert_eq!(
         report["schemas"]["spawn_agent"]["properties"]["profile"]["enum"],
         json!(["main", "worker"]),
@@ -341,6 +348,14 @@ async fn sub_agents_with_progress_and_logs(transport: Transport) {
         "{progress:#?}"
     );
 
+    // A client has no model turns to push results into: it is told to await.
+    let started = report["started"].as_str().unwrap();
+    assert!(
+        started.ends_with(
+            "in the background; get its result with await_agents (list_agents shows where it is)."
+        ),
+        "{started}"
+    );
     let background = report["background"].as_str().unwrap();
     let awaited = report["awaited"].as_str().unwrap();
     assert!(

@@ -22,6 +22,25 @@ use crate::plugin::ToolAccess;
 
 /// What a session's root job says its task is (there is no task: the caller drives).
 const SESSION_TASK: &str = "(session: tools called by an outside client)";
+/// What the spawn tools promise an agent about background children, and what a
+/// session's caller gets instead: it has no model turns to push results into.
+const PUSHED: [(&str, &str); 2] = [
+    (
+        "and you are notified when it finishes",
+        "and you get its result with await_agents",
+    ),
+    (
+        "you will be notified when it finishes.",
+        "get its result with await_agents (list_agents shows where it is).",
+    ),
+];
+
+/// `text` with the promise of pushed results replaced by what a caller must do.
+fn without_push(text: String) -> String {
+    PUSHED
+        .iter()
+        .fold(text, |text, (agent, caller)| text.replace(agent, caller))
+}
 
 /// An outside caller's connection: a job tree whose root is the caller.
 ///
@@ -119,7 +138,14 @@ impl Session {
             })
             .collect();
         if self.root.can_spawn() {
-            tools.extend(spawn_tools::definitions(&host.config));
+            tools.extend(
+                spawn_tools::definitions(&host.config)
+                    .into_iter()
+                    .map(|tool| ToolDefinition {
+                        description: without_push(tool.description),
+                        ..tool
+                    }),
+            );
         }
         tools
     }
@@ -219,7 +245,11 @@ impl Session {
                     .and_then(|args| SpawnRequest::parse(args).ok())
                     .is_some_and(|request| !request.background);
                 let Some(mut args) = args.filter(|_| foreground) else {
-                    return self.root.spawn_tool(name, arguments).await;
+                    return self
+                        .root
+                        .spawn_tool(name, arguments)
+                        .await
+                        .map(without_push);
                 };
                 args["background"] = Value::Bool(true);
                 let events = watch.as_ref().map(|_| self.events());
