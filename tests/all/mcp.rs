@@ -446,14 +446,16 @@ async fn cancellation(transport: Transport) {
         report["seconds_to_cancel"].as_f64().unwrap() < 10.0,
         "{report}"
     );
-    // Both in-flight model requests were aborted.
+    // No model request is left hanging. (Whether each agent got as far as its request
+    // before it was cancelled depends on timing: at least the foreground one did, as
+    // the client cancelled it once it reported its first turn.)
+    assert!(!server.requests().is_empty());
     assert!(
         eventually(Duration::from_secs(10), || server
             .hang_dropped
             .load(Ordering::SeqCst))
         .await
     );
-    assert_eq!(server.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

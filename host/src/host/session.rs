@@ -52,8 +52,9 @@ pub struct Session {
     /// its plugin tools under this agent's profile and scratch directory. Its loop
     /// never runs, so no model is ever called for it.
     root: Agent,
-    /// Held while a `spawn_agent` call registers its child, so the child that appears
-    /// under the root is known to be this call's (to follow and cancel it).
+    /// Held while a `spawn_agent` call registers its child, so the one child that
+    /// appears under the root meanwhile is known to be this call's (to follow and
+    /// cancel it).
     spawning: tokio::sync::Mutex<()>,
     /// Numbers the session's tool calls in events.
     calls: AtomicU64,
@@ -244,6 +245,9 @@ impl Session {
                     .as_ref()
                     .and_then(|args| SpawnRequest::parse(args).ok())
                     .is_some_and(|request| !request.background);
+                // Every spawn registers under the lock, so the one new child is this
+                // call's.
+                let registering = self.spawning.lock().await;
                 let Some(mut args) = args.filter(|_| foreground) else {
                     return self
                         .root
@@ -254,7 +258,7 @@ impl Session {
                 args["background"] = Value::Bool(true);
                 let events = watch.as_ref().map(|_| self.events());
                 let child = {
-                    let _registering = self.spawning.lock().await;
+                    let _registering = registering;
                     let before = self.child_ids();
                     self.root.spawn_tool(name, &args.to_string()).await?;
                     self.child_ids().difference(&before).next().cloned()

@@ -1,7 +1,7 @@
 //! MCP over Streamable HTTP at `http://ADDR/mcp`: rmcp's service behind a small hyper
 //! HTTP/1.1 listener. Each client session (`Mcp-Session-Id`) gets its own warren
-//! session; deleting it, or leaving it idle past rmcp's keep-alive, ends it and
-//! cancels its agents.
+//! session; deleting it, or leaving it idle for [`SESSION_IDLE`], ends it and cancels
+//! its agents.
 //!
 //! Only `Host` headers naming a loopback name, or the address listened on, are
 //! accepted (rmcp's DNS-rebinding guard). There is no authentication: listen on a
@@ -25,6 +25,10 @@ use crate::host::Host;
 
 /// The path MCP is served at.
 const MCP_PATH: &str = "/mcp";
+/// How long a session may go without a message from its client or to it before it
+/// ends (a client that vanished without deleting it). rmcp's default of 5 minutes
+/// would end a session whose client quietly awaits a long sub-agent.
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
@@ -49,9 +53,11 @@ pub(super) async fn serve(
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_cancellation_token(stop.child_token());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let service = StreamableHttpService::new(
         move || WarrenServer::new(&host, profile.as_deref()).map_err(std::io::Error::other),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
     // stderr, as every message of warren mcp: stdout is never used.

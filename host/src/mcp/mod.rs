@@ -71,7 +71,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     // A bad profile is a configuration error, reported before any client connects.
-    host.session(options.profile.as_deref())?;
+    host.config().profile(
+        options
+            .profile
+            .as_deref()
+            .unwrap_or(crate::config::DEFAULT_PROFILE),
+    )?;
     match options.http {
         Some(address) => http::serve(host, options.profile, address, shutdown).await,
         None => serve_stdio(host, options.profile, shutdown).await,
