@@ -150,11 +150,11 @@ impl WarrenServer {
             .take();
         let Some(mut receiver) = receiver else { return };
         let peer = peer.clone();
+        // Ends when the session does (its sink is dropped). A record that cannot be
+        // sent (an HTTP client with no stream open for it) is skipped, not fatal.
         tokio::spawn(async move {
             while let Some(record) = receiver.recv().await {
-                if peer.notify_logging_message(record).await.is_err() {
-                    break;
-                }
+                let _ = peer.notify_logging_message(record).await;
             }
         });
     }
