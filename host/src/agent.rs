@@ -617,7 +617,9 @@ impl Agent {
             .join("\n\n")
     }
 
-    fn tool_definitions(&self) -> Vec<ToolDefinition> {
+    /// The tools this agent's model is offered: its profile's plugin tools, then the spawn
+    /// tools when it may spawn.
+    pub(crate) fn tool_definitions(&self) -> Vec<ToolDefinition> {
         let mut tools: Vec<ToolDefinition> = self
             .host
             .registry

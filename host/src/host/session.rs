@@ -128,27 +128,14 @@ impl Session {
     /// The tools the session may call: the profile's plugin tools, then the spawn tools
     /// when the profile may spawn (`spawn` in its tools, `max_depth` above 0).
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        let host = &self.root.host;
-        let mut tools: Vec<ToolDefinition> = host
-            .registry
-            .tools_for(&self.root.profile)
-            .map(|(spec, _)| ToolDefinition {
-                name: spec.name.clone(),
-                description: spec.description.clone(),
-                input_schema: serde_json::from_str(&spec.input_schema).unwrap_or_default(),
+        self.root
+            .tool_definitions()
+            .into_iter()
+            .map(|tool| ToolDefinition {
+                description: without_push(tool.description),
+                ..tool
             })
-            .collect();
-        if self.root.can_spawn() {
-            tools.extend(
-                spawn_tools::definitions(&host.config)
-                    .into_iter()
-                    .map(|tool| ToolDefinition {
-                        description: without_push(tool.description),
-                        ..tool
-                    }),
-            );
-        }
-        tools
+            .collect()
     }
 
     /// Every event of the session's agents published from now on.
