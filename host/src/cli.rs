@@ -93,6 +93,36 @@ enum Command {
     /// `[queue] shutdown_grace_s`, then hands the rest back; a second signal hands them
     /// back at once.
     Worker(WorkerArgs),
+    /// Serve this project to MCP clients (Claude Code, Claude Desktop, Cursor, Codex,
+    /// VS Code, goose…): the profile's tools and the sub-agent tools.
+    ///
+    /// Every tool call runs in a fresh sandbox under the profile's capabilities; a
+    /// refused access comes back as a tool error with the reason. When the profile may
+    /// spawn, the client also gets spawn_agent, await_agents, cancel_agent and
+    /// list_agents, with one job tree, budget (`budget_usd`) and concurrency limit
+    /// (`max_concurrent`) per MCP session. A foreground spawn_agent or an await_agents
+    /// call reports turns, tools, tokens and cost as progress notifications;
+    /// cancelling a call cancels the agents it started; a client that disconnects
+    /// cancels all of its session's agents. Log records go to stderr and, as MCP
+    /// logging notifications, to the client (warnings until it sets a level).
+    ///
+    /// Over stdio (the default) the client starts `warren mcp` itself, e.g.
+    /// `claude mcp add warren -- warren mcp --config /path/to/warren.toml`; stdout
+    /// carries only the protocol. With `--http 127.0.0.1:8931` it serves Streamable
+    /// HTTP at http://127.0.0.1:8931/mcp for any number of clients. Configuration
+    /// errors exit 2 before any client is served.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+struct McpArgs {
+    /// The profile whose tools (and capabilities) the clients get.
+    #[arg(long, short, default_value = DEFAULT_PROFILE)]
+    profile: String,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8931; port 0 picks a free
+    /// one, printed on stderr) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
 /// Where sub-agent jobs go.
@@ -269,7 +299,12 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        let telemetry = Telemetry::init(cli.otlp_endpoint.clone());
+        // `warren mcp` sends log records to its clients as well as to stderr.
+        let forward = matches!(cli.command, Command::Mcp(_)).then(|| {
+            Box::new(crate::mcp::log_layer())
+                as Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>
+        });
+        let telemetry = Telemetry::init_with(cli.otlp_endpoint.clone(), forward);
         let outcome = run(cli).await;
         telemetry.shutdown().await;
         outcome
@@ -360,6 +395,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             };
             let (first, second) = shutdown_signals();
             crate::worker::run(host, options, first, second).await?;
+        }
+        Command::Mcp(args) => {
+            config.profile(&args.profile)?;
+            let host = Host::load(config).await?;
+            let options = crate::mcp::McpOptions {
+                profile: Some(args.profile),
+                http: args.http,
+            };
+            let (first, _) = shutdown_signals();
+            crate::mcp::serve(host, options, first).await?;
         }
         Command::Agents(args) => {
             let registry = load_registry(&config).await?;

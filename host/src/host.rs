@@ -1,6 +1,9 @@
 //! The library API: load a configuration once ([`Host`]), then start runs of a root
 //! agent ([`Run`]), cancel them, and collect their [`RunReport`].
 //!
+//! An outside caller that drives the tools itself (an MCP client) gets a [`Session`]
+//! instead: see `host/session.rs`.
+//!
 //! ```no_run
 //! # async fn example() -> anyhow::Result<()> {
 //! let config = warren::Config::load("warren.toml".as_ref())?;
@@ -27,6 +30,9 @@ use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
+
+mod session;
+pub use self::session::Session;
 
 /// A job from the queue, ready to run as the root of a tree on this host.
 pub(crate) struct JobStart {
@@ -164,6 +170,16 @@ impl Host {
             traceparent: None,
             queue_job: None,
         })
+    }
+
+    /// Opens a session under `profile` (default `main`): a new job tree whose root is
+    /// the caller, who calls the profile's tools and the spawn tools through it; no
+    /// model is called for the root. See [`Session`].
+    pub fn session(&self, profile: Option<&str>) -> anyhow::Result<Session> {
+        Session::new(
+            self.parts.clone(),
+            profile.unwrap_or(crate::config::DEFAULT_PROFILE),
+        )
     }
 
     /// Starts a job taken from the queue as the root of a new tree.

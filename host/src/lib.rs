@@ -14,8 +14,9 @@
 //! - L3: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
 //!   the Redis backend);
 //! - L4: [`host`]: the composition root and library API (load once, start runs);
-//! - L5: [`worker`] (`warren worker`), [`ui`] (the terminal view), [`init`],
-//!   [`doctor`], `agents_report`, [`scaffold`], then [`cli`];
+//! - L5: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
+//!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
+//!   terminal view), [`init`], [`doctor`], `agents_report`, [`scaffold`], then [`cli`];
 //! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
 
 pub mod agent;
@@ -32,6 +33,7 @@ pub mod host;
 pub mod init;
 pub mod jobs;
 pub mod llm;
+pub mod mcp;
 pub mod outcome;
 pub mod plugin;
 pub mod queue;
@@ -43,7 +45,7 @@ pub mod ui;
 pub mod worker;
 
 pub use config::{Config, ConfigError, Profile};
-pub use host::{Host, Run, RunReport};
+pub use host::{Host, Run, RunReport, Session};
 pub use outcome::{AgentOutcome, AgentState};
 pub use plugin::{ToolAccess, ToolRegistry};
 pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};

@@ -270,6 +270,15 @@ impl Telemetry {
     /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
     /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
     pub fn init(otlp_endpoint: Option<String>) -> Telemetry {
+        Self::init_with(otlp_endpoint, None)
+    }
+
+    /// As [`Telemetry::init`], with one more layer that sees every record (`warren
+    /// mcp` adds the one that sends them to MCP clients).
+    pub fn init_with(
+        otlp_endpoint: Option<String>,
+        extra: Option<Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>>,
+    ) -> Telemetry {
         // Colours only on a terminal: a log piped to a file or a CI page stays plain.
         let logs = tracing_subscriber::fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -277,7 +286,7 @@ impl Telemetry {
             .with_target(false)
             .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
         let Some(endpoint) = otlp_endpoint.filter(|e| !e.is_empty()) else {
-            tracing_subscriber::registry().with(logs).init();
+            tracing_subscriber::registry().with(extra).with(logs).init();
             return Telemetry { exporter: None };
         };
         let queue: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -288,7 +297,11 @@ impl Telemetry {
         .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
             meta.is_span() && meta.target().starts_with("warren")
         }));
-        tracing_subscriber::registry().with(logs).with(layer).init();
+        tracing_subscriber::registry()
+            .with(extra)
+            .with(logs)
+            .with(layer)
+            .init();
         let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
         let headers = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
             .map(|h| parse_headers(&h))

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("host", 5),
     // L5: what drives a host.
     ("worker", 6),
+    ("mcp", 6),
     ("ui", 6),
     ("init", 6),
     ("doctor", 6),

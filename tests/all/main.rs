@@ -13,6 +13,7 @@ mod guests;
 mod languages;
 mod layers;
 mod llm;
+mod mcp;
 mod newcomer;
 mod plugins;
 mod providers;

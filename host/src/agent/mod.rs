@@ -26,7 +26,7 @@ use crate::llm::{
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
 
-mod spawn_tools;
+pub(crate) mod spawn_tools;
 
 /// What every agent of every run shares: the configuration, the tools, the models,
 /// and where children run. The host builds it; agents only read it.
@@ -540,7 +540,9 @@ impl Agent {
             .join("\n\n")
     }
 
-    fn tool_definitions(&self) -> Vec<ToolDefinition> {
+    /// The tools this agent's model is offered: its profile's plugin tools, then the spawn
+    /// tools when it may spawn.
+    pub(crate) fn tool_definitions(&self) -> Vec<ToolDefinition> {
         let mut tools: Vec<ToolDefinition> = self
             .runtime
             .registry

@@ -1,0 +1,817 @@
+//! `warren mcp` driven by clients nobody here wrote: the official MCP Python SDK
+//! (`tests/fixtures/mcp-python/client.py`, over stdio and over Streamable HTTP) and the
+//! MCP Inspector's CLI mode, against the fake LLM server; plus raw JSON-RPC over stdio
+//! where the test must see every byte (stdout carries only the protocol, closing stdin
+//! cancels the session's agents) and the configuration errors that stop it at start.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{root, text, World};
+
+/// The warren binary under test.
+const WARREN: &str = env!("CARGO_BIN_EXE_warren");
+/// Longest a client scenario may run.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(240);
+
+/// A text answer with some usage.
+fn answer(text: &str) -> Reply {
+    Reply::json(json!({
+        "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 34}
+    }))
+}
+
+/// A turn calling one tool.
+fn call(tool: &str, arguments: Value) -> Reply {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let id = format!("call_mcp_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    Reply::json(json!({
+        "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": id, "type": "function", "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 20}
+    }))
+}
+
+fn delayed(ms: u64, reply: Reply) -> Reply {
+    Reply::Delayed(Duration::from_millis(ms), Box::new(reply))
+}
+
+/// A project whose `main` profile (the MCP client's) reads `docs/` and may spawn
+/// `worker`s that read it too, all on the fake model.
+fn project(server: &FakeLlm) -> World {
+    let world = World::new();
+    let config = format!(
+        r#"
+[plugins]
+cache_dir = {cache:?}
+
+[models.fake]
+provider = "openai"
+base_url = "{url}"
+model = "fake-model"
+stream = false
+max_retries = 0
+price = {{ input_per_mtok = 1.0, output_per_mtok = 1.0 }}
+
+[defaults]
+max_concurrent = 4
+
+[profiles.main]
+description = "What the MCP client gets"
+tools = ["read_file", "list_dir", "write_file", "spawn"]
+[profiles.main.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
+
+[profiles.worker]
+description = "Reads the docs"
+tools = ["read_file", "list_dir"]
+[profiles.worker.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
+"#,
+        cache = crate::support::cache_dir(),
+        url = server.base_url,
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    world
+}
+
+/// A Python with the official MCP SDK (pinned in
+/// `tests/fixtures/mcp-python/requirements.txt`), in a venv under `target/`.
+fn python_mcp() -> PathBuf {
+    static READY: Mutex<bool> = Mutex::new(false);
+    let fixture = root().join("tests/fixtures/mcp-python");
+    let venv = root().join("target/mcp-python");
+    let python = venv.join("bin/python");
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready {
+        let hint = "python3 with venv and pip is needed for the MCP client tests (scripts/install-deps installs it)";
+        if !python.exists() {
+            let status = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .expect(hint);
+            assert!(status.success(), "{hint}");
+        }
+        let status = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(fixture.join("requirements.txt"))
+            .status()
+            .expect(hint);
+        assert!(
+            status.success(),
+            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
+            fixture.display()
+        );
+        *ready = true;
+    }
+    python
+}
+
+/// How the Python client reaches warren.
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// `warren mcp --http 127.0.0.1:0` in `world`, with its stderr collected.
+struct HttpServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl HttpServer {
+    fn start(world: &World) -> HttpServer {
+        let mut child = Command::new(WARREN)
+            .args(["mcp", "--http", "127.0.0.1:0"])
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (found, url) = mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().unwrap());
+        let collected = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                if let Some(at) = line.find("http://") {
+                    let _ = found.send(line[at..].trim().to_string());
+                }
+                collected.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let url = url
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "warren mcp --http never said where it listens: {}",
+                    stderr.lock().unwrap()
+                )
+            });
+        HttpServer { child, url, stderr }
+    }
+
+    /// Stops it; returns what it wrote to stdout (which must stay empty).
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut stdout = String::new();
+        let _ = self
+            .child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout);
+        stdout
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `scenario` of the Python client against `warren mcp` in `world` (over stdio,
+/// or through `server`); returns its report.
+async fn client(world: &World, server: Option<&HttpServer>, scenario: &str) -> Value {
+    let python = python_mcp();
+    let script = root().join("tests/fixtures/mcp-python/client.py");
+    let mut command = tokio::process::Command::new(python);
+    command.arg(script).current_dir(world.dir.path());
+    match server {
+        None => command
+            .arg("--stdio")
+            .arg(WARREN)
+            .arg(world.path("warren.toml")),
+        Some(server) => command.arg("--http").arg(&server.url),
+    };
+    command.arg(scenario).kill_on_drop(true);
+    let output = tokio::time::timeout(SCENARIO_LIMIT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the {scenario} scenario took over {SCENARIO_LIMIT:?}"))
+        .unwrap();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    let server_log = server.map_or_else(String::new, |s| s.stderr.lock().unwrap().clone());
+    assert!(
+        output.status.success(),
+        "client.py {scenario} failed:\n{stdout}\n{stderr}\nserver:\n{server_log}"
+    );
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(report["server"], "warren", "{report}");
+    report
+}
+
+/// Runs `scenario` over `transport` in `world`; for HTTP, also checks that the
+/// server never wrote to stdout.
+async fn scenario(world: &World, transport: Transport, scenario: &str) -> Value {
+    match transport {
+        Transport::Stdio => client(world, None, scenario).await,
+        Transport::Http => {
+            let server = HttpServer::start(world);
+            let report = client(world, Some(&server), scenario).await;
+            assert_eq!(server.stop(), "", "warren mcp --http wrote to stdout");
+            report
+        }
+    }
+}
+
+async fn tools_listed_allowed_and_denied(transport: Transport) {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let report = scenario(&world, transport, "tools").await;
+    assert_eq!(
+        report["tools"],
+        json!([
+            "list_dir",
+            "read_file",
+            "write_file",
+            "spawn_agent",
+            "await_agents",
+            "cancel_agent",
+            "list_agents"
+        ]),
+        "{report}"
+    );
+    assert!(
+        report["descriptions"]["spawn_agent"]
+            .as_str()
+            .unwrap()
+            .contains("returns a job id at once and you get its result with await_agents;"),
+        "{report}"
+    );
+    assert_eq!(
+        report["schemas"]["spawn_agent"]["properties"]["profile"]["enum"],
+        json!(["main", "worker"]),
+        "{report}"
+    );
+    assert_eq!(report["allowed"]["error"], false, "{report}");
+    assert_eq!(
+        report["allowed"]["text"],
+        "alpha\nthe quick brown fox\nomega\n"
+    );
+    // The profile mounts docs/ read-only: the sandbox refuses, and says why.
+    assert_eq!(report["denied"]["error"], true, "{report}");
+    let denied = report["denied"]["text"].as_str().unwrap();
+    assert!(
+        denied.contains("denied") && denied.contains("/docs/new.md"),
+        "{denied}"
+    );
+    assert!(!world.path("docs/new.md").exists());
+    assert!(
+        report["unknown"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool `no_such_tool`"),
+        "{report}"
+    );
+    assert!(server.requests().is_empty(), "no model was called");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_lists_and_calls_tools_over_stdio() {
+    tools_listed_allowed_and_denied(Transport::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_lists_and_calls_tools_over_http() {
+    tools_listed_allowed_and_denied(Transport::Http).await;
+}
+
+/// Progress messages of one call, checked to be increasing.
+fn progress_messages(report: &Value, key: &str) -> Vec<String> {
+    let updates = report[key].as_array().unwrap();
+    let values: Vec<f64> = updates
+        .iter()
+        .map(|u| u["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress must increase: {values:?}"
+    );
+    updates
+        .iter()
+        .map(|u| u["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn sub_agents_with_progress_and_logs(transport: Transport) {
+    let server = FakeLlm::start().await;
+    server.route(
+        "FG-TASK",
+        delayed(200, call("read_file", json!({"path": "/docs/notes.md"}))),
+    );
+    server.route(
+        "quick brown fox",
+        answer("FG-DONE: the notes mention a fox"),
+    );
+    server.route("BG-TASK", delayed(800, answer("BG-DONE: slow but done")));
+    let world = project(&server);
+    let report = scenario(&world, transport, "agents").await;
+
+    let foreground = report["foreground"]["text"].as_str().unwrap();
+    assert_eq!(report["foreground"]["error"], false, "{report}");
+    assert!(
+        foreground.contains(": OK] worker · 2 turns · 2,254 tokens")
+            && foreground.contains("FG-DONE"),
+        "{foreground}"
+    );
+    let progress = progress_messages(&report, "foreground_progress");
+    let seen = |part: &str| progress.iter().any(|m| m.contains(part));
+    assert!(
+        seen("] turn 1 · calling read_file · 1,020 tokens · $0.0010"),
+        "{progress:#?}"
+    );
+    assert!(seen("] turn 2 · "), "{progress:#?}");
+    assert!(
+        progress
+            .last()
+            .unwrap()
+            .contains("] ok · 2 turns · 2,254 tokens · $0.0023"),
+        "{progress:#?}"
+    );
+
+    // A client has no model turns to push results into: it is told to await.
+    let started = report["started"].as_str().unwrap();
+    assert!(
+        started.ends_with(
+            "in the background; get its result with await_agents (list_agents shows where it is)."
+        ),
+        "{started}"
+    );
+    let background = report["background"].as_str().unwrap();
+    let awaited = report["awaited"].as_str().unwrap();
+    assert!(
+        awaited.starts_with(&format!("[{background}: OK] worker")) && awaited.contains("BG-DONE"),
+        "{awaited}"
+    );
+    let progress = progress_messages(&report, "await_progress");
+    assert!(
+        progress
+            .last()
+            .is_some_and(|m| m.starts_with(&format!("[{background} worker] ok · 1 turns"))),
+        "{progress:#?}"
+    );
+    let listed = report["listed"].as_str().unwrap();
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert!(
+        listed.lines().all(|l| l.contains(" · worker · ok · ")),
+        "{listed}"
+    );
+
+    // The client asked for info: agents' records reach it, tagged with their logger.
+    let logs = report["logs"].as_array().unwrap();
+    assert!(
+        logs.iter().any(|l| l["level"] == "info"
+            && l["logger"] == "warren::agent"
+            && l["data"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("agent finished")),
+        "{logs:#?}"
+    );
+    assert!(logs.iter().all(|l| l["level"] != "debug"), "{logs:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_spawns_and_awaits_sub_agents_with_progress_over_stdio() {
+    sub_agents_with_progress_and_logs(Transport::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_spawns_and_awaits_sub_agents_with_progress_over_http() {
+    sub_agents_with_progress_and_logs(Transport::Http).await;
+}
+
+/// Waits up to `limit` for `condition`.
+async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    condition()
+}
+
+async fn cancellation(transport: Transport) {
+    let server = FakeLlm::start().await;
+    server.route("HANG-ONE", Reply::Hang);
+    server.route("HANG-TWO", Reply::Hang);
+    let world = project(&server);
+    let report = scenario(&world, transport, "cancel").await;
+
+    let first = report["first"].as_str().unwrap();
+    assert_eq!(
+        report["cancelled"],
+        format!("Cancelled job {first} (worker) and its descendants."),
+        "{report}"
+    );
+    assert!(
+        report["awaited"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("[{first}: CANCELLED] worker · cancelled")),
+        "{report}"
+    );
+    // The abandoned foreground call: it had reported progress, the client cancelled
+    // it, and the agent it started was cancelled with it.
+    assert!(!progress_messages(&report, "foreground_progress").is_empty());
+    assert_eq!(report["foreground_outcome"]["cancelled"], true, "{report}");
+    let listed = report["listed"].as_str().unwrap();
+    let second = listed
+        .lines()
+        .find(|l| !l.starts_with(first))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(second.contains(" · worker · cancelled · "), "{listed}");
+    assert!(
+        report["seconds_to_cancel"].as_f64().unwrap() < 10.0,
+        "{report}"
+    );
+    // No model request is left hanging. (Whether each agent got as far as its request
+    // before it was cancelled depends on timing: at least the foreground one did, as
+    // the client cancelled it once it reported its first turn.)
+    assert!(!server.requests().is_empty());
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .hang_dropped
+            .load(Ordering::SeqCst))
+        .await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_cancels_sub_agents_and_calls_over_stdio() {
+    cancellation(Transport::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_cancels_sub_agents_and_calls_over_http() {
+    cancellation(Transport::Http).await;
+}
+
+/// A client that ends its HTTP session (the SDK sends DELETE on exit) leaves nothing
+/// running: its agents are cancelled while the server serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_session_that_ends_cancels_its_agents() {
+    let server = FakeLlm::start().await;
+    server.route("HANG-LEAVE", Reply::Hang);
+    let world = project(&server);
+    let http = HttpServer::start(&world);
+    let report = client(&world, Some(&http), "leave").await;
+    assert!(
+        report["listed"].as_str().unwrap().contains(" · running · "),
+        "{report}"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .hang_dropped
+            .load(Ordering::SeqCst))
+        .await,
+        "the session's agent still waits on the model: {}",
+        http.stderr.lock().unwrap()
+    );
+    // Still serving other clients.
+    let again = client(&world, Some(&http), "tools").await;
+    assert_eq!(again["allowed"]["error"], false);
+}
+
+/// `warren mcp` over stdio, driven line by line.
+struct RawStdio {
+    child: Child,
+    /// stdout, line by line.
+    lines: mpsc::Receiver<String>,
+    /// stderr so far (read all along, so a chatty log never fills the pipe).
+    stderr: Arc<Mutex<String>>,
+    next_id: u64,
+}
+
+impl RawStdio {
+    fn start(world: &World, rust_log: &str) -> RawStdio {
+        let mut child = Command::new(WARREN)
+            .arg("mcp")
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env("RUST_LOG", rust_log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (collected, log) = (stderr.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in BufReader::new(log).lines().map_while(Result::ok) {
+                collected.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let mut raw = RawStdio {
+            child,
+            lines,
+            stderr,
+            next_id: 1,
+        };
+        let init = raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "warren", "{init}");
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its response; every other line read on the way
+    /// must be a JSON-RPC notification.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("no answer to {method}"));
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
+            assert_eq!(message["jsonrpc"], "2.0", "{line}");
+            if message["id"] == id {
+                return message;
+            }
+            assert!(message["method"].is_string(), "{line}");
+        }
+    }
+}
+
+impl Drop for RawStdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With every log record on (`RUST_LOG=debug`, rmcp's own included), stdout still
+/// carries JSON-RPC messages only, one per line; the records go to stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_carries_only_protocol_messages_even_with_debug_logs() {
+    let server = FakeLlm::start().await;
+    server.route("TRACE-ME", answer("traced"));
+    let world = project(&server);
+    let mut raw = RawStdio::start(&world, "debug");
+    let _ = raw.request("logging/setLevel", json!({"level": "debug"}));
+    let listed = raw.request("tools/list", json!({}));
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 7);
+    let read = raw.request(
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "/docs/notes.md"}}),
+    );
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    let spawned = raw.request(
+        "tools/call",
+        json!({"name": "spawn_agent", "arguments": {"task": "TRACE-ME", "background": false},
+               "_meta": {"progressToken": "p1"}}),
+    );
+    assert!(
+        spawned["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("traced"),
+        "{spawned}"
+    );
+    // Closing stdin ends the session; the rest of stdout must be protocol too.
+    drop(raw.child.stdin.take());
+    let status = raw.child.wait().unwrap();
+    for line in raw.lines.iter() {
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let stderr = raw.stderr.lock().unwrap().clone();
+    assert!(
+        stderr.contains("DEBUG"),
+        "debug records go to stderr: {stderr}"
+    );
+    assert!(status.success(), "{stderr}");
+}
+
+/// The stdio client leaving (stdin closed) cancels its session's agents, and warren
+/// exits by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_cancels_the_sessions_agents_and_exits() {
+    let server = FakeLlm::start().await;
+    server.route("HANG-STDIN", Reply::Hang);
+    let world = project(&server);
+    let mut raw = RawStdio::start(&world, "warn");
+    let started = raw.request(
+        "tools/call",
+        json!({"name": "spawn_agent", "arguments": {"task": "HANG-STDIN"}}),
+    );
+    let started = started["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(started.starts_with("Started job "), "{started}");
+    assert!(eventually(Duration::from_secs(30), || !server.requests().is_empty()).await);
+    drop(raw.child.stdin.take());
+    assert!(
+        eventually(Duration::from_secs(10), || server
+            .hang_dropped
+            .load(Ordering::SeqCst))
+        .await,
+        "the sub-agent still waits on the model"
+    );
+    let closed = Instant::now();
+    let status = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            closed.elapsed() < Duration::from_secs(10),
+            "warren mcp did not exit when stdin closed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{}", raw.stderr.lock().unwrap());
+}
+
+/// A broken warren.toml or an unknown profile stops `warren mcp` before it serves
+/// anything: exit 2, the file and line on stderr, nothing on stdout (the protocol's).
+#[test]
+fn configuration_errors_fail_at_start_with_exit_2_and_nothing_on_stdout() {
+    let world = World::new();
+    std::fs::write(
+        world.path("warren.toml"),
+        "[profiles.main]\ntools = [\"read_file\"]\nbogus_key = 1\n",
+    )
+    .unwrap();
+    for args in [vec!["mcp"], vec!["mcp", "--http", "127.0.0.1:0"]] {
+        let output = crate::support::warren(&world, &args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(text(&output.stdout), "", "{args:?}");
+        assert!(
+            stderr.contains("warren.toml: TOML parse error at line 3"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("bogus_key"), "{args:?}: {stderr}");
+    }
+    std::fs::write(
+        world.path("warren.toml"),
+        "[profiles.main]\ntools = [\"read_file\"]\n",
+    )
+    .unwrap();
+    let output = crate::support::warren(&world, &["mcp", "--profile", "ghost"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(text(&output.stdout), "");
+    assert!(
+        stderr.contains("no profile `ghost` (defined: main)"),
+        "{stderr}"
+    );
+}
+
+/// The MCP Inspector (npm, pinned in `tests/fixtures/mcp-inspector`), installed once.
+fn inspector() -> PathBuf {
+    static READY: Mutex<bool> = Mutex::new(false);
+    let fixture = root().join("tests/fixtures/mcp-inspector");
+    let binary = fixture.join("node_modules/.bin/mcp-inspector");
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready && !binary.exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&fixture)
+            .status()
+            .expect("npm is needed for the MCP Inspector test: install Node.js and npm (scripts/install-deps does)");
+        assert!(
+            status.success(),
+            "npm ci failed in {} (the npm registry must be reachable once)",
+            fixture.display()
+        );
+    }
+    *ready = true;
+    binary
+}
+
+/// Runs the Inspector's CLI mode on `target` with `args`; returns the first JSON value
+/// it printed (a tool error is followed by a second one naming it).
+fn inspect(world: &World, target: &[&str], args: &[&str]) -> Value {
+    let output = Command::new(inspector())
+        .arg("--cli")
+        .args(target)
+        .args(["--cwd", world.dir.path().to_str().unwrap()])
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON from the Inspector (2.12 declares Node >= 22.19; it is known to run on 20):\n{stdout}\n{}",
+                text(&output.stderr)
+            )
+        })
+}
+
+/// The Inspector's CLI mode, over stdio and over Streamable HTTP: it lists warren's
+/// tools and calls one the profile allows and one its sandbox denies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_tools() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let http = HttpServer::start(&world);
+    let targets: [Vec<&str>; 2] = [vec![WARREN, "mcp"], vec![http.url.as_str()]];
+    for target in &targets {
+        let listed = inspect(&world, target, &["--method", "tools/list"]);
+        let names: Vec<&str> = listed["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "list_dir",
+                "read_file",
+                "write_file",
+                "spawn_agent",
+                "await_agents",
+                "cancel_agent",
+                "list_agents"
+            ],
+            "{target:?}"
+        );
+        let read = inspect(
+            &world,
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "read_file",
+                "--tool-arg",
+                "path=/docs/notes.md",
+            ],
+        );
+        assert_eq!(read["isError"], false, "{target:?}: {read}");
+        assert_eq!(
+            read["content"][0]["text"],
+            "alpha\nthe quick brown fox\nomega\n"
+        );
+        let denied = inspect(
+            &world,
+            target,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "write_file",
+                "--tool-arg",
+                "path=/docs/new.md",
+                "content=x",
+            ],
+        );
+        assert_eq!(denied["isError"], true, "{target:?}: {denied}");
+        assert!(
+            denied["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("denied"),
+            "{denied}"
+        );
+    }
+    assert!(!world.path("docs/new.md").exists());
+    assert_eq!(http.stop(), "");
+}
