@@ -352,3 +352,21 @@ async fn every_hostile_tool_has_a_test() {
         );
     }
 }
+
+/// Every call gets a fresh instance: what one call leaves in its memory (a static, or
+/// heap it grew) is gone for the next, however the pool reuses and resets memory slots
+/// (pages kept resident between instances are copied back to the image, grown pages
+/// zeroed). Calls run one after another and then at once, so slots are reused.
+#[tokio::test]
+async fn no_call_sees_what_an_earlier_call_left_in_memory() {
+    let world = World::new();
+    let (registry, access) = world.load(PROFILE, "main").await;
+    for _ in 0..20 {
+        let seen = registry.call(&access, "remember", "{}").await.unwrap();
+        assert_eq!(seen, "static clean, heap clean");
+    }
+    let calls = (0..16).map(|_| registry.call(&access, "remember", "{}"));
+    for seen in futures_util::future::join_all(calls).await {
+        assert_eq!(seen.unwrap(), "static clean, heap clean");
+    }
+}
