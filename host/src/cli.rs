@@ -200,10 +200,15 @@ enum PluginCommand {
         output: PathBuf,
     },
     /// Show the tools, schemas, WASI imports and exports a component declares, and
-    /// whether it implements the warren:plugin/plugin world.
+    /// which kind of plugin it is: a warren:plugin/plugin component (it lists its
+    /// tools) or a typed component (its exported functions are the tools).
     Inspect {
         /// The component (.wasm) to inspect.
         file: PathBuf,
+        /// WIT source (file or directory) whose doc comments describe a typed
+        /// component's tools, as `[plugins.NAME] wit` would.
+        #[arg(long, value_name = "PATH")]
+        wit: Option<PathBuf>,
     },
 }
 
@@ -297,7 +302,9 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match &cli.command {
-        Command::Plugin(PluginCommand::Inspect { file }) => return Ok(inspect(file).await?),
+        Command::Plugin(PluginCommand::Inspect { file, wit }) => {
+            return Ok(inspect(file, wit.as_deref()).await?)
+        }
         Command::Init(args) => {
             let done = crate::init::init(&args.dir, args.provider).await?;
             let (provider, why) = &done.provider;
@@ -667,8 +674,8 @@ fn report_json(report: &RunReport) -> serde_json::Value {
     root
 }
 
-/// `warren plugin inspect FILE`.
-async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
+/// `warren plugin inspect FILE [--wit PATH]`.
+async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyhow::Result<()> {
     let sandbox = Sandbox::new().context("creating the sandbox")?;
     let cache = crate::plugin::CompileCache::default_dir().map_or_else(
         crate::plugin::CompileCache::disabled,
@@ -688,6 +695,32 @@ async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
     let name = file
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    if !crate::plugin::typed::is_plugin(&component, &sandbox) {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let options = crate::plugin::typed::TypedOptions {
+            wit,
+            hidden: &[],
+            limits: &crate::config::PluginLimits::default(),
+        };
+        let (typed, tools) =
+            crate::plugin::typed::TypedComponent::load(&sandbox, &component, &bytes, &options)
+                .with_context(|| {
+                    format!(
+                        "{} is a typed component (it does not export warren:plugin/tool) that warren cannot offer",
+                        file.display()
+                    )
+                })?;
+        println!("kind: typed component (each exported function is a tool)");
+        println!("tools:");
+        for (tool, function) in tools.iter().zip(typed.functions()) {
+            println!(
+                "  {} ({}): {}\n    arguments: {}",
+                tool.name, function.wit_name, tool.description, tool.input_schema
+            );
+        }
+        return Ok(());
+    }
+    println!("kind: warren:plugin/plugin component (it lists its tools)");
     let pre = sandbox.prepare(&component).map_err(|error| {
         anyhow::anyhow!(
             "{} does not implement the warren:plugin/plugin world (see wit/plugin.wit): {error:#}",

@@ -293,6 +293,8 @@ pub struct Config {
     pub cache: CompileCache,
     /// What one plugin and one profile's tool list may hold.
     pub plugin_limits: PluginLimits,
+    /// `[plugins.NAME]` tables by plugin name (`wit` paths resolved).
+    pub plugin_tables: BTreeMap<String, crate::plugin::PluginTable>,
     /// The built-in plugins to load (`[plugins] builtins`; default all of them).
     pub builtins: Vec<String>,
     /// Models by name (`[models.NAME]`), script paths resolved.
@@ -434,11 +436,16 @@ impl Config {
             }
         };
         let builtins = cx.builtins(&raw.plugins.builtins)?;
+        let mut plugin_tables = raw.plugins.tables;
+        for table in plugin_tables.values_mut() {
+            table.wit = table.wit.take().map(|wit| base.join(wit));
+        }
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
             cache,
             plugin_limits,
+            plugin_tables,
             builtins,
             models,
             profiles,
@@ -978,8 +985,10 @@ impl TryFrom<String> for StateName {
     }
 }
 
+/// `[plugins]`. Its known keys first; any other key is a `[plugins.NAME]` table (serde
+/// cannot deny unknown fields beside a flattened map, so a misspelt key is reported as
+/// a table that does not parse).
 #[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawPlugins {
     /// Directory whose `*.wasm` files are loaded (default `plugins`, optional).
     dir: Option<Spanned<String>>,
@@ -999,6 +1008,9 @@ struct RawPlugins {
     max_schema_kb: Option<Bounded<1, 1_048_576>>,
     /// KiB of all tool definitions one profile sees.
     max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
+    /// `[plugins.NAME]`: how one plugin's tools are offered.
+    #[serde(flatten)]
+    tables: BTreeMap<String, crate::plugin::PluginTable>,
 }
 
 #[derive(Default, Deserialize)]

@@ -389,9 +389,20 @@ impl Sandbox {
         pre: &Prepared,
         request: ToolRequest<'_>,
     ) -> Result<String, ToolCallError> {
+        self.call_as(pre, request.tool, request).await
+    }
+
+    /// [`Sandbox::call`] of a tool the plugin lists as `listed` and the model knows
+    /// as `request.tool` (renamed by `[plugins.NAME]`): reports use the model's name.
+    pub async fn call_as(
+        &self,
+        pre: &Prepared,
+        listed: &str,
+        request: ToolRequest<'_>,
+    ) -> Result<String, ToolCallError> {
         let call = CallTool {
             indices: &pre.indices,
-            tool: request.tool,
+            tool: listed,
             arguments: request.arguments,
         };
         self.run_call(&pre.linked, request, call).await

@@ -1,0 +1,615 @@
+//! JSON ↔ component values, along the WIT type. One mapping, used both ways:
+//!
+//! | WIT | JSON |
+//! |---|---|
+//! | `bool` | `true` / `false` |
+//! | `u8` … `s64` | an integer in the type's range (64-bit values exactly, beyond 2⁵³ too); `3.0` is taken as `3` |
+//! | `f32`, `f64` | a number; NaN and ±infinity as the strings `"NaN"`, `"inf"`, `"-inf"` |
+//! | `char` | a string of one Unicode scalar value |
+//! | `string` | a string |
+//! | `list<u8>` | a base64 string (standard alphabet, padded); an array of 0–255 is accepted too |
+//! | `list<T>`, `list<T, N>` | an array (of exactly N) |
+//! | `tuple<A, B>` | an array of exactly the members |
+//! | `record` | an object with every field by its WIT name; unknown fields are refused; an absent `option` field is `null` |
+//! | `variant` | `{"case": payload}`, payload `null` for a case without one (`"case"` alone is accepted too) |
+//! | `enum` | the case name |
+//! | `flags` | an array of the set flags' names |
+//! | `option<T>` | `null` or the value; inside another option, `{"some": value}` |
+//! | `result<T, E>` | `{"ok": value}` or `{"err": value}` (`null` without a payload) |
+//!
+//! Resources, maps, futures and streams have no JSON form; [`super::schema`] refuses
+//! them at load. Errors in arguments name the JSON path of the bad value:
+//! `$.items[2].weight: expected u8 0..255, got 300`.
+
+use base64::Engine as _;
+use serde_json::{Map, Number, Value};
+use wasmtime::component::types::Type;
+use wasmtime::component::Val;
+
+use super::schema::MAX_TYPE_DEPTH;
+
+/// A JSON value that does not fit its WIT type, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct InvalidArgument {
+    /// The JSON path, e.g. `$.items[2].weight`.
+    pub path: String,
+    /// What was expected and what was found.
+    pub message: String,
+}
+
+/// Converts a function's JSON arguments object to its parameters, in order. Unknown
+/// and missing arguments are errors naming them; an absent `option` is `none`.
+pub fn args_from_json(
+    params: &[(String, Type)],
+    args: &Map<String, Value>,
+) -> Result<Vec<Val>, InvalidArgument> {
+    let mut path = String::from("$");
+    let fields: Vec<(&str, Type)> = params
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.clone()))
+        .collect();
+    let values = object_fields(&fields, args, &mut path, 0, "argument")?;
+    Ok(values.into_iter().map(|(_, v)| v).collect())
+}
+
+/// Converts `value` to a component value of type `ty`.
+pub fn from_json(ty: &Type, value: &Value) -> Result<Val, InvalidArgument> {
+    convert(ty, value, &mut String::from("$"), 0)
+}
+
+/// Converts a component value of type `ty` to JSON. Fails only when `val` is not of
+/// type `ty`, or of a type with no JSON form.
+pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
+    Ok(match (ty, val) {
+        (Type::Bool, Val::Bool(b)) => Value::Bool(*b),
+        (Type::U8, Val::U8(n)) => (*n).into(),
+        (Type::U16, Val::U16(n)) => (*n).into(),
+        (Type::U32, Val::U32(n)) => (*n).into(),
+        (Type::U64, Val::U64(n)) => (*n).into(),
+        (Type::S8, Val::S8(n)) => (*n).into(),
+        (Type::S16, Val::S16(n)) => (*n).into(),
+        (Type::S32, Val::S32(n)) => (*n).into(),
+        (Type::S64, Val::S64(n)) => (*n).into(),
+        // The shortest decimal that reads back as the same f32 (0.1, not
+        // 0.10000000149011612).
+        (Type::Float32, Val::Float32(x)) => float(f64::from(*x), x.to_string()),
+        (Type::Float64, Val::Float64(x)) => float(*x, x.to_string()),
+        (Type::Char, Val::Char(c)) => Value::String(c.to_string()),
+        (Type::String, Val::String(s)) => Value::String(s.clone()),
+        (Type::List(list), Val::List(items)) if list.ty() == Type::U8 => {
+            let bytes: Vec<u8> = items
+                .iter()
+                .map(|v| match v {
+                    Val::U8(b) => Ok(*b),
+                    other => Err(mismatch(&Type::U8, other)),
+                })
+                .collect::<Result<_, _>>()?;
+            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+        (Type::List(list), Val::List(items)) => array(&list.ty(), items)?,
+        (Type::FixedLengthList(list), Val::FixedLengthList(items)) => array(&list.ty(), items)?,
+        (Type::Tuple(tuple), Val::Tuple(items)) if tuple.types().len() == items.len() => {
+            Value::Array(
+                tuple
+                    .types()
+                    .zip(items)
+                    .map(|(t, v)| to_json(&t, v))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        (Type::Record(record), Val::Record(fields)) if record.fields().len() == fields.len() => {
+            let mut object = Map::new();
+            for (field, (name, value)) in record.fields().zip(fields) {
+                if field.name != name {
+                    return Err(format!(
+                        "record field `{name}` where `{}` belongs",
+                        field.name
+                    ));
+                }
+                object.insert(name.clone(), to_json(&field.ty, value)?);
+            }
+            Value::Object(object)
+        }
+        (Type::Variant(variant), Val::Variant(name, payload)) => {
+            let case = variant
+                .cases()
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("no variant case `{name}`"))?;
+            let payload = match (&case.ty, payload) {
+                (Some(ty), Some(value)) => to_json(ty, value)?,
+                (None, None) => Value::Null,
+                _ => return Err(format!("variant case `{name}` with the wrong payload")),
+            };
+            single(name, payload)
+        }
+        (Type::Enum(names), Val::Enum(name)) if names.names().any(|n| n == name) => {
+            Value::String(name.clone())
+        }
+        (Type::Flags(flags), Val::Flags(set)) => {
+            if let Some(bad) = set.iter().find(|f| !flags.names().any(|n| n == *f)) {
+                return Err(format!("no flag `{bad}`"));
+            }
+            Value::Array(
+                flags
+                    .names()
+                    .filter(|n| set.iter().any(|s| s == n))
+                    .map(|n| Value::String(n.to_string()))
+                    .collect(),
+            )
+        }
+        (Type::Option(_), Val::Option(None)) => Value::Null,
+        (Type::Option(option), Val::Option(Some(value))) => {
+            let inner = option.ty();
+            let json = to_json(&inner, value)?;
+            if matches!(inner, Type::Option(_)) {
+                single("some", json)
+            } else {
+                json
+            }
+        }
+        (Type::Result(result), Val::Result(outcome)) => {
+            let (tag, ty, payload) = match outcome {
+                Ok(payload) => ("ok", result.ok(), payload),
+                Err(payload) => ("err", result.err(), payload),
+            };
+            let payload = match (ty, payload) {
+                (Some(ty), Some(value)) => to_json(&ty, value)?,
+                (None, None) => Value::Null,
+                _ => return Err(format!("result `{tag}` with the wrong payload")),
+            };
+            single(tag, payload)
+        }
+        (ty, val) => return Err(mismatch(ty, val)),
+    })
+}
+
+fn mismatch(ty: &Type, val: &Val) -> String {
+    format!("the value {val:?} where {ty:?} belongs")
+}
+
+fn array(ty: &Type, items: &[Val]) -> Result<Value, String> {
+    Ok(Value::Array(
+        items
+            .iter()
+            .map(|v| to_json(ty, v))
+            .collect::<Result<_, _>>()?,
+    ))
+}
+
+/// A finite float as a JSON number written as `shortest` reads; NaN and the
+/// infinities as strings, which JSON numbers cannot hold.
+fn float(x: f64, shortest: String) -> Value {
+    if x.is_nan() {
+        Value::String("NaN".into())
+    } else if x.is_infinite() {
+        Value::String(if x > 0.0 { "inf" } else { "-inf" }.into())
+    } else {
+        let exact = shortest.parse::<f64>().unwrap_or(x);
+        Number::from_f64(exact).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn single(key: &str, value: Value) -> Value {
+    let mut object = Map::new();
+    object.insert(key.to_string(), value);
+    Value::Object(object)
+}
+
+/// Converts each of `fields` from `object`, in order; names unknown and missing ones.
+fn object_fields(
+    fields: &[(&str, Type)],
+    object: &Map<String, Value>,
+    path: &mut String,
+    depth: usize,
+    what: &str,
+) -> Result<Vec<(String, Val)>, InvalidArgument> {
+    let unknown: Vec<&str> = object
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !fields.iter().any(|(n, _)| n == k))
+        .collect();
+    if !unknown.is_empty() {
+        let expected: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+        return Err(invalid(
+            path,
+            format!(
+                "unknown {what}{} {} (expected: {})",
+                plural(unknown.len()),
+                quoted(unknown.into_iter()),
+                expected.join(", ")
+            ),
+        ));
+    }
+    let missing: Vec<&str> = fields
+        .iter()
+        .filter(|(n, ty)| !object.contains_key(*n) && !matches!(ty, Type::Option(_)))
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(
+            path,
+            format!(
+                "missing required {what}{} {}",
+                plural(missing.len()),
+                quoted(missing.into_iter())
+            ),
+        ));
+    }
+    let mut values = Vec::with_capacity(fields.len());
+    for (name, ty) in fields {
+        let value = match object.get(*name) {
+            Some(value) => at(path, depth, &format!(".{name}"), ty, value)?,
+            None => Val::Option(None),
+        };
+        values.push((name.to_string(), value));
+    }
+    Ok(values)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn quoted<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn invalid(path: &str, message: String) -> InvalidArgument {
+    InvalidArgument {
+        path: path.to_string(),
+        message,
+    }
+}
+
+/// A JSON value as an error message shows it: short values as written, long ones
+/// cut, containers by kind.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        other => {
+            let text = other.to_string();
+            if text.len() > 40 {
+                format!("{}…", &text[..text.floor_char_boundary(40)])
+            } else {
+                text
+            }
+        }
+    }
+}
+
+fn convert(
+    ty: &Type,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    if depth > MAX_TYPE_DEPTH {
+        return Err(invalid(
+            path,
+            format!("nested more than {MAX_TYPE_DEPTH} levels deep"),
+        ));
+    }
+    Ok(match ty {
+        Type::Bool => Val::Bool(
+            value
+                .as_bool()
+                .ok_or_else(|| expected(path, value, "a boolean"))?,
+        ),
+        Type::U8 => Val::U8(int(value, "u8", 0, u8::MAX.into(), path)? as u8),
+        Type::U16 => Val::U16(int(value, "u16", 0, u16::MAX.into(), path)? as u16),
+        Type::U32 => Val::U32(int(value, "u32", 0, u32::MAX.into(), path)? as u32),
+        Type::U64 => Val::U64(int(value, "u64", 0, u64::MAX.into(), path)? as u64),
+        Type::S8 => Val::S8(int(value, "s8", i8::MIN.into(), i8::MAX.into(), path)? as i8),
+        Type::S16 => Val::S16(int(value, "s16", i16::MIN.into(), i16::MAX.into(), path)? as i16),
+        Type::S32 => Val::S32(int(value, "s32", i32::MIN.into(), i32::MAX.into(), path)? as i32),
+        Type::S64 => Val::S64(int(value, "s64", i64::MIN.into(), i64::MAX.into(), path)? as i64),
+        Type::Float64 => {
+            Val::Float64(number(value).ok_or_else(|| expected(path, value, "a number (f64)"))?)
+        }
+        Type::Float32 => {
+            let x = number(value).ok_or_else(|| expected(path, value, "a number (f32)"))?;
+            if x.is_finite() && x.abs() > f64::from(f32::MAX) {
+                return Err(expected(path, value, "a number in the range of f32"));
+            }
+            Val::Float32(x as f32)
+        }
+        Type::Char => {
+            let text = value
+                .as_str()
+                .ok_or_else(|| expected(path, value, "a one-character string"))?;
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Val::Char(c),
+                _ => return Err(expected(path, value, "a one-character string")),
+            }
+        }
+        Type::String => Val::String(
+            value
+                .as_str()
+                .ok_or_else(|| expected(path, value, "a string"))?
+                .to_string(),
+        ),
+        Type::List(list) if list.ty() == Type::U8 => match value {
+            Value::String(text) => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_err(|e| invalid(path, format!("expected base64 bytes: {e}")))?;
+                Val::List(bytes.into_iter().map(Val::U8).collect())
+            }
+            Value::Array(items) => Val::List(elements(&Type::U8, items, path, depth)?),
+            _ => return Err(expected(path, value, "a base64 string")),
+        },
+        Type::List(list) => {
+            let items = value
+                .as_array()
+                .ok_or_else(|| expected(path, value, "an array"))?;
+            Val::List(elements(&list.ty(), items, path, depth)?)
+        }
+        Type::FixedLengthList(list) => {
+            let n = list.len() as usize;
+            let items = value
+                .as_array()
+                .filter(|items| items.len() == n)
+                .ok_or_else(|| expected(path, value, &format!("an array of {n}")))?;
+            Val::FixedLengthList(elements(&list.ty(), items, path, depth)?)
+        }
+        Type::Tuple(tuple) => {
+            let n = tuple.types().len();
+            let items = value
+                .as_array()
+                .filter(|items| items.len() == n)
+                .ok_or_else(|| expected(path, value, &format!("an array of {n} (a tuple)")))?;
+            let mut values = Vec::with_capacity(n);
+            for (index, (ty, item)) in tuple.types().zip(items).enumerate() {
+                values.push(at(path, depth, &format!("[{index}]"), &ty, item)?);
+            }
+            Val::Tuple(values)
+        }
+        Type::Record(record) => {
+            let object = value
+                .as_object()
+                .ok_or_else(|| expected(path, value, "an object"))?;
+            let fields: Vec<(&str, Type)> = record.fields().map(|f| (f.name, f.ty)).collect();
+            Val::Record(object_fields(&fields, object, path, depth, "field")?)
+        }
+        Type::Variant(variant) => {
+            let cases: Vec<String> = variant.cases().map(|c| c.name.to_string()).collect();
+            let expected_case = || {
+                invalid(
+                    path,
+                    format!(
+                        "expected one of {} as {{\"case\": payload}}, got {}",
+                        quoted(cases.iter().map(String::as_str)),
+                        shown(value)
+                    ),
+                )
+            };
+            let (name, payload) = tag(value).ok_or_else(expected_case)?;
+            let case = variant
+                .cases()
+                .find(|c| c.name == name)
+                .ok_or_else(expected_case)?;
+            let payload = match (case.ty, payload) {
+                (Some(ty), Some(payload)) => Some(Box::new(at(
+                    path,
+                    depth,
+                    &format!(".{name}"),
+                    &ty,
+                    payload,
+                )?)),
+                (Some(_), None) => {
+                    return Err(invalid(
+                        path,
+                        format!("variant case `{name}` needs a payload: {{\"{name}\": …}}"),
+                    ))
+                }
+                (None, None | Some(Value::Null)) => None,
+                (None, Some(other)) => {
+                    return Err(invalid(
+                        path,
+                        format!(
+                            "variant case `{name}` has no payload (use null), got {}",
+                            shown(other)
+                        ),
+                    ))
+                }
+            };
+            Val::Variant(name.to_string(), payload)
+        }
+        Type::Enum(names) => {
+            let name = value.as_str().filter(|n| names.names().any(|c| c == *n));
+            match name {
+                Some(name) => Val::Enum(name.to_string()),
+                None => {
+                    return Err(expected(
+                        path,
+                        value,
+                        &format!("one of {}", quoted(names.names())),
+                    ))
+                }
+            }
+        }
+        Type::Flags(flags) => {
+            let items = value.as_array().ok_or_else(|| {
+                expected(
+                    path,
+                    value,
+                    &format!("an array of flags from {}", quoted(flags.names())),
+                )
+            })?;
+            let mut set: Vec<String> = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                match item.as_str().filter(|n| flags.names().any(|f| f == *n)) {
+                    Some(name) if !set.iter().any(|s| s == name) => set.push(name.to_string()),
+                    Some(_) => {}
+                    None => {
+                        return Err(invalid(
+                            &format!("{path}[{index}]"),
+                            format!(
+                                "expected one of {}, got {}",
+                                quoted(flags.names()),
+                                shown(item)
+                            ),
+                        ))
+                    }
+                }
+            }
+            Val::Flags(set)
+        }
+        Type::Option(option) => {
+            let inner = option.ty();
+            match value {
+                Value::Null => Val::Option(None),
+                _ if matches!(inner, Type::Option(_)) => {
+                    let payload = value
+                        .as_object()
+                        .filter(|o| o.len() == 1)
+                        .and_then(|o| o.get("some"))
+                        .ok_or_else(|| {
+                            expected(
+                                path,
+                                value,
+                                "null or {\"some\": …} (an option inside an option)",
+                            )
+                        })?;
+                    Val::Option(Some(Box::new(at(path, depth, ".some", &inner, payload)?)))
+                }
+                _ => Val::Option(Some(Box::new(convert(&inner, value, path, depth + 1)?))),
+            }
+        }
+        Type::Result(result) => {
+            let (name, payload) = tag(value)
+                .filter(|(n, _)| *n == "ok" || *n == "err")
+                .ok_or_else(|| expected(path, value, "{\"ok\": …} or {\"err\": …}"))?;
+            let ty = if name == "ok" {
+                result.ok()
+            } else {
+                result.err()
+            };
+            let payload = match (ty, payload) {
+                (Some(ty), Some(payload)) => Some(Box::new(at(
+                    path,
+                    depth,
+                    &format!(".{name}"),
+                    &ty,
+                    payload,
+                )?)),
+                (Some(_), None) => return Err(invalid(path, format!("`{name}` needs a value"))),
+                (None, None | Some(Value::Null)) => None,
+                (None, Some(other)) => {
+                    return Err(invalid(
+                        path,
+                        format!("`{name}` has no value (use null), got {}", shown(other)),
+                    ))
+                }
+            };
+            Val::Result(if name == "ok" {
+                Ok(payload)
+            } else {
+                Err(payload)
+            })
+        }
+        Type::Own(_)
+        | Type::Borrow(_)
+        | Type::Map(_)
+        | Type::Future(_)
+        | Type::Stream(_)
+        | Type::ErrorContext => return Err(invalid(path, "this type has no JSON form".into())),
+    })
+}
+
+/// "expected WHAT, got VALUE" at `path`.
+fn expected(path: &str, value: &Value, what: &str) -> InvalidArgument {
+    invalid(path, format!("expected {what}, got {}", shown(value)))
+}
+
+/// Converts `value` at `path` + `suffix`.
+fn at(
+    path: &mut String,
+    depth: usize,
+    suffix: &str,
+    ty: &Type,
+    value: &Value,
+) -> Result<Val, InvalidArgument> {
+    let len = path.len();
+    path.push_str(suffix);
+    let converted = convert(ty, value, path, depth + 1);
+    path.truncate(len);
+    converted
+}
+
+/// Converts each array item to `ty`, naming its index on error.
+fn elements(
+    ty: &Type,
+    items: &[Value],
+    path: &mut String,
+    depth: usize,
+) -> Result<Vec<Val>, InvalidArgument> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| at(path, depth, &format!("[{index}]"), ty, item))
+        .collect()
+}
+
+/// `{"name": payload}` → (name, Some(payload)); `"name"` → (name, None).
+fn tag(value: &Value) -> Option<(&str, Option<&Value>)> {
+    match value {
+        Value::String(name) => Some((name, None)),
+        Value::Object(object) if object.len() == 1 => {
+            let (name, payload) = object.iter().next()?;
+            Some((name, Some(payload)))
+        }
+        _ => None,
+    }
+}
+
+/// An integer in `min..=max`: a JSON integer, or a float with no fraction.
+fn int(
+    value: &Value,
+    name: &str,
+    min: i128,
+    max: i128,
+    path: &str,
+) -> Result<i128, InvalidArgument> {
+    let n = value.as_number().and_then(|n| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|x| x.fract() == 0.0 && x.abs() < 1e19)
+                    .map(|x| x as i128)
+            })
+    });
+    match n {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(invalid(
+            path,
+            format!("expected {name} {min}..{max}, got {}", shown(value)),
+        )),
+    }
+}
+
+/// A float: a JSON number, or `"NaN"`, `"inf"`, `"-inf"` (also `"infinity"`, any case).
+fn number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "nan" => Some(f64::NAN),
+            "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
+            "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
