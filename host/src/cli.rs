@@ -179,13 +179,18 @@ struct ToolsArgs {
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
     /// Scaffold a working plugin: the WIT contract, one example tool (`greet`), a build
-    /// script, a test script (./test.sh) and a warren.toml to try it with.
+    /// script, a test script (./test.sh) and a warren.toml to try it with. With
+    /// `--typed`, a typed component instead: its own WIT, no warren interface, each
+    /// exported function a tool.
     New {
         /// The plugin's name (a-z, 0-9, `_`, `-`); also the directory created.
         name: String,
-        /// The language.
-        #[arg(long, value_enum)]
-        lang: crate::scaffold::Language,
+        /// The language (with `--typed`, rust, the default).
+        #[arg(long, value_enum, required_unless_present = "typed")]
+        lang: Option<crate::scaffold::Language>,
+        /// A typed component (Rust, wit-bindgen) rather than a warren:plugin one.
+        #[arg(long)]
+        typed: bool,
         /// Where to create it.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -342,12 +347,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             println!("wrote {} ({size} bytes)", output.display());
             return Ok(());
         }
-        Command::Plugin(PluginCommand::New { name, lang, dir }) => {
-            let files = crate::scaffold::new_plugin(dir, name, *lang)?;
+        Command::Plugin(PluginCommand::New {
+            name,
+            lang,
+            typed,
+            dir,
+        }) => {
+            let lang = lang.unwrap_or(crate::scaffold::Language::Rust);
+            let files = crate::scaffold::new_plugin(dir, name, lang, *typed)?;
             let root = dir.join(name);
+            let tool = if *typed { "greeter_greet" } else { "greet" };
             println!("created {} ({} files)", root.display(), files.len());
             println!(
-                "next: cd {} && ./test.sh   (builds it and calls its `greet` tool through warren)",
+                "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",
                 root.display()
             );
             return Ok(());

@@ -19,3 +19,4 @@ mod queue;
 mod sandbox;
 mod support;
 mod tools;
+mod typed;

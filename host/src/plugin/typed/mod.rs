@@ -53,6 +53,10 @@ const PROVIDED: &[&str] = &[
     "warren:plugin/host-log@",
 ];
 
+/// Exports a toolchain adds beside the component's own WIT, which are not tools:
+/// componentize-py's pre-initialisation hook (instance `exports`, function `init`).
+const TOOLCHAIN_EXPORTS: &[(&str, &str)] = &[("exports", "init")];
+
 /// The smallest hostcall fuel a typed call gets: what a guest may hand the host in one
 /// call (a WASI write, a result), in bytes of host memory.
 const MIN_HOSTCALL_FUEL: usize = 16 << 20;
@@ -128,6 +132,8 @@ impl TypedComponent {
                 ComponentItem::ComponentInstance(instance) => {
                     for (function, item) in instance.exports(engine) {
                         match item.ty {
+                            ComponentItem::ComponentFunc(_)
+                                if TOOLCHAIN_EXPORTS.contains(&(name, function)) => {}
                             ComponentItem::ComponentFunc(func) => {
                                 found.push((Some(name.to_string()), function.to_string(), func));
                             }
