@@ -194,13 +194,15 @@ impl ToolRegistry {
         let mut index = BTreeMap::new();
         for (name, path, bytes, builtin) in sources {
             let started = Instant::now();
-            let (component, outcome) = {
+            // The bytes come back from the blocking task: a typed component's docs
+            // may be in them.
+            let ((component, outcome), bytes) = {
                 let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
-                {
-                    let bytes = bytes.clone();
-                    tokio::task::spawn_blocking(move || cache.load_bytes(&engine, &path, &bytes))
-                }
-                .await??
+                let (loaded, bytes) = tokio::task::spawn_blocking(move || {
+                    (cache.load_bytes(&engine, &path, &bytes), bytes)
+                })
+                .await?;
+                (loaded?, bytes)
             };
             let table = tables.get(&name).unwrap_or(&no_table);
             let (kind, own) = if typed::is_plugin(&component, &sandbox) {

@@ -41,9 +41,9 @@ pub struct PluginTable {
 
 impl PluginTable {
     /// Applies the table to `specs` (as the plugin offers them); returns the offered
-    /// specs, each with the index of the plugin's own spec it came from. `hidden`
-    /// says whether hidden tools are still in `specs` (a typed component leaves
-    /// them out before deriving them).
+    /// specs, each with the index of the plugin's own spec it came from.
+    /// `hidden_included` says whether hidden tools are still in `specs` (a typed
+    /// component leaves them out before deriving them, and checks `hide` itself).
     pub fn apply(
         &self,
         specs: Vec<ToolSpec>,

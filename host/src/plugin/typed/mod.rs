@@ -57,6 +57,10 @@ const PROVIDED: &[&str] = &[
 /// componentize-py's pre-initialisation hook (instance `exports`, function `init`).
 const TOOLCHAIN_EXPORTS: &[(&str, &str)] = &[("exports", "init")];
 
+/// Exported interfaces in this namespace are entry points for other hosts
+/// (`wasi:cli/run`, `wasi:http/incoming-handler`), not tools.
+const ENTRY_POINTS: &str = "wasi:";
+
 /// The smallest hostcall fuel a typed call gets: what a guest may hand the host in one
 /// call (a WASI write, a result), in bytes of host memory.
 const MIN_HOSTCALL_FUEL: usize = 16 << 20;
@@ -129,6 +133,7 @@ impl TypedComponent {
         for (name, item) in ty.exports(engine) {
             match item.ty {
                 ComponentItem::ComponentFunc(func) => found.push((None, name.to_string(), func)),
+                ComponentItem::ComponentInstance(_) if name.starts_with(ENTRY_POINTS) => {}
                 ComponentItem::ComponentInstance(instance) => {
                     for (function, item) in instance.exports(engine) {
                         match item.ty {
