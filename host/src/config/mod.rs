@@ -436,7 +436,7 @@ impl Config {
             }
         };
         let builtins = cx.builtins(&raw.plugins.builtins)?;
-        let mut plugin_tables = raw.plugins.tables;
+        let mut plugin_tables = raw.plugins.tables.0;
         for table in plugin_tables.values_mut() {
             table.wit = table.wit.take().map(|wit| base.join(wit));
         }
@@ -986,8 +986,8 @@ impl TryFrom<String> for StateName {
 }
 
 /// `[plugins]`. Its known keys first; any other key is a `[plugins.NAME]` table (serde
-/// cannot deny unknown fields beside a flattened map, so a misspelt key is reported as
-/// a table that does not parse).
+/// cannot deny unknown fields beside a flattened map, so a misspelt key is reported by
+/// `PluginTables`, naming it).
 #[derive(Default, Deserialize)]
 struct RawPlugins {
     /// Directory whose `*.wasm` files are loaded (default `plugins`, optional).
@@ -1010,7 +1010,7 @@ struct RawPlugins {
     max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
     /// `[plugins.NAME]`: how one plugin's tools are offered.
     #[serde(flatten)]
-    tables: BTreeMap<String, crate::plugin::PluginTable>,
+    tables: crate::plugin::overrides::PluginTables,
 }
 
 #[derive(Default, Deserialize)]

@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::de::{Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use crate::sandbox::ToolSpec;
 
@@ -22,7 +23,7 @@ use crate::sandbox::ToolSpec;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a [plugins.NAME] table (wit, rename, describe, hide), or one of the [plugins] keys"
+    expecting = "a [plugins.NAME] table (wit, rename, describe, hide)"
 )]
 pub struct PluginTable {
     /// WIT source (a file, or a directory with `deps/`) whose doc comments describe a
@@ -81,5 +82,104 @@ impl PluginTable {
                 (index, spec)
             })
             .collect())
+    }
+}
+
+/// The keys of `[plugins]` that are not `[plugins.NAME]` tables, for messages.
+const PLUGINS_KEYS: &str = "dir, files, cache_dir, cache, builtins, max_tools, max_description_kb, max_schema_kb, max_profile_tools_kb";
+
+/// Every `[plugins.NAME]` table, by NAME: what is left of `[plugins]` after its own
+/// keys. A key that is neither (a misspelt `max_tool`) is an error naming it.
+#[derive(Debug, Default)]
+pub struct PluginTables(pub BTreeMap<String, PluginTable>);
+
+impl<'de> Deserialize<'de> for PluginTables {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Tables;
+        impl<'de> Visitor<'de> for Tables {
+            type Value = PluginTables;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("[plugins.NAME] tables")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PluginTables, A::Error> {
+                let mut tables = BTreeMap::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let table = map.next_value::<PluginTable>().map_err(|e| {
+                        let e = e.to_string();
+                        A::Error::custom(if e.starts_with("invalid type") {
+                            format!("[plugins] `{name}` is not a [plugins] key ({PLUGINS_KEYS}), nor a [plugins.{name}] table")
+                        } else {
+                            format!("[plugins.{name}]: {e}")
+                        })
+                    })?;
+                    tables.insert(name, table);
+                }
+                Ok(PluginTables(tables))
+            }
+        }
+        deserializer.deserialize_map(Tables)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("{name} does things"),
+            input_schema: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn renames_describes_and_hides_by_the_offered_name() {
+        let table: PluginTable = toml::from_str(
+            "rename = { a = \"alpha\" }\ndescribe = { a = \"First.\" }\nhide = [\"b\"]\n",
+        )
+        .unwrap();
+        let offered = table
+            .apply(vec![spec("a"), spec("b"), spec("c")], true)
+            .unwrap();
+        let offered: Vec<(usize, &str, &str)> = offered
+            .iter()
+            .map(|(i, s)| (*i, s.name.as_str(), s.description.as_str()))
+            .collect();
+        assert_eq!(offered, [(0, "alpha", "First."), (2, "c", "c does things")]);
+        let error = table.apply(vec![spec("c")], true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "[plugins.NAME] names tool `a`, which this plugin does not offer (it offers: c)"
+        );
+    }
+
+    #[test]
+    fn a_key_that_is_neither_is_named() {
+        #[derive(Deserialize)]
+        struct Plugins {
+            #[allow(dead_code)]
+            dir: Option<String>,
+            #[serde(flatten)]
+            tables: PluginTables,
+        }
+        let parsed: Plugins = toml::from_str("dir = \"p\"\n[x]\nhide = [\"t\"]\n").unwrap();
+        assert_eq!(parsed.tables.0["x"].hide, ["t"]);
+        let error = toml::from_str::<Plugins>("[x]\nhidden = []\n")
+            .err()
+            .unwrap();
+        assert!(
+            error
+                .to_string()
+                .contains("[plugins.x]: unknown field `hidden`"),
+            "{error}"
+        );
+        let error = toml::from_str::<Plugins>("max_tool = 3\n").err().unwrap();
+        assert!(
+            error
+                .to_string()
+                .contains("[plugins] `max_tool` is not a [plugins] key (dir, files,"),
+            "{error}"
+        );
     }
 }

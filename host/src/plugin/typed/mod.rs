@@ -415,3 +415,56 @@ fn output(ty: Option<&Type>, value: Option<&Val>) -> Result<Result<String, ToolE
         (Some(_), None) => return Err("the call returned no result".into()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_join_interface_and_function_in_snake_case() {
+        assert_eq!(
+            tool_name(Some("ns:pkg/shapes@1.0.0"), "total-weight"),
+            "shapes_total_weight"
+        );
+        assert_eq!(tool_name(Some("inline-iface"), "f"), "inline_iface_f");
+        assert_eq!(tool_name(None, "add-two"), "add_two");
+    }
+
+    #[test]
+    fn provided_imports_are_wasi_0_2_and_host_log() {
+        for name in [
+            "wasi:io/streams@0.2.6",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasi:sockets/tcp@0.2.0",
+            "warren:plugin/host-log@0.1.0",
+        ] {
+            assert!(provided(name), "{name}");
+        }
+        for name in [
+            "wasi:io/streams@0.3.0",
+            "wasi:keyvalue/store@0.2.0-draft",
+            "wasi:http/incoming-handler@0.2.6",
+            "fixture:typed-import/store@0.1.0",
+            "host-thing",
+        ] {
+            assert!(!provided(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_string_result_is_its_text_and_others_are_json() {
+        let text = |ty: Option<&Type>, value: Option<&Val>| match output(ty, value) {
+            Ok(Ok(text)) => text,
+            _ => panic!("not a success"),
+        };
+        assert_eq!(
+            text(Some(&Type::String), Some(&Val::String("a\nb".into()))),
+            "a\nb"
+        );
+        assert_eq!(
+            text(Some(&Type::U64), Some(&Val::U64(u64::MAX))),
+            "18446744073709551615"
+        );
+        assert_eq!(text(None, None), "null");
+    }
+}
