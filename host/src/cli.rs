@@ -171,7 +171,8 @@ struct ToolsArgs {
     /// The profile whose tools to list.
     #[arg(long, short, default_value = DEFAULT_PROFILE)]
     profile: String,
-    /// Print JSON (an array of {name, plugin, description, input_schema}).
+    /// Print JSON (an array of {name, plugin, builtin, typed, description,
+    /// input_schema}).
     #[arg(long)]
     json: bool,
 }
@@ -540,6 +541,7 @@ fn print_tools(
                     "name": spec.name,
                     "plugin": plugin.name,
                     "builtin": plugin.builtin,
+                    "typed": plugin.is_typed(),
                     "description": spec.description,
                     "input_schema": serde_json::from_str::<serde_json::Value>(&spec.input_schema).unwrap_or_default(),
                 })
@@ -559,6 +561,8 @@ fn print_tools(
     for (spec, plugin) in tools {
         let origin = if plugin.builtin {
             format!("{}, built-in", plugin.name)
+        } else if plugin.is_typed() {
+            format!("{}, typed component", plugin.name)
         } else {
             plugin.name.clone()
         };

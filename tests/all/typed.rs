@@ -697,6 +697,10 @@ fn top_level_and_interface_functions_are_tools() {
         assert!(names.contains(&expected), "{names:?}");
     }
     let add = tools.iter().find(|t| t["name"] == "add").unwrap();
+    assert_eq!(
+        (&add["plugin"], &add["typed"]),
+        (&json!("typed_rust"), &json!(true))
+    );
     // Descriptions come from the WIT doc comments ([plugins.typed_rust] wit).
     assert_eq!(
         add["description"],

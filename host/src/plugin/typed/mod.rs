@@ -13,53 +13,33 @@
 //! [`schema::MAX_TYPE_DEPTH`], and the values a result may make the host allocate by
 //! the store's hostcall fuel, sized from `max_output_kb`.
 //!
-//! Layout: [`schema`] (JSON Schema of the arguments, signatures), [`convert`] (JSON ↔
-//! values), `docs` (WIT doc comments for descriptions).
+//! Layout: `exports` (what a component imports and exports, and the tool each
+//! function becomes), [`schema`] (JSON Schema of the arguments, signatures),
+//! [`convert`] (JSON ↔ values), `docs` (WIT doc comments for descriptions).
 
 pub mod convert;
 mod docs;
+mod exports;
 pub mod schema;
 
 use std::path::Path;
 
 use anyhow::Context as _;
 use serde_json::{Map, Value};
-use tracing::warn;
-use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, ResourceType, Val};
+use wasmtime::component::types::Type;
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Val};
 use wasmtime::Store;
 
 pub use self::convert::{args_from_json, from_json, to_json, InvalidArgument};
 use self::docs::WitDocs;
+pub use self::exports::tool_name;
+use self::exports::Export;
 use self::schema::SchemaBuilder;
 use crate::config::PluginLimits;
 use crate::sandbox::{
     CallState, GuestCall, GuestFuture, Linked, Sandbox, ToolCallError, ToolError, ToolRequest,
     ToolSpec,
 };
-
-/// Imports a typed component may have: WASI 0.2 and warren's `host-log`, the same
-/// interfaces a `warren:plugin` component gets (the linker, not this list, decides in
-/// the end; the list names what is missing when it would refuse).
-const PROVIDED: &[&str] = &[
-    "wasi:cli/",
-    "wasi:clocks/",
-    "wasi:filesystem/",
-    "wasi:io/",
-    "wasi:random/",
-    "wasi:sockets/",
-    "wasi:http/types@",
-    "wasi:http/outgoing-handler@",
-    "warren:plugin/host-log@",
-];
-
-/// Exports a toolchain adds beside the component's own WIT, which are not tools:
-/// componentize-py's pre-initialisation hook (instance `exports`, function `init`).
-const TOOLCHAIN_EXPORTS: &[(&str, &str)] = &[("exports", "init")];
-
-/// Exported interfaces in this namespace are entry points for other hosts
-/// (`wasi:cli/run`, `wasi:http/incoming-handler`), not tools.
-const ENTRY_POINTS: &str = "wasi:";
 
 /// The smallest hostcall fuel a typed call gets: what a guest may hand the host in one
 /// call (a WASI write, a result), in bytes of host memory.
@@ -113,52 +93,9 @@ impl TypedComponent {
         bytes: &[u8],
         options: &TypedOptions<'_>,
     ) -> anyhow::Result<(Self, Vec<ToolSpec>)> {
-        let engine = sandbox.engine();
-        let ty = component.component_type();
-        let mut resources: Vec<(ResourceType, String)> = Vec::new();
-        let mut missing = Vec::new();
-        for (name, item) in ty.imports(engine) {
-            if !provided(name) {
-                missing.push(format!("`{name}`"));
-            }
-            collect_resources(&item.ty, name, engine, &mut resources);
-        }
-        anyhow::ensure!(
-            missing.is_empty(),
-            "imports {} that warren does not provide (a component may import WASI 0.2 — cli, clocks, filesystem, io, random, sockets, http — and warren:plugin/host-log)",
-            missing.join(", ")
-        );
-
-        let mut found = Vec::new();
-        for (name, item) in ty.exports(engine) {
-            match item.ty {
-                ComponentItem::ComponentFunc(func) => found.push((None, name.to_string(), func)),
-                ComponentItem::ComponentInstance(_) if name.starts_with(ENTRY_POINTS) => {}
-                ComponentItem::ComponentInstance(instance) => {
-                    for (function, item) in instance.exports(engine) {
-                        match item.ty {
-                            ComponentItem::ComponentFunc(_)
-                                if TOOLCHAIN_EXPORTS.contains(&(name, function)) => {}
-                            ComponentItem::ComponentFunc(func) => {
-                                found.push((Some(name.to_string()), function.to_string(), func));
-                            }
-                            ComponentItem::Resource(_) => anyhow::bail!(
-                                "exports resource `{function}` (in {name}): a typed component cannot use resources, since a handle lives in one instance and every tool call gets a fresh one; export functions that take and return plain values"
-                            ),
-                            _ => {}
-                        }
-                    }
-                }
-                ComponentItem::Resource(_) => anyhow::bail!(
-                    "exports resource `{name}`: a typed component cannot use resources, since a handle lives in one instance and every tool call gets a fresh one"
-                ),
-                _ => {}
-            }
-        }
-        let known: Vec<String> = found
-            .iter()
-            .map(|(interface, function, _)| tool_name(interface.as_deref(), function))
-            .collect();
+        let resources = exports::check_imports(component, sandbox.engine())?;
+        let found = exports::functions(component, sandbox.engine())?;
+        let known: Vec<String> = found.iter().map(Export::tool_name).collect();
         if let Some(bad) = options.hidden.iter().find(|h| !known.contains(h)) {
             anyhow::bail!(
                 "[plugins] hide names `{bad}`, which this component does not export (its tools: {})",
@@ -188,21 +125,8 @@ impl TypedComponent {
         let mut builder = SchemaBuilder::new(options.limits.max_schema_bytes, &resources);
         let mut functions = Vec::new();
         let mut specs = Vec::new();
-        for ((interface, function, func), name) in offered {
-            let wit_name = match &interface {
-                Some(i) => format!("{}.{function}", short_name(i)),
-                None => function.clone(),
-            };
-            let (typed, spec) = describe(
-                component,
-                &func,
-                interface.as_deref(),
-                &function,
-                wit_name,
-                name,
-                docs.as_ref(),
-                &mut builder,
-            )?;
+        for (export, name) in offered {
+            let (typed, spec) = export.describe(component, name, docs.as_ref(), &mut builder)?;
             functions.push(typed);
             specs.push(spec);
         }
@@ -243,111 +167,6 @@ impl TypedComponent {
         };
         sandbox.run_call(&self.linked, request, call).await
     }
-}
-
-/// The tool spec and call details of one exported function.
-#[allow(clippy::too_many_arguments)]
-fn describe(
-    component: &Component,
-    func: &ComponentFunc,
-    interface: Option<&str>,
-    function: &str,
-    wit_name: String,
-    name: String,
-    docs: Option<&WitDocs>,
-    builder: &mut SchemaBuilder<'_>,
-) -> anyhow::Result<(TypedFunction, ToolSpec)> {
-    let context = || format!("function `{wit_name}`");
-    anyhow::ensure!(
-        !func.async_(),
-        "{}: async functions cannot be tools yet",
-        context()
-    );
-    let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_string(), t)).collect();
-    let result = func.results().next();
-    let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-    let docs = docs.and_then(|d| d.function(interface, function)).filter(|d| {
-        let matches = d.matches(&names);
-        if !matches {
-            warn!(function = %wit_name, "the WIT's parameters differ from the component's; its docs are not used");
-        }
-        matches
-    });
-    let schema = builder
-        .params(&params, docs.as_ref())
-        .with_context(context)?;
-    if let Some(result) = &result {
-        builder.check_result(result).with_context(context)?;
-    }
-    let description = docs.as_ref().and_then(|d| d.text()).map_or_else(
-        || schema::signature(&wit_name, &params, result.as_ref()),
-        str::to_string,
-    );
-    let instance = match interface {
-        Some(i) => Some(
-            component
-                .get_export_index(None, i)
-                .with_context(|| format!("no export `{i}`"))?,
-        ),
-        None => None,
-    };
-    let export = component
-        .get_export_index(instance.as_ref(), function)
-        .with_context(|| format!("no export `{wit_name}`"))?;
-    let spec = ToolSpec {
-        name,
-        description,
-        input_schema: schema.to_string(),
-    };
-    Ok((
-        TypedFunction {
-            wit_name,
-            export,
-            params,
-            result,
-        },
-        spec,
-    ))
-}
-
-/// Whether warren's linker provides the import `name` (WASI 0.2.x, host-log).
-fn provided(name: &str) -> bool {
-    PROVIDED.iter().any(|p| name.starts_with(p))
-        && (name.starts_with("warren:") || name.contains("@0.2."))
-}
-
-/// The resources an imported instance defines, with their names (for messages).
-fn collect_resources(
-    item: &ComponentItem,
-    interface: &str,
-    engine: &wasmtime::Engine,
-    into: &mut Vec<(ResourceType, String)>,
-) {
-    if let ComponentItem::ComponentInstance(instance) = item {
-        for (name, item) in instance.exports(engine) {
-            if let ComponentItem::Resource(resource) = item.ty {
-                if !into.iter().any(|(r, _)| *r == resource) {
-                    into.push((resource, format!("{name}` (from `{interface}")));
-                }
-            }
-        }
-    }
-}
-
-/// `ns:pkg/iface@1.0.0` → `iface`; a plain name stays as it is.
-fn short_name(export: &str) -> &str {
-    let unversioned = export.split('@').next().unwrap_or(export);
-    unversioned.rsplit('/').next().unwrap_or(unversioned)
-}
-
-/// The tool name of `function` in the exported interface `interface` (its full export
-/// name), or at the top level: `iface_function`, `-` written `_`.
-pub fn tool_name(interface: Option<&str>, function: &str) -> String {
-    match interface {
-        Some(i) => format!("{}_{function}", short_name(i)),
-        None => function.to_string(),
-    }
-    .replace('-', "_")
 }
 
 /// A typed function's call: its arguments already converted.
@@ -419,37 +238,6 @@ fn output(ty: Option<&Type>, value: Option<&Val>) -> Result<Result<String, ToolE
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tool_names_join_interface_and_function_in_snake_case() {
-        assert_eq!(
-            tool_name(Some("ns:pkg/shapes@1.0.0"), "total-weight"),
-            "shapes_total_weight"
-        );
-        assert_eq!(tool_name(Some("inline-iface"), "f"), "inline_iface_f");
-        assert_eq!(tool_name(None, "add-two"), "add_two");
-    }
-
-    #[test]
-    fn provided_imports_are_wasi_0_2_and_host_log() {
-        for name in [
-            "wasi:io/streams@0.2.6",
-            "wasi:http/outgoing-handler@0.2.12",
-            "wasi:sockets/tcp@0.2.0",
-            "warren:plugin/host-log@0.1.0",
-        ] {
-            assert!(provided(name), "{name}");
-        }
-        for name in [
-            "wasi:io/streams@0.3.0",
-            "wasi:keyvalue/store@0.2.0-draft",
-            "wasi:http/incoming-handler@0.2.6",
-            "fixture:typed-import/store@0.1.0",
-            "host-thing",
-        ] {
-            assert!(!provided(name), "{name}");
-        }
-    }
 
     #[test]
     fn a_string_result_is_its_text_and_others_are_json() {

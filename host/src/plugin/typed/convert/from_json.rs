@@ -1,32 +1,12 @@
-//! JSON ↔ component values, along the WIT type. One mapping, used both ways:
-//!
-//! | WIT | JSON |
-//! |---|---|
-//! | `bool` | `true` / `false` |
-//! | `u8` … `s64` | an integer in the type's range (64-bit values exactly, beyond 2⁵³ too); `3.0` is taken as `3` |
-//! | `f32`, `f64` | a number; NaN and ±infinity as the strings `"NaN"`, `"inf"`, `"-inf"` |
-//! | `char` | a string of one Unicode scalar value |
-//! | `string` | a string |
-//! | `list<u8>` | a base64 string (standard alphabet, padded); an array of 0–255 is accepted too |
-//! | `list<T>`, `list<T, N>` | an array (of exactly N) |
-//! | `tuple<A, B>` | an array of exactly the members |
-//! | `record` | an object with every field by its WIT name; unknown fields are refused; an absent `option` field is `null` |
-//! | `variant` | `{"case": payload}`, payload `null` for a case without one (`"case"` alone is accepted too) |
-//! | `enum` | the case name |
-//! | `flags` | an array of the set flags' names |
-//! | `option<T>` | `null` or the value; inside another option, `{"some": value}` |
-//! | `result<T, E>` | `{"ok": value}` or `{"err": value}` (`null` without a payload) |
-//!
-//! Resources, maps, futures and streams have no JSON form; [`super::schema`] refuses
-//! them at load. Errors in arguments name the JSON path of the bad value:
-//! `$.items[2].weight: expected u8 0..255, got 300`.
+//! JSON → component values, checked along the WIT type; an error names the JSON path
+//! of the bad value and what was expected.
 
 use base64::Engine as _;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use wasmtime::component::types::Type;
 use wasmtime::component::Val;
 
-use super::schema::MAX_TYPE_DEPTH;
+use crate::plugin::typed::schema::MAX_TYPE_DEPTH;
 
 /// A JSON value that does not fit its WIT type, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,144 +36,6 @@ pub fn args_from_json(
 /// Converts `value` to a component value of type `ty`.
 pub fn from_json(ty: &Type, value: &Value) -> Result<Val, InvalidArgument> {
     convert(ty, value, &mut String::from("$"), 0)
-}
-
-/// Converts a component value of type `ty` to JSON. Fails only when `val` is not of
-/// type `ty`, or of a type with no JSON form.
-pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
-    Ok(match (ty, val) {
-        (Type::Bool, Val::Bool(b)) => Value::Bool(*b),
-        (Type::U8, Val::U8(n)) => (*n).into(),
-        (Type::U16, Val::U16(n)) => (*n).into(),
-        (Type::U32, Val::U32(n)) => (*n).into(),
-        (Type::U64, Val::U64(n)) => (*n).into(),
-        (Type::S8, Val::S8(n)) => (*n).into(),
-        (Type::S16, Val::S16(n)) => (*n).into(),
-        (Type::S32, Val::S32(n)) => (*n).into(),
-        (Type::S64, Val::S64(n)) => (*n).into(),
-        // The shortest decimal that reads back as the same f32 (0.1, not
-        // 0.10000000149011612).
-        (Type::Float32, Val::Float32(x)) => float(f64::from(*x), x.to_string()),
-        (Type::Float64, Val::Float64(x)) => float(*x, x.to_string()),
-        (Type::Char, Val::Char(c)) => Value::String(c.to_string()),
-        (Type::String, Val::String(s)) => Value::String(s.clone()),
-        (Type::List(list), Val::List(items)) if list.ty() == Type::U8 => {
-            let bytes: Vec<u8> = items
-                .iter()
-                .map(|v| match v {
-                    Val::U8(b) => Ok(*b),
-                    other => Err(mismatch(&Type::U8, other)),
-                })
-                .collect::<Result<_, _>>()?;
-            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
-        }
-        (Type::List(list), Val::List(items)) => array(&list.ty(), items)?,
-        (Type::FixedLengthList(list), Val::FixedLengthList(items)) => array(&list.ty(), items)?,
-        (Type::Tuple(tuple), Val::Tuple(items)) if tuple.types().len() == items.len() => {
-            Value::Array(
-                tuple
-                    .types()
-                    .zip(items)
-                    .map(|(t, v)| to_json(&t, v))
-                    .collect::<Result<_, _>>()?,
-            )
-        }
-        (Type::Record(record), Val::Record(fields)) if record.fields().len() == fields.len() => {
-            let mut object = Map::new();
-            for (field, (name, value)) in record.fields().zip(fields) {
-                if field.name != name {
-                    return Err(format!(
-                        "record field `{name}` where `{}` belongs",
-                        field.name
-                    ));
-                }
-                object.insert(name.clone(), to_json(&field.ty, value)?);
-            }
-            Value::Object(object)
-        }
-        (Type::Variant(variant), Val::Variant(name, payload)) => {
-            let case = variant
-                .cases()
-                .find(|c| c.name == name)
-                .ok_or_else(|| format!("no variant case `{name}`"))?;
-            let payload = match (&case.ty, payload) {
-                (Some(ty), Some(value)) => to_json(ty, value)?,
-                (None, None) => Value::Null,
-                _ => return Err(format!("variant case `{name}` with the wrong payload")),
-            };
-            single(name, payload)
-        }
-        (Type::Enum(names), Val::Enum(name)) if names.names().any(|n| n == name) => {
-            Value::String(name.clone())
-        }
-        (Type::Flags(flags), Val::Flags(set)) => {
-            if let Some(bad) = set.iter().find(|f| !flags.names().any(|n| n == *f)) {
-                return Err(format!("no flag `{bad}`"));
-            }
-            Value::Array(
-                flags
-                    .names()
-                    .filter(|n| set.iter().any(|s| s == n))
-                    .map(|n| Value::String(n.to_string()))
-                    .collect(),
-            )
-        }
-        (Type::Option(_), Val::Option(None)) => Value::Null,
-        (Type::Option(option), Val::Option(Some(value))) => {
-            let inner = option.ty();
-            let json = to_json(&inner, value)?;
-            if matches!(inner, Type::Option(_)) {
-                single("some", json)
-            } else {
-                json
-            }
-        }
-        (Type::Result(result), Val::Result(outcome)) => {
-            let (tag, ty, payload) = match outcome {
-                Ok(payload) => ("ok", result.ok(), payload),
-                Err(payload) => ("err", result.err(), payload),
-            };
-            let payload = match (ty, payload) {
-                (Some(ty), Some(value)) => to_json(&ty, value)?,
-                (None, None) => Value::Null,
-                _ => return Err(format!("result `{tag}` with the wrong payload")),
-            };
-            single(tag, payload)
-        }
-        (ty, val) => return Err(mismatch(ty, val)),
-    })
-}
-
-fn mismatch(ty: &Type, val: &Val) -> String {
-    format!("the value {val:?} where {ty:?} belongs")
-}
-
-fn array(ty: &Type, items: &[Val]) -> Result<Value, String> {
-    Ok(Value::Array(
-        items
-            .iter()
-            .map(|v| to_json(ty, v))
-            .collect::<Result<_, _>>()?,
-    ))
-}
-
-/// A finite float as a JSON number written as `shortest` reads; NaN and the
-/// infinities as strings, which JSON numbers cannot hold.
-fn float(x: f64, shortest: String) -> Value {
-    if x.is_nan() {
-        Value::String("NaN".into())
-    } else if x.is_infinite() {
-        Value::String(if x > 0.0 { "inf" } else { "-inf" }.into())
-    } else {
-        let exact = shortest.parse::<f64>().unwrap_or(x);
-        Number::from_f64(exact).map_or(Value::Null, Value::Number)
-    }
-}
-
-fn single(key: &str, value: Value) -> Value {
-    let mut object = Map::new();
-    object.insert(key.to_string(), value);
-    Value::Object(object)
 }
 
 /// Converts each of `fields` from `object`, in order; names unknown and missing ones.
