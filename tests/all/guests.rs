@@ -20,6 +20,8 @@ pub(crate) struct Guests {
     pub(crate) typed_resource: PathBuf,
     /// A typed component importing interfaces warren lacks (must be refused at load).
     pub(crate) typed_import: PathBuf,
+    /// A typed component whose types nest too deep or share too often (refused).
+    pub(crate) typed_bomb: PathBuf,
 }
 
 /// The repository root.
@@ -79,6 +81,7 @@ pub(crate) fn guests() -> &'static Guests {
             typed_rust: dir.join("typed_rust.wasm"),
             typed_resource: dir.join("typed_resource.wasm"),
             typed_import: dir.join("typed_import.wasm"),
+            typed_bomb: dir.join("typed_bomb.wasm"),
         }
     })
 }

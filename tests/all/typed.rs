@@ -841,6 +841,45 @@ fn a_component_importing_what_warren_lacks_is_refused_naming_every_import() {
 }
 
 #[test]
+fn types_too_deep_or_too_large_written_out_are_refused_at_load() {
+    let bomb = &guests().typed_bomb;
+    let typed = Typed::new(bomb, "");
+    let output = crate::support::warren(&typed.world, &["tools"]);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("function `deep.nested`: $.x")
+            && stderr.contains(".some: types nest more than 32 levels deep"),
+        "{stderr}"
+    );
+    // A record of two copies of a record … 13 levels: 8,192 leaves. The walk stops at
+    // the budget instead of writing them all out.
+    let typed = Typed::new(bomb, "[plugins.typed_bomb]\nhide = [\"deep_nested\"]\n");
+    let started = std::time::Instant::now();
+    let output = crate::support::warren(&typed.world, &["tools"]);
+    assert!(
+        text(&output.stderr).contains("function `wide.fan`: its input schema would take more than 64 KiB written out ([plugins] max_schema_kb)"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let typed = Typed::new(
+        bomb,
+        "max_schema_kb = 4096\n[plugins.typed_bomb]\nhide = [\"deep_nested\"]\n",
+    );
+    assert_eq!(typed.json("wide_fan", json!({"x": tree(12)})), json!(true));
+}
+
+/// A value of the bomb's `r0`: records of two records, `levels` deep, true at the
+/// bottom.
+fn tree(levels: usize) -> Value {
+    if levels == 0 {
+        return json!({"a": true, "b": false});
+    }
+    let below = tree(levels - 1);
+    json!({"a": below.clone(), "b": below})
+}
+
+#[test]
 fn plugins_table_renames_describes_and_hides_tools() {
     let table = "[plugins.typed_rust]\nrename = { add = \"sum\" }\ndescribe = { scalars_shout = \"Make text loud.\" }\nhide = [\"effects_spin\", \"effects_connect\"]\n";
     let typed = Typed::new(&guests().typed_rust, table);

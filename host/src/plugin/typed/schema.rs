@@ -231,14 +231,12 @@ impl<'a> SchemaBuilder<'a> {
             }
             Type::Option(option) => {
                 let inner_ty = option.ty();
-                let inner = child(self, &inner_ty, shadow.and_then(|s| s.inner(0)), ".some")?;
+                let nested = matches!(inner_ty, Type::Option(_));
+                let suffix = if nested { ".some" } else { "" };
+                let inner = child(self, &inner_ty, shadow.and_then(|s| s.inner(0)), suffix)?;
                 // `option<option<T>>`: `null` is the outer none, so the inner value
                 // (which may itself be `null`) is wrapped as {"some": …}.
-                let present = if matches!(inner_ty, Type::Option(_)) {
-                    tagged("some", inner)
-                } else {
-                    inner
-                };
+                let present = if nested { tagged("some", inner) } else { inner };
                 json!({"anyOf": [present, {"type": "null"}]})
             }
             Type::Result(result) => {
