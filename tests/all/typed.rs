@@ -775,6 +775,30 @@ fn files_and_network_follow_the_profile() {
             && error.ends_with("(capability capabilities.net of profile `main`)"),
         "{error}"
     );
+    // A `net` that lists another address: the connect is refused by the host's policy,
+    // and the component's error result is reported as that denial.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = rust.world.path("warren.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "[profiles.netted.capabilities]\nnet = [\"127.0.0.1:{}\"]\n",
+        port.wrapping_add(1)
+    ));
+    std::fs::write(&config, text).unwrap();
+    let address = format!("127.0.0.1:{port}");
+    let error = rust
+        .call_as("netted", "effects_connect", json!({"address": address}))
+        .unwrap_err();
+    assert!(
+        error.starts_with("effects_connect was denied") && error.contains(&address),
+        "{error}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "no connection reached the listener"
+    );
 }
 
 #[test]
