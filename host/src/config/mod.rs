@@ -7,6 +7,7 @@
 
 mod agent_dir;
 mod agent_files;
+mod plugin_tables;
 mod tool_selection;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCR
 use crate::sandbox::net::{NetPattern, NetPolicy};
 
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::plugin_tables::PluginTable;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 use self::tool_selection::{resolve, ListKind};
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
@@ -294,7 +296,7 @@ pub struct Config {
     /// What one plugin and one profile's tool list may hold.
     pub plugin_limits: PluginLimits,
     /// `[plugins.NAME]` tables by plugin name (`wit` paths resolved).
-    pub plugin_tables: BTreeMap<String, crate::plugin::PluginTable>,
+    pub plugin_tables: BTreeMap<String, PluginTable>,
     /// The built-in plugins to load (`[plugins] builtins`; default all of them).
     pub builtins: Vec<String>,
     /// Models by name (`[models.NAME]`), script paths resolved.
@@ -1010,7 +1012,7 @@ struct RawPlugins {
     max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
     /// `[plugins.NAME]`: how one plugin's tools are offered.
     #[serde(flatten)]
-    tables: crate::plugin::overrides::PluginTables,
+    tables: plugin_tables::PluginTables,
 }
 
 #[derive(Default, Deserialize)]

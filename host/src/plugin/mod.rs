@@ -24,9 +24,8 @@ use anyhow::Context as _;
 use tracing::info;
 
 pub use self::cache::{CacheOutcome, CompileCache};
-pub use self::overrides::PluginTable;
 use self::typed::{TypedComponent, TypedOptions};
-use crate::config::{Config, PluginLimits, Profile};
+use crate::config::{Config, PluginLimits, PluginTable, Profile};
 use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
@@ -233,8 +232,7 @@ impl ToolRegistry {
                 })?;
                 (PluginKind::Typed(typed), tools)
             };
-            let offered = table
-                .apply(own, matches!(kind, PluginKind::Wit { .. }))
+            let offered = overrides::offer(table, own, matches!(kind, PluginKind::Wit { .. }))
                 .with_context(|| format!("[plugins.{name}] ({})", path.display()))?;
             let (sources, tools): (Vec<usize>, Vec<ToolSpec>) = offered.into_iter().unzip();
             anyhow::ensure!(
