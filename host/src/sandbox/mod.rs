@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::{debug, info_span, warn, Instrument};
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
@@ -198,16 +198,12 @@ pub struct Prepared {
 pub type GuestFuture<'s> =
     Pin<Box<dyn Future<Output = wasmtime::Result<Result<String, ToolError>>> + Send + 's>>;
 
-/// What one call runs in its fresh store: instantiate the component and call an
-/// export. `Ok(Err(_))` is the tool's own error; `Err(_)` a trap or host fault, which
-/// [`Sandbox::run_call`] turns into the limit or crash that caused it.
+/// What one call runs in its fresh instance: the export to call and how to read what
+/// it returns. `Ok(Err(_))` is the tool's own error; `Err(_)` a trap or host fault,
+/// which [`Sandbox::run_call`] turns into the limit or crash that caused it.
 pub trait GuestCall: Send {
-    /// Instantiates `pre` in `store` and runs the call.
-    fn run<'s>(
-        self,
-        store: &'s mut Store<CallState>,
-        pre: &'s InstancePre<CallState>,
-    ) -> GuestFuture<'s>
+    /// Calls the export on `instance`, which lives in `store`.
+    fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
     where
         Self: 's;
 }
@@ -223,16 +219,11 @@ struct CallTool<'a> {
 }
 
 impl GuestCall for CallTool<'_> {
-    fn run<'s>(
-        self,
-        store: &'s mut Store<CallState>,
-        pre: &'s InstancePre<CallState>,
-    ) -> GuestFuture<'s>
+    fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
     where
         Self: 's,
     {
         Box::pin(async move {
-            let instance = pre.instantiate_async(&mut *store).await?;
             let plugin = self.indices.load(&mut *store, &instance)?;
             plugin
                 .warren_plugin_tool()
@@ -457,7 +448,11 @@ impl Sandbox {
             })?;
         let denials = store.data().hooks.denials.clone();
         let deadline = Instant::now() + caps.tool_timeout();
-        let outcome = tokio::time::timeout_at(deadline.into(), call.run(&mut store, pre)).await;
+        let run = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            call.run(&mut store, instance).await
+        };
+        let outcome = tokio::time::timeout_at(deadline.into(), run).await;
 
         let profile = request.profile.to_string();
         debug!(stdout = %stdout.contents(), stderr = %stderr.contents(), "guest output");

@@ -27,7 +27,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 use wasmtime::component::types::Type;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Val};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, Val};
 use wasmtime::Store;
 
 pub use self::convert::{args_from_json, from_json, to_json, InvalidArgument};
@@ -181,17 +181,12 @@ struct TypedCall<'a> {
 }
 
 impl GuestCall for TypedCall<'_> {
-    fn run<'s>(
-        self,
-        store: &'s mut Store<CallState>,
-        pre: &'s InstancePre<CallState>,
-    ) -> GuestFuture<'s>
+    fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
     where
         Self: 's,
     {
         Box::pin(async move {
             let function = self.function;
-            let instance = pre.instantiate_async(&mut *store).await?;
             let func = instance
                 .get_func(&mut *store, function.export)
                 .ok_or_else(|| {
