@@ -174,7 +174,7 @@ pub(crate) fn typed_js() -> &'static PathBuf {
         {
             build(
                 Command::new("npm")
-                    .args(["ci", "--no-audit", "--no-fund"])
+                    .args(["install", "--no-audit", "--no-fund"])
                     .current_dir(&dir),
                 hint,
             );
