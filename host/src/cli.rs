@@ -197,7 +197,8 @@ struct ToolsArgs {
     /// The profile whose tools to list.
     #[arg(long, short, default_value = DEFAULT_PROFILE)]
     profile: String,
-    /// Print JSON (an array of {name, plugin, description, input_schema}).
+    /// Print JSON (an array of {name, plugin, builtin, typed, description,
+    /// input_schema}).
     #[arg(long)]
     json: bool,
 }
@@ -205,13 +206,18 @@ struct ToolsArgs {
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
     /// Scaffold a working plugin: the WIT contract, one example tool (`greet`), a build
-    /// script, a test script (./test.sh) and a warren.toml to try it with.
+    /// script, a test script (./test.sh) and a warren.toml to try it with. With
+    /// `--typed`, a typed component instead: its own WIT, no warren interface, each
+    /// exported function a tool.
     New {
         /// The plugin's name (a-z, 0-9, `_`, `-`); also the directory created.
         name: String,
-        /// The language.
-        #[arg(long, value_enum)]
-        lang: crate::scaffold::Language,
+        /// The language (with `--typed`, rust, the default).
+        #[arg(long, value_enum, required_unless_present = "typed")]
+        lang: Option<crate::scaffold::Language>,
+        /// A typed component (Rust, wit-bindgen) rather than a warren:plugin one.
+        #[arg(long)]
+        typed: bool,
         /// Where to create it.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -226,10 +232,15 @@ enum PluginCommand {
         output: PathBuf,
     },
     /// Show the tools, schemas, WASI imports and exports a component declares, and
-    /// whether it implements the warren:plugin/plugin world.
+    /// which kind of plugin it is: a warren:plugin/plugin component (it lists its
+    /// tools) or a typed component (its exported functions are the tools).
     Inspect {
         /// The component (.wasm) to inspect.
         file: PathBuf,
+        /// WIT source (file or directory) whose doc comments describe a typed
+        /// component's tools, as `[plugins.NAME] wit` would.
+        #[arg(long, value_name = "PATH")]
+        wit: Option<PathBuf>,
     },
 }
 
@@ -328,7 +339,9 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), Failure> {
     match &cli.command {
-        Command::Plugin(PluginCommand::Inspect { file }) => return Ok(inspect(file).await?),
+        Command::Plugin(PluginCommand::Inspect { file, wit }) => {
+            return Ok(inspect(file, wit.as_deref()).await?)
+        }
         Command::Init(args) => {
             let done = crate::init::init(&args.dir, args.provider).await?;
             let (provider, why) = &done.provider;
@@ -366,12 +379,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             println!("wrote {} ({size} bytes)", output.display());
             return Ok(());
         }
-        Command::Plugin(PluginCommand::New { name, lang, dir }) => {
-            let files = crate::scaffold::new_plugin(dir, name, *lang)?;
+        Command::Plugin(PluginCommand::New {
+            name,
+            lang,
+            typed,
+            dir,
+        }) => {
+            let lang = lang.unwrap_or(crate::scaffold::Language::Rust);
+            let files = crate::scaffold::new_plugin(dir, name, lang, *typed)?;
             let root = dir.join(name);
+            let tool = if *typed { "greeter_greet" } else { "greet" };
             println!("created {} ({} files)", root.display(), files.len());
             println!(
-                "next: cd {} && ./test.sh   (builds it and calls its `greet` tool through warren)",
+                "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",
                 root.display()
             );
             return Ok(());
@@ -562,6 +582,7 @@ fn print_tools(
                     "name": spec.name,
                     "plugin": plugin.name,
                     "builtin": plugin.builtin,
+                    "typed": plugin.is_typed(),
                     "description": spec.description,
                     "input_schema": serde_json::from_str::<serde_json::Value>(&spec.input_schema).unwrap_or_default(),
                 })
@@ -581,6 +602,8 @@ fn print_tools(
     for (spec, plugin) in tools {
         let origin = if plugin.builtin {
             format!("{}, built-in", plugin.name)
+        } else if plugin.is_typed() {
+            format!("{}, typed component", plugin.name)
         } else {
             plugin.name.clone()
         };
@@ -708,8 +731,8 @@ fn report_json(report: &RunReport) -> serde_json::Value {
     root
 }
 
-/// `warren plugin inspect FILE`.
-async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
+/// `warren plugin inspect FILE [--wit PATH]`.
+async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyhow::Result<()> {
     let sandbox = Sandbox::new().context("creating the sandbox")?;
     let cache = crate::plugin::CompileCache::at(crate::config::default_cache_dir());
     let (component, _) = cache.load(sandbox.engine(), file)?;
@@ -726,6 +749,32 @@ async fn inspect(file: &std::path::Path) -> anyhow::Result<()> {
     let name = file
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    if !crate::plugin::typed::is_plugin(&component, &sandbox) {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let options = crate::plugin::typed::TypedOptions {
+            wit,
+            hidden: &[],
+            limits: &crate::config::PluginLimits::default(),
+        };
+        let (typed, tools) =
+            crate::plugin::typed::TypedComponent::load(&sandbox, &component, &bytes, &options)
+                .with_context(|| {
+                    format!(
+                        "{} is a typed component (it does not export warren:plugin/tool) that warren cannot offer",
+                        file.display()
+                    )
+                })?;
+        println!("kind: typed component (each exported function is a tool)");
+        println!("tools:");
+        for (tool, function) in tools.iter().zip(typed.functions()) {
+            println!(
+                "  {} ({}): {}\n    arguments: {}",
+                tool.name, function.wit_name, tool.description, tool.input_schema
+            );
+        }
+        return Ok(());
+    }
+    println!("kind: warren:plugin/plugin component (it lists its tools)");
     let pre = sandbox.prepare(&component).map_err(|error| {
         anyhow::anyhow!(
             "{} does not implement the warren:plugin/plugin world (see wit/plugin.wit): {error:#}",

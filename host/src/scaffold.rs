@@ -1,6 +1,8 @@
 //! `warren plugin new NAME --lang rust|python|js`: a working plugin to start from,
 //! with the WIT contract copied in, one example tool (`greet`), a build script, a test
 //! script that checks the tool through warren, and a `warren.toml` to try it with.
+//! `--typed`: a typed component instead (Rust), with its own WIT and no warren
+//! interface; its exported functions are the tools.
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +63,28 @@ const PYTHON: &[(&str, &str)] = &[
     ("build.sh", include_str!("../templates/python/build.sh")),
 ];
 
+/// A typed component: its own WIT, no warren contract.
+const TYPED_RUST: &[(&str, &str)] = &[
+    (
+        "Cargo.toml",
+        include_str!("../templates/typed-rust/Cargo.toml"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../templates/typed-rust/src/lib.rs"),
+    ),
+    (
+        "wit/world.wit",
+        include_str!("../templates/typed-rust/wit/world.wit"),
+    ),
+    ("build.sh", include_str!("../templates/rust/build.sh")),
+    ("test.sh", include_str!("../templates/typed-rust/test.sh")),
+    (
+        "warren.toml",
+        include_str!("../templates/typed-rust/warren.toml"),
+    ),
+];
+
 const JS: &[(&str, &str)] = &[
     ("plugin.js", include_str!("../templates/js/plugin.js")),
     ("package.json", include_str!("../templates/js/package.json")),
@@ -68,8 +92,14 @@ const JS: &[(&str, &str)] = &[
     ("build.sh", include_str!("../templates/js/build.sh")),
 ];
 
-/// Writes a new plugin called `name` in `dir/name`; returns the files written.
-pub fn new_plugin(dir: &Path, name: &str, language: Language) -> anyhow::Result<Vec<PathBuf>> {
+/// Writes a new plugin called `name` in `dir/name`; returns the files written. A
+/// `typed` plugin is a typed component (Rust only for now).
+pub fn new_plugin(
+    dir: &Path,
+    name: &str,
+    language: Language,
+    typed: bool,
+) -> anyhow::Result<Vec<PathBuf>> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -83,13 +113,18 @@ pub fn new_plugin(dir: &Path, name: &str, language: Language) -> anyhow::Result<
         "{} already exists; choose another name or directory",
         root.display()
     );
-    let files = match language {
-        Language::Rust => RUST,
-        Language::Python => PYTHON,
-        Language::Js => JS,
+    anyhow::ensure!(
+        !typed || language == Language::Rust,
+        "`--typed` scaffolds a Rust component; for Python and JavaScript see tests/fixtures/typed-python and tests/fixtures/typed-js in the warren repository"
+    );
+    let files: Vec<&(&str, &str)> = match language {
+        _ if typed => TYPED_RUST.iter().collect(),
+        Language::Rust => WIT.iter().chain(COMMON).chain(RUST).collect(),
+        Language::Python => WIT.iter().chain(COMMON).chain(PYTHON).collect(),
+        Language::Js => WIT.iter().chain(COMMON).chain(JS).collect(),
     };
     let mut written = Vec::new();
-    for (path, template) in WIT.iter().chain(COMMON).chain(files) {
+    for (path, template) in files {
         let target = root.join(path);
         std::fs::create_dir_all(target.parent().expect("templates live in a directory"))
             .with_context(|| format!("creating {}", root.display()))?;

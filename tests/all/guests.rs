@@ -14,6 +14,14 @@ pub(crate) struct Guests {
     pub(crate) impostor: PathBuf,
     /// Offers 100,000 tools (must be refused at load).
     pub(crate) toolbomb: PathBuf,
+    /// A typed component (plain wit-bindgen) covering every WIT type.
+    pub(crate) typed_rust: PathBuf,
+    /// A typed component exporting a resource (must be refused at load).
+    pub(crate) typed_resource: PathBuf,
+    /// A typed component importing interfaces warren lacks (must be refused at load).
+    pub(crate) typed_import: PathBuf,
+    /// A typed component whose types nest too deep or share too often (refused).
+    pub(crate) typed_bomb: PathBuf,
 }
 
 /// The repository root.
@@ -70,6 +78,10 @@ pub(crate) fn guests() -> &'static Guests {
             hostile: dir.join("hostile.wasm"),
             impostor: dir.join("impostor.wasm"),
             toolbomb: dir.join("toolbomb.wasm"),
+            typed_rust: dir.join("typed_rust.wasm"),
+            typed_resource: dir.join("typed_resource.wasm"),
+            typed_import: dir.join("typed_import.wasm"),
+            typed_bomb: dir.join("typed_bomb.wasm"),
         }
     })
 }
@@ -129,6 +141,50 @@ pub(crate) fn c_plugin(warren: &str) -> &'static PathBuf {
                 .arg(&out)
                 .env("WARREN", warren),
             "the C plugin needs `apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32`",
+        );
+        out
+    })
+}
+
+/// Builds the Python typed component (componentize-py, as for the Python plugin) once
+/// per process.
+pub(crate) fn typed_python() -> &'static PathBuf {
+    static TYPED: OnceLock<PathBuf> = OnceLock::new();
+    TYPED.get_or_init(|| {
+        let out = wasm_dir().join("typed-python.wasm");
+        build(
+            Command::new(root().join("tests/fixtures/typed-python/build.sh")).arg(&out),
+            "the Python typed fixture needs python3 with pip, to install componentize-py from PyPI",
+        );
+        out
+    })
+}
+
+/// Builds the JavaScript typed component (componentize-js from npm, pinned by its
+/// package-lock.json) once per process.
+pub(crate) fn typed_js() -> &'static PathBuf {
+    static TYPED: OnceLock<PathBuf> = OnceLock::new();
+    TYPED.get_or_init(|| {
+        let dir = root().join("tests/fixtures/typed-js");
+        let out = wasm_dir().join("typed-js.wasm");
+        let hint = "the JavaScript typed fixture needs Node.js and npm";
+        if !dir
+            .join("node_modules/@bytecodealliance/componentize-js")
+            .exists()
+        {
+            build(
+                Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund"])
+                    .current_dir(&dir),
+                hint,
+            );
+        }
+        build(
+            Command::new("node")
+                .arg("build.mjs")
+                .arg(&out)
+                .current_dir(&dir),
+            hint,
         );
         out
     })

@@ -21,3 +21,4 @@ mod queue;
 mod sandbox;
 mod support;
 mod tools;
+mod typed;

@@ -7,6 +7,7 @@
 
 mod agent_dir;
 mod agent_files;
+mod plugin_tables;
 mod queue;
 mod tool_selection;
 
@@ -23,6 +24,7 @@ use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCR
 use crate::sandbox::net::{NetPattern, NetPolicy};
 
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::plugin_tables::PluginTable;
 pub use self::queue::QueueConfig;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 use self::tool_selection::{resolve, ListKind};
@@ -302,6 +304,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// What one plugin and one profile's tool list may hold.
     pub plugin_limits: PluginLimits,
+    /// `[plugins.NAME]` tables by plugin name (`wit` paths resolved).
+    pub plugin_tables: BTreeMap<String, PluginTable>,
     /// The built-in plugins to load (`[plugins] builtins`; default all of them).
     pub builtins: Vec<String>,
     /// Models by name (`[models.NAME]`), script paths resolved.
@@ -443,11 +447,16 @@ impl Config {
             }
         };
         let builtins = cx.builtins(&raw.plugins.builtins)?;
+        let mut plugin_tables = raw.plugins.tables.0;
+        for table in plugin_tables.values_mut() {
+            table.wit = table.wit.take().map(|wit| base.join(wit));
+        }
         Ok(Config {
             path: path.to_path_buf(),
             plugin_files,
             cache_dir,
             plugin_limits,
+            plugin_tables,
             builtins,
             models,
             profiles,
@@ -981,8 +990,10 @@ impl TryFrom<String> for StateName {
     }
 }
 
+/// `[plugins]`. Its known keys first; any other key is a `[plugins.NAME]` table (serde
+/// cannot deny unknown fields beside a flattened map, so a misspelt key is reported by
+/// `PluginTables`, naming it).
 #[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawPlugins {
     /// Directory whose `*.wasm` files are loaded (default `plugins`, optional).
     dir: Option<Spanned<String>>,
@@ -1002,6 +1013,9 @@ struct RawPlugins {
     max_schema_kb: Option<Bounded<1, 1_048_576>>,
     /// KiB of all tool definitions one profile sees.
     max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
+    /// `[plugins.NAME]`: how one plugin's tools are offered.
+    #[serde(flatten)]
+    tables: plugin_tables::PluginTables,
 }
 
 #[derive(Default, Deserialize)]

@@ -1,11 +1,18 @@
 //! Plugins: loading component files (through the compile cache), asking each for its
 //! tools, and routing a tool call to the plugin that offers it.
 //!
-//! Layout: [`cache`] (compiled artifacts on disk). The [`ToolRegistry`] owns one
-//! `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
+//! Two kinds of plugin: a component that exports `warren:plugin/tool` lists its own
+//! tools; any other component is a [`typed`] component, whose exported functions are
+//! the tools. Both run through the same sandbox path.
+//!
+//! Layout: [`cache`] (compiled artifacts on disk), [`typed`] (typed components),
+//! [`overrides`] (`[plugins.NAME]`: rename, describe, hide). The [`ToolRegistry`] owns
+//! one `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
 mod cache;
 pub mod componentize;
+pub mod overrides;
+pub mod typed;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +23,8 @@ use anyhow::Context as _;
 use tracing::info;
 
 pub use self::cache::{CacheOutcome, CompileCache};
-use crate::config::{Config, PluginLimits, Profile};
+use self::typed::{TypedComponent, TypedOptions};
+use crate::config::{Config, PluginLimits, PluginTable, Profile};
 use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
@@ -27,12 +35,36 @@ pub struct Plugin {
     pub path: PathBuf,
     /// Whether it is embedded in the binary.
     pub builtin: bool,
-    /// The tools it offers, as it listed them.
+    /// The tools it offers, after its `[plugins.NAME]` table.
     pub tools: Vec<ToolSpec>,
     /// How the compiled code was obtained, and how long loading took.
     pub load: (CacheOutcome, Duration),
-    /// Imports resolved once (with and without the network); instantiated per call.
-    pre: Prepared,
+    /// For each of `tools`, which of the plugin's own tools it is (an index into the
+    /// names it listed, or into its typed functions).
+    sources: Vec<usize>,
+    /// What the component is, linked; instantiated per call.
+    kind: PluginKind,
+}
+
+/// The two kinds of plugin.
+enum PluginKind {
+    /// Implements `warren:plugin/tool`.
+    Wit {
+        /// Imports resolved once (with and without the network).
+        pre: Prepared,
+        /// The tool names as it listed them (what `call-tool` expects).
+        names: Vec<String>,
+    },
+    /// Any other component: its exported functions are the tools.
+    Typed(TypedComponent),
+}
+
+impl Plugin {
+    /// Whether it is a typed component (its exported functions are its tools) rather
+    /// than a `warren:plugin/tool` implementation.
+    pub fn is_typed(&self) -> bool {
+        matches!(self.kind, PluginKind::Typed(_))
+    }
 }
 
 /// Every loaded tool, by name, and the sandbox that runs them.
@@ -83,7 +115,8 @@ impl ToolRegistry {
         files: &[PathBuf],
         cache: &CompileCache,
     ) -> anyhow::Result<Self> {
-        Self::load_with(sandbox, files, &[], cache, &PluginLimits::default()).await
+        let limits = PluginLimits::default();
+        Self::load_with(sandbox, files, &[], cache, &limits, &BTreeMap::new()).await
     }
 
     /// Loads what `config` names: its built-ins and plugin files, through its compile
@@ -95,20 +128,24 @@ impl ToolRegistry {
             &config.builtins,
             &CompileCache::at(config.cache_dir.clone()),
             &config.plugin_limits,
+            &config.plugin_tables,
         )
         .await
     }
 
-    /// Loads the built-in plugins named in `builtins`, then `files` in order. A
-    /// file that is not a plugin, a bad tool name or schema, a host tool's name, a
-    /// tool list past `limits`, or two plugins offering the same tool is an error
-    /// naming the file(s). A file with the very bytes of a built-in replaces it.
+    /// Loads the built-in plugins named in `builtins`, then `files` in order, each
+    /// offered as its `[plugins.NAME]` table in `tables` says. A file that is not a
+    /// component (or a typed one warren cannot offer), a bad tool name or schema, a
+    /// host tool's name, a tool list past `limits`, a table naming a plugin or tool
+    /// that is not there, or two plugins offering the same tool is an error naming the
+    /// file(s). A file with the very bytes of a built-in replaces it.
     pub async fn load_with(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
         builtins: &[String],
         cache: &CompileCache,
         limits: &PluginLimits,
+        tables: &BTreeMap<String, PluginTable>,
     ) -> anyhow::Result<Self> {
         let mut sources: Vec<(String, PathBuf, std::borrow::Cow<'static, [u8]>, bool)> = Vec::new();
         let mut file_bytes = Vec::new();
@@ -130,25 +167,66 @@ impl ToolRegistry {
             );
             sources.push((name, path, bytes.into(), false));
         }
+        if let Some(stray) = tables
+            .keys()
+            .find(|t| !sources.iter().any(|(name, ..)| name == *t))
+        {
+            anyhow::bail!(
+                "[plugins.{stray}]: no plugin `{stray}` is loaded (plugins are named by their file name without .wasm: {})",
+                sources
+                    .iter()
+                    .map(|(name, ..)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let no_table = PluginTable::default();
         let mut plugins: Vec<Plugin> = Vec::new();
         let mut index = BTreeMap::new();
         for (name, path, bytes, builtin) in sources {
             let started = Instant::now();
-            let (component, outcome) = {
+            // The bytes come back from the blocking task: a typed component's docs
+            // may be in them.
+            let ((component, outcome), bytes) = {
                 let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
-                tokio::task::spawn_blocking(move || cache.load_bytes(&engine, &path, &bytes))
-                    .await??
+                let (loaded, bytes) = tokio::task::spawn_blocking(move || {
+                    (cache.load_bytes(&engine, &path, &bytes), bytes)
+                })
+                .await?;
+                (loaded?, bytes)
             };
-            let pre = sandbox.prepare(&component).with_context(|| {
-                format!(
-                    "{} does not fit the warren:plugin/plugin world (see wit/plugin.wit)",
-                    path.display()
-                )
-            })?;
-            let tools = sandbox
-                .list_tools(&pre, &name)
-                .await
-                .with_context(|| format!("loading {}", path.display()))?;
+            let table = tables.get(&name).unwrap_or(&no_table);
+            let (kind, own) = if typed::is_plugin(&component, &sandbox) {
+                let pre = sandbox.prepare(&component).with_context(|| {
+                    format!(
+                        "{} does not fit the warren:plugin/plugin world (see wit/plugin.wit)",
+                        path.display()
+                    )
+                })?;
+                let tools = sandbox
+                    .list_tools(&pre, &name)
+                    .await
+                    .with_context(|| format!("loading {}", path.display()))?;
+                let names = tools.iter().map(|t| t.name.clone()).collect();
+                (PluginKind::Wit { pre, names }, tools)
+            } else {
+                let options = TypedOptions {
+                    wit: table.wit.as_deref(),
+                    hidden: &table.hide,
+                    limits,
+                };
+                let (typed, tools) = TypedComponent::load(&sandbox, &component, &bytes, &options)
+                    .with_context(|| {
+                    format!(
+                        "{}: cannot offer this typed component's functions as tools",
+                        path.display()
+                    )
+                })?;
+                (PluginKind::Typed(typed), tools)
+            };
+            let offered = overrides::offer(table, own, matches!(kind, PluginKind::Wit { .. }))
+                .with_context(|| format!("[plugins.{name}] ({})", path.display()))?;
+            let (sources, tools): (Vec<usize>, Vec<ToolSpec>) = offered.into_iter().unzip();
             anyhow::ensure!(
                 tools.len() <= limits.max_tools,
                 "{}: offers {} tools; a plugin may offer at most {} ([plugins] max_tools)",
@@ -230,7 +308,8 @@ impl ToolRegistry {
                 builtin,
                 tools,
                 load: (outcome, elapsed),
-                pre,
+                sources,
+                kind,
             });
         }
         Ok(ToolRegistry {
@@ -301,7 +380,7 @@ impl ToolRegistry {
         arguments: &str,
     ) -> Result<String, ToolCallError> {
         let profile = &access.profile;
-        let Some(&(p, _)) = self.index.get(tool).filter(|_| profile.tools.allows(tool)) else {
+        let Some(&(p, t)) = self.index.get(tool).filter(|_| profile.tools.allows(tool)) else {
             return Err(ToolCallError::UnknownTool {
                 tool: tool.to_string(),
                 profile: profile.name.clone(),
@@ -311,8 +390,8 @@ impl ToolRegistry {
                     .collect(),
             });
         };
-        match serde_json::from_str::<serde_json::Value>(arguments) {
-            Ok(serde_json::Value::Object(_)) => {}
+        let arguments_object = match serde_json::from_str::<serde_json::Value>(arguments) {
+            Ok(serde_json::Value::Object(object)) => object,
             Ok(_) => {
                 return Err(ToolCallError::InvalidInput {
                     tool: tool.into(),
@@ -325,8 +404,9 @@ impl ToolRegistry {
                     message: format!("arguments are not valid JSON: {e}"),
                 })
             }
-        }
+        };
         let plugin = &self.plugins[p];
+        let source = plugin.sources[t];
         let request = ToolRequest {
             tool,
             arguments,
@@ -335,6 +415,15 @@ impl ToolRegistry {
             capabilities: &profile.capabilities,
             scratch: access.scratch_dir(),
         };
-        self.sandbox.call(&plugin.pre, request).await
+        match &plugin.kind {
+            PluginKind::Wit { pre, names } => {
+                self.sandbox.call_as(pre, &names[source], request).await
+            }
+            PluginKind::Typed(typed) => {
+                typed
+                    .call(&self.sandbox, source, &arguments_object, request)
+                    .await
+            }
+        }
     }
 }

@@ -10,6 +10,11 @@
 //! and one without them for every other profile, where a plugin's network imports
 //! are traps: no network resource (a socket, an HTTP `fields` buffer) can be created
 //! at all without a grant.
+//!
+//! Every call, whatever the component's kind, goes through [`Sandbox::run_call`]: the
+//! descriptor share, the fresh store, the deadline and the classification of how the
+//! call ended are one code path; a [`GuestCall`] only says how to instantiate and what
+//! to call (`warren:plugin/tool.call-tool`, or a typed component's function).
 
 mod bindings;
 pub mod capabilities;
@@ -19,13 +24,15 @@ pub mod limits;
 pub mod net;
 pub mod phases;
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::{debug, info_span, warn, Instrument};
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
@@ -33,10 +40,9 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use self::bindings::exports::warren::plugin::tool::ToolError;
-pub use self::bindings::exports::warren::plugin::tool::ToolSpec;
+pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
-pub use self::bindings::PluginPre;
+use self::bindings::PluginIndices;
 pub use self::capabilities::CapabilitySet;
 pub use self::error::{OutputKind, ToolCallError};
 use self::limits::{CappedPipe, MemoryCap};
@@ -165,22 +171,71 @@ pub struct ToolRequest<'a> {
     pub scratch: Option<&'a Path>,
 }
 
-/// A plugin with its imports resolved twice: with the network interfaces (for
+/// A component with its imports resolved twice: with the network interfaces (for
 /// profiles granted `net`) and without them (their imports trap).
-pub struct Prepared {
+pub struct Linked {
     /// Linked with `wasi:http` and `wasi:sockets`.
-    networked: PluginPre<CallState>,
+    networked: InstancePre<CallState>,
     /// Linked without them.
-    offline: PluginPre<CallState>,
+    offline: InstancePre<CallState>,
 }
 
-impl Prepared {
-    fn for_caps(&self, caps: &CapabilitySet) -> &PluginPre<CallState> {
+impl Linked {
+    /// The pre-instance for a call under `caps`.
+    pub fn for_caps(&self, caps: &CapabilitySet) -> &InstancePre<CallState> {
         if caps.net.patterns().is_empty() {
             &self.offline
         } else {
             &self.networked
         }
+    }
+}
+
+/// A `warren:plugin/plugin` component: linked, with its `tool` exports found once.
+pub struct Prepared {
+    /// The component with its imports resolved.
+    linked: Linked,
+    /// Where `list-tools` and `call-tool` are, checked against the WIT once.
+    indices: PluginIndices,
+}
+
+/// What a [`GuestCall`] returns: boxed, because an `impl Future` here trips the
+/// compiler's higher-ranked `Send` check in the agent tasks that await it.
+pub type GuestFuture<'s> =
+    Pin<Box<dyn Future<Output = wasmtime::Result<Result<String, ToolError>>> + Send + 's>>;
+
+/// What one call runs in its fresh instance: the export to call and how to read what
+/// it returns. `Ok(Err(_))` is the tool's own error; `Err(_)` a trap or host fault,
+/// which [`Sandbox::run_call`] turns into the limit or crash that caused it.
+pub trait GuestCall: Send {
+    /// Calls the export on `instance`, which lives in `store`.
+    fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
+    where
+        Self: 's;
+}
+
+/// `warren:plugin/tool.call-tool(name, arguments)`.
+struct CallTool<'a> {
+    /// Where `call-tool` is.
+    indices: &'a PluginIndices,
+    /// The tool name, as the plugin listed it.
+    tool: &'a str,
+    /// The JSON arguments object.
+    arguments: &'a str,
+}
+
+impl GuestCall for CallTool<'_> {
+    fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
+    where
+        Self: 's,
+    {
+        Box::pin(async move {
+            let plugin = self.indices.load(&mut *store, &instance)?;
+            plugin
+                .warren_plugin_tool()
+                .call_call_tool(store, self.tool, self.arguments)
+                .await
+        })
     }
 }
 
@@ -275,13 +330,20 @@ impl Sandbox {
     }
 
     /// Resolves a component's imports once per linker, so each call only
-    /// instantiates.
-    pub fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
-        let networked = PluginPre::new(self.linker.instantiate_pre(component)?)?;
+    /// instantiates. Any component whose imports warren provides links.
+    pub fn link(&self, component: &Component) -> anyhow::Result<Linked> {
+        let networked = self.linker.instantiate_pre(component)?;
         let mut offline = self.offline_linker.clone();
         stub_network_imports(&mut offline, component, &self.engine)?;
-        let offline = PluginPre::new(offline.instantiate_pre(component)?)?;
-        Ok(Prepared { networked, offline })
+        let offline = offline.instantiate_pre(component)?;
+        Ok(Linked { networked, offline })
+    }
+
+    /// Links a `warren:plugin/plugin` component and finds its `tool` exports.
+    pub fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
+        let linked = self.link(component)?;
+        let indices = PluginIndices::new(&linked.networked)?;
+        Ok(Prepared { linked, indices })
     }
 
     /// The most handles one call may hold: `max_handles`, cut to the share of the
@@ -293,12 +355,14 @@ impl Sandbox {
     /// Asks a plugin for its tools, in a sandbox with no capabilities.
     pub async fn list_tools(&self, pre: &Prepared, plugin: &str) -> anyhow::Result<Vec<ToolSpec>> {
         let caps = CapabilitySet::default();
-        let pre = pre.for_caps(&caps);
+        let indices = &pre.indices;
+        let pre = pre.linked.for_caps(&caps);
         let (mut store, _, _) = self.store(&caps, None, "(loading)", plugin)?;
         let deadline = Instant::now() + caps.tool_timeout();
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
-            instance
+            indices
+                .load(&mut store, &instance)?
                 .warren_plugin_tool()
                 .call_list_tools(&mut store)
                 .await
@@ -315,11 +379,39 @@ impl Sandbox {
         }
     }
 
-    /// Runs one tool call in a fresh store under `request.capabilities`.
+    /// Runs one `warren:plugin` tool call in a fresh store under
+    /// `request.capabilities`.
     pub async fn call(
         &self,
         pre: &Prepared,
         request: ToolRequest<'_>,
+    ) -> Result<String, ToolCallError> {
+        self.call_as(pre, request.tool, request).await
+    }
+
+    /// [`Sandbox::call`] of a tool the plugin lists as `listed` and the model knows
+    /// as `request.tool` (renamed by `[plugins.NAME]`): reports use the model's name.
+    pub async fn call_as(
+        &self,
+        pre: &Prepared,
+        listed: &str,
+        request: ToolRequest<'_>,
+    ) -> Result<String, ToolCallError> {
+        let call = CallTool {
+            indices: &pre.indices,
+            tool: listed,
+            arguments: request.arguments,
+        };
+        self.run_call(&pre.linked, request, call).await
+    }
+
+    /// Runs `call` on `linked` in a fresh store under `request.capabilities`: the one
+    /// path every tool call takes, whatever the component's kind.
+    pub async fn run_call(
+        &self,
+        linked: &Linked,
+        request: ToolRequest<'_>,
+        call: impl GuestCall,
     ) -> Result<String, ToolCallError> {
         let span = info_span!(
             "sandbox.call",
@@ -327,16 +419,19 @@ impl Sandbox {
             plugin = request.plugin,
             profile = request.profile
         );
-        self.call_inner(pre, request).instrument(span).await
+        self.call_inner(linked, request, call)
+            .instrument(span)
+            .await
     }
 
     async fn call_inner(
         &self,
-        pre: &Prepared,
+        linked: &Linked,
         request: ToolRequest<'_>,
+        call: impl GuestCall,
     ) -> Result<String, ToolCallError> {
         let caps = request.capabilities;
-        let pre = pre.for_caps(caps);
+        let pre = linked.for_caps(caps);
         let tool = request.tool.to_string();
         // The call's share of the process's descriptors, held until it ends: however
         // many it opens, the others keep theirs.
@@ -365,10 +460,7 @@ impl Sandbox {
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
             instantiated = Some(Instant::now());
-            instance
-                .warren_plugin_tool()
-                .call_call_tool(&mut store, request.tool, request.arguments)
-                .await
+            call.run(&mut store, instance).await
         };
         let outcome = tokio::time::timeout_at(deadline.into(), run).await;
         let called = Instant::now();
@@ -447,6 +539,8 @@ impl Sandbox {
                 }
             } else if let Some(overflow) = overflow {
                 overflow
+            } else if format!("{error:#}").contains(HOSTCALL_FUEL_EXHAUSTED) {
+                too_large(OutputKind::Result, None)
             } else if table_full(&error) {
                 limit(
                     "open handles (files, directories, streams, sockets, HTTP fields)",
@@ -605,6 +699,12 @@ fn table_full(error: &wasmtime::Error) -> bool {
         )
     })
 }
+
+/// What wasmtime fails a call with when the guest hands the host more data in one go
+/// than the store's hostcall fuel allows (for a typed component: a result too large
+/// for the output cap; see `plugin::typed`).
+const HOSTCALL_FUEL_EXHAUSTED: &str =
+    "too much data is being copied between the host and the guest";
 
 /// What a network function of an offline call traps with.
 const NOT_LINKED: &str = "not linked without a net grant: `";
