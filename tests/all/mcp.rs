@@ -295,6 +295,60 @@ async fn python_client_lists_and_calls_tools_over_http() {
     tools_listed_allowed_and_denied(Transport::Http).await;
 }
 
+/// A typed component's functions are MCP tools like any other: listed with the
+/// schema derived from their WIT types, called in the sandbox, bad arguments answered
+/// with the path of the bad field.
+async fn typed_tools(transport: Transport) {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    let typed = &crate::support::guests().typed_rust;
+    std::fs::write(
+        world.path("warren.toml"),
+        config
+            .replacen(
+                "[plugins]\n",
+                &format!("[plugins]\nfiles = [{typed:?}]\n"),
+                1,
+            )
+            .replace(
+                r#"tools = ["read_file", "list_dir", "write_file", "spawn"]"#,
+                r#"tools = ["read_file", "scalars_*", "spawn"]"#,
+            ),
+    )
+    .unwrap();
+    let report = scenario(&world, transport, "typed").await;
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"scalars_negate"), "{tools:?}");
+    assert!(tools.contains(&"spawn_agent"), "{tools:?}");
+    assert_eq!(
+        report["schemas"]["scalars_negate"]["properties"]["value"]["type"], "boolean",
+        "{report}"
+    );
+    assert_eq!(report["good"], json!({"error": false, "text": "false"}));
+    assert_eq!(report["bad"]["error"], true);
+    let bad = report["bad"]["text"].as_str().unwrap();
+    assert!(
+        bad.contains(r#"$.value: expected a boolean, got "yes""#),
+        "{bad}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_calls_typed_component_tools_over_stdio() {
+    typed_tools(Transport::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_calls_typed_component_tools_over_http() {
+    typed_tools(Transport::Http).await;
+}
+
 /// Progress messages of one call, checked to be increasing.
 fn progress_messages(report: &Value, key: &str) -> Vec<String> {
     let updates = report[key].as_array().unwrap();
