@@ -3,7 +3,11 @@
 //! building the store, instantiating (memory images, tables, start functions), the
 //! guest's own work, and dropping the store.
 //!
-//! Run with: `cargo bench --bench fresh_calls`.
+//! Each interpreted plugin's p50 is printed beside the Rust plugin's, measured in the
+//! same run, and beside the 300 µs target, with the ratios.
+//!
+//! Run with: `cargo bench --bench fresh_calls` (or `-- python` for one language; set
+//! `CALLS` for longer runs, e.g. under `perf`).
 
 #[allow(dead_code)] // the bench uses some of the guests only
 #[path = "../../tests/all/guests.rs"]
@@ -17,10 +21,12 @@ use warren::plugin::CompileCache;
 use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 
 const CALLS: usize = 400;
-
+/// What a fresh call of an interpreted plugin's small tool should cost at the median.
+const TARGET: Duration = Duration::from_micros(300);
 fn main() -> anyhow::Result<()> {
     let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let runtime = tokio::runtime::Runtime::new()?;
+    let mut rust_p50 = None;
     runtime.block_on(async {
         type Build = fn() -> std::path::PathBuf;
         let languages: [(&str, Build, &str, &str); 3] = [
@@ -65,15 +71,27 @@ fn main() -> anyhow::Result<()> {
             let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
             let phases = warren::sandbox::phases::totals() - before;
             let mean = |d: Duration| us(d) / phases.calls as f64;
+            let p50 = p(0.5);
             println!(
                 "{language:<12} call p50 {:>8.1} µs  p99 {:>8.1} µs   mean: store {:>6.1} µs  instantiate {:>7.1} µs  guest call {:>7.1} µs  teardown {:>6.1} µs",
-                us(p(0.5)),
+                us(p50),
                 us(p(0.99)),
                 mean(phases.store),
                 mean(phases.instantiate),
                 mean(phases.call),
                 mean(phases.teardown),
             );
+            match rust_p50 {
+                None => rust_p50 = Some(p50),
+                Some(rust) => println!(
+                    "{:<12} {:.1}x the Rust plugin's p50; {:.2}x the {} µs target ({})",
+                    "",
+                    us(p50) / us(rust),
+                    us(p50) / us(TARGET),
+                    TARGET.as_micros(),
+                    if p50 <= TARGET { "met" } else { "not met" }
+                ),
+            }
         }
         Ok(())
     })
