@@ -26,7 +26,7 @@ use crate::llm::{
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
 
-pub(crate) mod spawn_tools;
+mod spawn_tools;
 
 /// What every agent of every run shares: the configuration, the tools, the models,
 /// and where children run. The host builds it; agents only read it.
@@ -386,6 +386,19 @@ impl Agent {
     }
 
     async fn execute(&self, call: &ToolCall) -> Result<String, String> {
+        self.traced_call(call, self.spawn_tool(&call.name, &call.arguments))
+            .await
+    }
+
+    /// Runs one tool call inside its `execute_tool` span, between its start and finish
+    /// events: a spawn tool (when this agent may spawn) is answered by `spawn`, any
+    /// other name goes to the registry under this agent's capabilities. `spawn` is
+    /// not polled for other tools.
+    pub(crate) async fn traced_call(
+        &self,
+        call: &ToolCall,
+        spawn: impl std::future::Future<Output = Result<String, String>>,
+    ) -> Result<String, String> {
         let span = info_span!(
             "execute_tool",
             otel.name = format!("execute_tool {}", call.name),
@@ -403,7 +416,7 @@ impl Agent {
         });
         let (result, outcome) = async {
             if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
-                let result = self.spawn_tool(&call.name, &call.arguments).await;
+                let result = spawn.await;
                 let outcome = if result.is_ok() {
                     "ok"
                 } else {

@@ -10,13 +10,12 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::{info_span, Instrument};
 
-use crate::agent::{spawn_tools, Agent, Runtime};
+use crate::agent::{Agent, Runtime};
 use crate::events::{summarize, Event, EventStream};
 use crate::jobs::spawn_request::SpawnRequest;
 use crate::jobs::{JobId, Phase, Tree};
-use crate::llm::ToolDefinition;
+use crate::llm::{ToolCall, ToolDefinition};
 use crate::plugin::ToolAccess;
 
 /// What a session's root job says its task is (there is no task: the caller drives).
@@ -165,59 +164,14 @@ impl Session {
         arguments: &str,
         watch: Option<UnboundedSender<Event>>,
     ) -> Result<String, String> {
-        let call_id = format!("session-{}", self.calls.fetch_add(1, Ordering::Relaxed));
-        let span = info_span!(
-            "execute_tool",
-            otel.name = format!("execute_tool {name}"),
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %name,
-            gen_ai.tool.call.id = %call_id,
-            error.type = tracing::field::Empty,
-        );
-        let started = Instant::now();
-        self.tree.events.publish(Event::ToolCallStarted {
-            agent: self.root.id.0.clone(),
-            call_id: call_id.clone(),
-            tool: name.to_string(),
-            arguments: summarize(arguments),
-        });
-        let (result, outcome) = async {
-            if self.root.can_spawn() && spawn_tools::is_spawn_tool(name) {
-                let result = self.spawn_tool(name, arguments, watch).await;
-                let outcome = if result.is_ok() {
-                    "ok"
-                } else {
-                    "invalid_input"
-                };
-                return (result, outcome);
-            }
-            match self
-                .root
-                .runtime
-                .registry
-                .call(&self.root.access, name, arguments)
-                .await
-            {
-                Ok(output) => (Ok(output), "ok"),
-                Err(error) => (Err(error.to_string()), error.kind()),
-            }
-        }
-        .instrument(span.clone())
-        .await;
-        if outcome != "ok" {
-            span.record("error.type", outcome);
-        }
-        self.tree.events.publish(Event::ToolCallFinished {
-            agent: self.root.id.0.clone(),
-            call_id,
-            tool: name.to_string(),
-            outcome: outcome.to_string(),
-            summary: summarize(match &result {
-                Ok(text) | Err(text) => text,
-            }),
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
-        result
+        let call = ToolCall {
+            id: format!("session-{}", self.calls.fetch_add(1, Ordering::Relaxed)),
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+        };
+        self.root
+            .traced_call(&call, self.spawn_tool(name, arguments, watch))
+            .await
     }
 
     async fn spawn_tool(

@@ -309,8 +309,8 @@ pub(crate) fn random_id() -> String {
     format!("{:08x}", hasher.finish() as u32)
 }
 
-/// Formats a number with thousands separators.
-fn thousands(n: u64) -> String {
+/// Formats a number with thousands separators (`1234567` as `1,234,567`).
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

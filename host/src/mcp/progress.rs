@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::events::Event;
+use crate::jobs::thousands;
 
 /// What one followed agent is doing.
 #[derive(Default)]
@@ -111,19 +112,6 @@ impl AgentView {
         parts.push(format!("${:.4}", self.cost_usd));
         parts.join(" · ")
     }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
