@@ -105,29 +105,38 @@ pub(crate) fn python_plugin() -> &'static PathBuf {
 pub(crate) fn js_plugin() -> &'static PathBuf {
     static JS: OnceLock<PathBuf> = OnceLock::new();
     JS.get_or_init(|| {
-        let dir = root().join("plugins/js-markdown");
-        let out = wasm_dir().join("js-markdown.wasm");
-        let hint = "the JavaScript plugin needs Node.js and npm";
-        if !dir
-            .join("node_modules/@bytecodealliance/componentize-js")
-            .exists()
-        {
-            build(
-                Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund"])
-                    .current_dir(&dir),
-                hint,
-            );
-        }
+        componentize_js(
+            "plugins/js-markdown",
+            "js-markdown.wasm",
+            "the JavaScript plugin needs Node.js and npm",
+        )
+    })
+}
+
+/// Builds the componentize-js project in `dir` (its `build.mjs`, with its pinned
+/// node_modules installed first when missing) into `name` under the wasm directory.
+fn componentize_js(dir: &str, name: &str, hint: &str) -> PathBuf {
+    let dir = root().join(dir);
+    let out = wasm_dir().join(name);
+    if !dir
+        .join("node_modules/@bytecodealliance/componentize-js")
+        .exists()
+    {
         build(
-            Command::new("node")
-                .arg("build.mjs")
-                .arg(&out)
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund"])
                 .current_dir(&dir),
             hint,
         );
-        out
-    })
+    }
+    build(
+        Command::new("node")
+            .arg("build.mjs")
+            .arg(&out)
+            .current_dir(&dir),
+        hint,
+    );
+    out
 }
 
 /// Builds the C plugin (Debian clang + wasi-libc, wit-bindgen's C bindings, then
@@ -165,27 +174,10 @@ pub(crate) fn typed_python() -> &'static PathBuf {
 pub(crate) fn typed_js() -> &'static PathBuf {
     static TYPED: OnceLock<PathBuf> = OnceLock::new();
     TYPED.get_or_init(|| {
-        let dir = root().join("tests/fixtures/typed-js");
-        let out = wasm_dir().join("typed-js.wasm");
-        let hint = "the JavaScript typed fixture needs Node.js and npm";
-        if !dir
-            .join("node_modules/@bytecodealliance/componentize-js")
-            .exists()
-        {
-            build(
-                Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund"])
-                    .current_dir(&dir),
-                hint,
-            );
-        }
-        build(
-            Command::new("node")
-                .arg("build.mjs")
-                .arg(&out)
-                .current_dir(&dir),
-            hint,
-        );
-        out
+        componentize_js(
+            "tests/fixtures/typed-js",
+            "typed-js.wasm",
+            "the JavaScript typed fixture needs Node.js and npm",
+        )
     })
 }
