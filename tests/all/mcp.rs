@@ -773,10 +773,33 @@ fn inspector() -> PathBuf {
     binary
 }
 
+/// `NODE_OPTIONS` the Inspector needs on this machine's Node: Node 18 (Debian 12's)
+/// has `CustomEvent` and `crypto` only behind flags, which later versions dropped.
+fn node_options() -> String {
+    let version = Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| text(&o.stdout))
+        .unwrap_or_default();
+    let major: u32 = version
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let mut options = std::env::var("NODE_OPTIONS").unwrap_or_default();
+    if major < 19 {
+        options.push_str(" --experimental-global-customevent --experimental-global-webcrypto");
+    }
+    options
+}
+
 /// Runs the Inspector's CLI mode on `target` with `args`; returns the first JSON value
 /// it printed (a tool error is followed by a second one naming it).
 fn inspect(world: &World, target: &[&str], args: &[&str]) -> Value {
     let output = Command::new(inspector())
+        .env("NODE_OPTIONS", node_options())
         .arg("--cli")
         .args(target)
         .args(["--cwd", world.dir.path().to_str().unwrap()])
@@ -792,7 +815,7 @@ fn inspect(world: &World, target: &[&str], args: &[&str]) -> Value {
         .and_then(Result::ok)
         .unwrap_or_else(|| {
             panic!(
-                "no JSON from the Inspector (2.12 declares Node >= 22.19; it is known to run on 20):\n{stdout}\n{}",
+                "no JSON from the Inspector (2.12 declares Node >= 22.19; it is known to run on 18 with flags and on 20):\n{stdout}\n{}",
                 text(&output.stderr)
             )
         })
