@@ -6,12 +6,14 @@
 #[allow(dead_code)] // the bench uses some of the guests only
 #[path = "../../tests/all/guests.rs"]
 mod guests;
+#[path = "support/profile.rs"]
+mod profile;
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use warren::config::{Profile, ToolSelection};
+use profile::bench_profile;
 use warren::plugin::CompileCache;
 use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 
@@ -68,26 +70,14 @@ fn main() -> anyhow::Result<()> {
         // A small file for the C plugin's checksum tool.
         let input_dir = tempfile::tempdir()?;
         std::fs::write(input_dir.path().join("input.txt"), "the fox and the dog")?;
-        let profile = Profile {
-            name: "bench".into(),
-            description: None,
-            tools: ToolSelection::all(),
-            capabilities: CapabilitySet {
+        let profile = bench_profile(CapabilitySet {
                 fs: vec![warren::sandbox::capabilities::FsGrant {
                     host: input_dir.path().canonicalize()?,
                     guest: "/bench".into(),
                     mode: warren::sandbox::capabilities::FsMode::ReadOnly,
                 }],
                 ..CapabilitySet::default()
-            },
-            system_prompt: String::new(),
-            model: None,
-            limits: Default::default(),
-            max_turns_ceiling: 10,
-            inherit_model: false,
-            source: warren::config::ProfileSource::Config,
-            notes: Vec::new(),
-        };
+            });
         let access = ToolAccess::new(profile)?;
         for _ in 0..100 {
             registry.call(&access, "echo", ARGUMENTS).await?;

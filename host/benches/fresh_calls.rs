@@ -12,11 +12,13 @@
 #[allow(dead_code)] // the bench uses some of the guests only
 #[path = "../../tests/all/guests.rs"]
 mod guests;
+#[path = "support/profile.rs"]
+mod profile;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use warren::config::{Profile, ToolSelection};
+use profile::bench_profile;
 use warren::plugin::CompileCache;
 use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 
@@ -41,19 +43,7 @@ fn main() -> anyhow::Result<()> {
             }
             let file = build();
             let registry = ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
-            let access = ToolAccess::new(Profile {
-                name: "bench".into(),
-                description: None,
-                tools: ToolSelection::all(),
-                capabilities: CapabilitySet::default(),
-                system_prompt: String::new(),
-                model: None,
-                limits: Default::default(),
-                max_turns_ceiling: 10,
-                inherit_model: false,
-                source: warren::config::ProfileSource::Config,
-                notes: Vec::new(),
-            })?;
+            let access = ToolAccess::new(bench_profile(CapabilitySet::default()))?;
             eprintln!("{language}: calling");
             let mut samples = Vec::new();
             let mut before = warren::sandbox::phases::totals();

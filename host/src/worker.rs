@@ -189,7 +189,6 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         }
     }
     let ceiling = data.ceiling.as_ref().map(|c| c.to_capabilities());
-    let available = shared.host.registry().names_for(base);
     let ask = ChildAsk {
         tools: data.tools.as_deref(),
         max_turns: data.limits.max_turns,
@@ -197,7 +196,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         max_cost_usd: data.limits.max_cost_usd,
         ceiling: ceiling.as_ref(),
     };
-    let (profile, limits) = narrow(base, &ask, &available)
+    let (profile, limits) = narrow(base, &ask, || shared.host.registry().names_for(base))
         .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
     let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
         (Some(a), Some(b)) => Some(a.min(b)),

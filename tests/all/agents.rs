@@ -2,7 +2,7 @@
 //! isolation, parallelism, the concurrency cap, await/cancel/list, depth, budget,
 //! limits, failures, push notifications and the root never abandoning its children.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -16,26 +16,12 @@ use crate::support::World;
 
 /// A text answer with some usage.
 fn answer(text: &str) -> Reply {
-    Reply::json(json!({
-        "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 50}
-    }))
+    Reply::answer(text, (100, 50))
 }
 
 /// A turn of tool calls.
 fn calls(list: &[(&str, Value)]) -> Reply {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let tool_calls: Vec<Value> = list
-        .iter()
-        .map(|(name, args)| {
-            let id = format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
-        })
-        .collect();
-    Reply::json(json!({
-        "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 50}
-    }))
+    Reply::tool_calls(list, (100, 50))
 }
 
 fn delayed(ms: u64, reply: Reply) -> Reply {

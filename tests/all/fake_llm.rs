@@ -3,7 +3,7 @@
 //! a stream cut mid-event, a hang), and a record of every request it got.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +34,34 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
+    /// A non-streamed OpenAI answer with `text` and `usage` (prompt, completion).
+    pub(crate) fn answer(text: &str, (prompt, completion): (u64, u64)) -> Reply {
+        Reply::json(serde_json::json!({
+            "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion}
+        }))
+    }
+
+    /// A non-streamed OpenAI turn calling each `(tool, arguments)`, with unique call
+    /// ids, and `usage` (prompt, completion).
+    pub(crate) fn tool_calls(calls: &[(&str, Value)], (prompt, completion): (u64, u64)) -> Reply {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tool_calls: Vec<Value> = calls
+            .iter()
+            .map(|(name, args)| {
+                let id = format!(
+                    "call_{}",
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                );
+                serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+            })
+            .collect();
+        Reply::json(serde_json::json!({
+            "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion}
+        }))
+    }
+
     pub(crate) fn json(body: Value) -> Reply {
         Reply::Full {
             status: 200,

@@ -91,13 +91,19 @@ pub(crate) fn guests() -> &'static Guests {
 pub(crate) fn python_plugin() -> &'static PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let out = wasm_dir().join("python-data.wasm");
-        build(
-            Command::new(root().join("plugins/python-data/build.sh")).arg(&out),
+        componentize_py(
+            "plugins/python-data/build.sh",
+            "python-data.wasm",
             "the Python plugin needs python3 with pip, to install componentize-py from PyPI",
-        );
-        out
+        )
     })
+}
+
+/// Runs the componentize-py build script `script` into `name` under the wasm directory.
+fn componentize_py(script: &str, name: &str, hint: &str) -> PathBuf {
+    let out = wasm_dir().join(name);
+    build(Command::new(root().join(script)).arg(&out), hint);
+    out
 }
 
 /// Builds the JavaScript plugin (componentize-js from npm, pinned by package-lock.json)
@@ -160,12 +166,11 @@ pub(crate) fn c_plugin(warren: &str) -> &'static PathBuf {
 pub(crate) fn typed_python() -> &'static PathBuf {
     static TYPED: OnceLock<PathBuf> = OnceLock::new();
     TYPED.get_or_init(|| {
-        let out = wasm_dir().join("typed-python.wasm");
-        build(
-            Command::new(root().join("tests/fixtures/typed-python/build.sh")).arg(&out),
+        componentize_py(
+            "tests/fixtures/typed-python/build.sh",
+            "typed-python.wasm",
             "the Python typed fixture needs python3 with pip, to install componentize-py from PyPI",
-        );
-        out
+        )
     })
 }
 

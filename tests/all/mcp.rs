@@ -7,7 +7,7 @@
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,21 +23,12 @@ const SCENARIO_LIMIT: Duration = Duration::from_secs(240);
 
 /// A text answer with some usage.
 fn answer(text: &str) -> Reply {
-    Reply::json(json!({
-        "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 1200, "completion_tokens": 34}
-    }))
+    Reply::answer(text, (1200, 34))
 }
 
 /// A turn calling one tool.
 fn call(tool: &str, arguments: Value) -> Reply {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let id = format!("call_mcp_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    Reply::json(json!({
-        "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-            "tool_calls": [{"id": id, "type": "function", "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 20}
-    }))
+    Reply::tool_calls(&[(tool, arguments)], (1000, 20))
 }
 
 fn delayed(ms: u64, reply: Reply) -> Reply {

@@ -186,7 +186,6 @@ impl Agent {
             },
         };
         let profile_name = base.name.clone();
-        let available = self.runtime.registry.names_for(base);
         let ask = ChildAsk {
             tools: tools.as_deref(),
             max_turns,
@@ -194,7 +193,7 @@ impl Agent {
             max_cost_usd: max_cost,
             ceiling: Some(&self.profile.capabilities),
         };
-        let (mut profile, limits) = narrow(base, &ask, &available)?;
+        let (mut profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
         if base.inherit_model {
             profile.model = self.profile.model.clone();
         }

@@ -31,20 +31,22 @@ pub struct ChildAsk<'a> {
 }
 
 /// What a child of profile `base` gets when asked for `ask`: capabilities within the
-/// ceiling, the tool subset (every name must be one of `available`, the tools `base`
-/// may call; a name that is not is an error, never silently dropped), time and cost
+/// ceiling, the tool subset (every name must be one of `available()`, the tools `base`
+/// may call, listed only when a subset is asked for; a name that is not is an error,
+/// never silently dropped), time and cost
 /// only ever lower, turns up to the profile's `max_turns_ceiling`. The one rule for
 /// spawns, in-process and on workers.
-pub fn narrow(
+pub fn narrow<'a>(
     base: &Profile,
     ask: &ChildAsk<'_>,
-    available: &[&str],
+    available: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(Profile, AgentLimits), String> {
     let mut profile = base.clone();
     if let Some(ceiling) = ask.ceiling {
         profile.capabilities = base.capabilities.intersect(ceiling);
     }
     if let Some(tools) = ask.tools {
+        let available = available();
         if let Some(bad) = tools.iter().find(|t| !available.contains(&t.as_str())) {
             return Err(format!(
                 "tool `{bad}` is not available to profile `{}` (available: {})",
@@ -156,14 +158,14 @@ mod tests {
             tools: Some(&tools),
             ..ChildAsk::default()
         };
-        let error = narrow(&base, &ask, &["read_file", "write_file"]).unwrap_err();
+        let error = narrow(&base, &ask, || vec!["read_file", "write_file"]).unwrap_err();
         assert!(error.contains("`rm_rf`"), "{error}");
         let tools = vec!["read_file".to_string()];
         let ask = ChildAsk {
             tools: Some(&tools),
             ..ChildAsk::default()
         };
-        let (profile, _) = narrow(&base, &ask, &["read_file", "write_file"]).unwrap();
+        let (profile, _) = narrow(&base, &ask, || vec!["read_file", "write_file"]).unwrap();
         assert!(profile.tools.allows("read_file"));
         assert!(!profile.tools.allows("write_file"));
     }
@@ -182,7 +184,7 @@ mod tests {
             ceiling: Some(&ceiling),
             ..ChildAsk::default()
         };
-        let (profile, limits) = narrow(&base, &ask, &[]).unwrap();
+        let (profile, limits) = narrow(&base, &ask, Vec::new).unwrap();
         assert_eq!(limits.timeout_s, 60);
         assert_eq!(profile.capabilities.fuel, 10);
     }

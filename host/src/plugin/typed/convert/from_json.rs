@@ -240,31 +240,18 @@ fn convert(
                 .cases()
                 .find(|c| c.name == name)
                 .ok_or_else(expected_case)?;
-            let payload = match (case.ty, payload) {
-                (Some(ty), Some(payload)) => Some(Box::new(at(
-                    path,
-                    depth,
-                    &format!(".{name}"),
-                    &ty,
-                    payload,
-                )?)),
-                (Some(_), None) => {
-                    return Err(invalid(
-                        path,
-                        format!("variant case `{name}` needs a payload: {{\"{name}\": …}}"),
-                    ))
-                }
-                (None, None | Some(Value::Null)) => None,
-                (None, Some(other)) => {
-                    return Err(invalid(
-                        path,
-                        format!(
-                            "variant case `{name}` has no payload (use null), got {}",
-                            shown(other)
-                        ),
-                    ))
-                }
-            };
+            let payload = case_payload(
+                path,
+                depth,
+                name,
+                case.ty,
+                payload,
+                [
+                    &format!("variant case `{name}`"),
+                    "payload",
+                    &format!(": {{\"{name}\": …}}"),
+                ],
+            )?;
             Val::Variant(name.to_string(), payload)
         }
         Type::Enum(names) => {
@@ -337,23 +324,14 @@ fn convert(
             } else {
                 result.err()
             };
-            let payload = match (ty, payload) {
-                (Some(ty), Some(payload)) => Some(Box::new(at(
-                    path,
-                    depth,
-                    &format!(".{name}"),
-                    &ty,
-                    payload,
-                )?)),
-                (Some(_), None) => return Err(invalid(path, format!("`{name}` needs a value"))),
-                (None, None | Some(Value::Null)) => None,
-                (None, Some(other)) => {
-                    return Err(invalid(
-                        path,
-                        format!("`{name}` has no value (use null), got {}", shown(other)),
-                    ))
-                }
-            };
+            let payload = case_payload(
+                path,
+                depth,
+                name,
+                ty,
+                payload,
+                [&format!("`{name}`"), "value", ""],
+            )?;
             Val::Result(if name == "ok" {
                 Ok(payload)
             } else {
@@ -387,6 +365,34 @@ fn at(
     let converted = convert(ty, value, path, depth + 1);
     path.truncate(len);
     converted
+}
+
+/// The payload of variant case or result side `name`, of type `ty` when it has one.
+/// `words` are how errors name it: the subject, what it carries (`payload`,
+/// `value`), and a hint after "needs a …".
+fn case_payload(
+    path: &mut String,
+    depth: usize,
+    name: &str,
+    ty: Option<Type>,
+    payload: Option<&Value>,
+    [subject, noun, hint]: [&str; 3],
+) -> Result<Option<Box<Val>>, InvalidArgument> {
+    match (ty, payload) {
+        (Some(ty), Some(payload)) => Ok(Some(Box::new(at(
+            path,
+            depth,
+            &format!(".{name}"),
+            &ty,
+            payload,
+        )?))),
+        (Some(_), None) => Err(invalid(path, format!("{subject} needs a {noun}{hint}"))),
+        (None, None | Some(Value::Null)) => Ok(None),
+        (None, Some(other)) => Err(invalid(
+            path,
+            format!("{subject} has no {noun} (use null), got {}", shown(other)),
+        )),
+    }
 }
 
 /// Converts each array item to `ty`, naming its index on error.
