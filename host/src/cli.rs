@@ -667,27 +667,38 @@ async fn show_progress(
     let plain = mode == ProgressMode::Plain || (mode == ProgressMode::Auto && !live);
     let mut view = AgentTree::default();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-    loop {
+    // Plain lines go out in bursts: every event already waiting is written, then one
+    // flush, instead of one write per event (a thousand sub-agents make ~6000 events).
+    let mut out = std::io::BufWriter::new(std::io::stderr());
+    'run: loop {
         tokio::select! {
             record = events.next() => {
-                let Some(record) = record else { break };
-                if let Some(log) = log.as_mut() {
-                    serde_json::to_writer(&mut *log, &record)?;
-                    log.write_all(b"\n")?;
-                }
-                view.apply(&record.event);
-                if plain {
-                    if let Some(line) = plain_line(&record.event) {
-                        eprintln!("{line}");
+                let Some(mut record) = record else { break };
+                loop {
+                    if let Some(log) = log.as_mut() {
+                        serde_json::to_writer(&mut *log, &record)?;
+                        log.write_all(b"\n")?;
+                    }
+                    view.apply(&record.event);
+                    if plain {
+                        if let Some(line) = plain_line(&record.event) {
+                            writeln!(out, "{line}")?;
+                        }
+                    }
+                    if matches!(&record.event, Event::AgentFinished { agent, .. } if *agent == root) {
+                        break 'run;
+                    }
+                    match events.try_next() {
+                        Some(next) => record = next,
+                        None => break,
                     }
                 }
-                if matches!(&record.event, Event::AgentFinished { agent, .. } if *agent == root) {
-                    break;
-                }
+                out.flush()?;
             }
             _ = tick.tick(), if live => view.redraw()?,
         }
     }
+    out.flush()?;
     if live {
         view.finish()?;
     }

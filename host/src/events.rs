@@ -214,6 +214,21 @@ impl EventStream {
             Err(broadcast::error::RecvError::Closed) => None,
         }
     }
+
+    /// The next event if one is already waiting; `None` when none is (or the run is
+    /// over). Lets a consumer drain a burst before it flushes its output.
+    pub fn try_next(&mut self) -> Option<EventRecord> {
+        match self.receiver.try_recv() {
+            Ok(record) => Some(record),
+            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(EventRecord {
+                ts_ms: 0,
+                event: Event::Lagged { missed },
+            }),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                None
+            }
+        }
+    }
 }
 
 /// The first `SUMMARY_CHARS` characters of `text`, on one line.

@@ -208,6 +208,11 @@ impl CapabilitySet {
     ) -> anyhow::Result<WasiCtx> {
         let mut builder = WasiCtxBuilder::new();
         builder.stdout(stdout.clone()).stderr(stderr.clone());
+        // File reads, writes and opens run on the calling thread instead of a hop to
+        // tokio's blocking pool and back for each one: a call is short (its wall-clock
+        // limit bounds it) and granted directories are local, so the hop costs more
+        // than the I/O it moves (wasmtime issue 7973).
+        builder.allow_blocking_current_thread(true);
         for grant in &self.fs {
             let perms = match grant.mode {
                 FsMode::ReadOnly => FsPerms::ReadOnly,
