@@ -670,35 +670,35 @@ async fn show_progress(
     // Plain lines go out in bursts: every event already waiting is written, then one
     // flush, instead of one write per event (a thousand sub-agents make ~6000 events).
     let mut out = std::io::BufWriter::new(std::io::stderr());
-    'run: loop {
+    loop {
         tokio::select! {
             record = events.next() => {
                 let Some(mut record) = record else { break };
-                loop {
+                let root_finished = loop {
                     if let Some(log) = log.as_mut() {
                         serde_json::to_writer(&mut *log, &record)?;
                         log.write_all(b"\n")?;
                     }
                     view.apply(&record.event);
-                    if plain {
-                        if let Some(line) = plain_line(&record.event) {
-                            writeln!(out, "{line}")?;
-                        }
+                    if let Some(line) = plain.then(|| plain_line(&record.event)).flatten() {
+                        writeln!(out, "{line}")?;
                     }
                     if matches!(&record.event, Event::AgentFinished { agent, .. } if *agent == root) {
-                        break 'run;
+                        break true;
                     }
                     match events.try_next() {
                         Some(next) => record = next,
-                        None => break,
+                        None => break false,
                     }
-                }
+                };
                 out.flush()?;
+                if root_finished {
+                    break;
+                }
             }
             _ = tick.tick(), if live => view.redraw()?,
         }
     }
-    out.flush()?;
     if live {
         view.finish()?;
     }

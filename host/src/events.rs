@@ -207,10 +207,7 @@ impl EventStream {
     pub async fn next(&mut self) -> Option<EventRecord> {
         match self.receiver.recv().await {
             Ok(record) => Some(record),
-            Err(broadcast::error::RecvError::Lagged(missed)) => Some(EventRecord {
-                ts_ms: 0,
-                event: Event::Lagged { missed },
-            }),
+            Err(broadcast::error::RecvError::Lagged(missed)) => Some(lagged(missed)),
             Err(broadcast::error::RecvError::Closed) => None,
         }
     }
@@ -220,14 +217,19 @@ impl EventStream {
     pub fn try_next(&mut self) -> Option<EventRecord> {
         match self.receiver.try_recv() {
             Ok(record) => Some(record),
-            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(EventRecord {
-                ts_ms: 0,
-                event: Event::Lagged { missed },
-            }),
+            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(lagged(missed)),
             Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
                 None
             }
         }
+    }
+}
+
+/// The marker standing for `missed` events a subscriber fell too far behind to read.
+fn lagged(missed: u64) -> EventRecord {
+    EventRecord {
+        ts_ms: 0,
+        event: Event::Lagged { missed },
     }
 }
 
