@@ -167,3 +167,19 @@ export const tool = {
     }
   },
 };
+
+// The tool entry points too (their first run parses their lazily compiled bodies).
+tool.callTool("markdown_to_text", '{"markdown": "# a"}');
+tool.listTools();
+// componentize-js runs its export glue in a global of its own (its initializer's), and
+// SpiderMonkey creates each built-in class of a global on first use. The glue uses
+// promises, async functions, strings' methods, typed arrays and DataView on every call,
+// so without this every fresh instance would build those classes again. A function
+// made by that global's `Function` (reached through a class the glue defines) runs
+// there.
+Fields.constructor(`
+  const bytes = new Uint8Array(8);
+  "warm".charCodeAt("warm".length - 1);
+  new DataView(bytes.buffer).setUint32(0, 1, true);
+  (async () => { await null; })().then(() => {});
+`)();

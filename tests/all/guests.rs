@@ -102,8 +102,37 @@ pub(crate) fn python_plugin() -> &'static PathBuf {
 /// Runs the componentize-py build script `script` into `name` under the wasm directory.
 fn componentize_py(script: &str, name: &str, hint: &str) -> PathBuf {
     let out = wasm_dir().join(name);
-    build(Command::new(root().join(script)).arg(&out), hint);
+    let script = root().join(script);
+    if !up_to_date(&out, &[script.parent().unwrap(), &root().join("wit")]) {
+        build(Command::new(&script).arg(&out), hint);
+    }
     out
+}
+
+/// Whether `out` exists and is newer than every file under `sources` (dependency and
+/// bytecode caches aside). The interpreted builds are not byte-for-byte reproducible,
+/// so rebuilding an unchanged plugin would also recompile it in every test or bench run.
+fn up_to_date(out: &Path, sources: &[&Path]) -> bool {
+    fn newest(path: &Path) -> std::time::SystemTime {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return std::time::SystemTime::now();
+        };
+        if !meta.is_dir() {
+            return meta.modified().unwrap_or_else(|_| std::time::SystemTime::now());
+        }
+        let skip = |name: &std::ffi::OsStr| name == "node_modules" || name == "__pycache__";
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| !skip(&entry.file_name()))
+            .map(|entry| newest(&entry.path()))
+            .fold(std::time::SystemTime::UNIX_EPOCH, std::cmp::max)
+    }
+    let Ok(built) = std::fs::metadata(out).and_then(|m| m.modified()) else {
+        return false;
+    };
+    sources.iter().all(|source| newest(source) <= built)
 }
 
 /// Builds the JavaScript plugin (componentize-js from npm, pinned by package-lock.json)
@@ -135,13 +164,15 @@ fn componentize_js(dir: &str, name: &str, hint: &str) -> PathBuf {
             hint,
         );
     }
-    build(
-        Command::new("node")
-            .arg("build.mjs")
-            .arg(&out)
-            .current_dir(&dir),
-        hint,
-    );
+    if !up_to_date(&out, &[&dir, &root().join("wit")]) {
+        build(
+            Command::new("node")
+                .arg("build.mjs")
+                .arg(&out)
+                .current_dir(&dir),
+            hint,
+        );
+    }
     out
 }
 
