@@ -368,13 +368,17 @@ impl super::Provider for Anthropic {
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         self.transport
-            .exchange(&self.url, &self.body(request), |response| async move {
-                if self.stream {
-                    self.read_stream(response, events).await
-                } else {
-                    self.read_json(response, events).await
-                }
-            })
+            .exchange(
+                &self.url,
+                self.body(request).to_string().into(),
+                |response| async move {
+                    if self.stream {
+                        self.read_stream(response, events).await
+                    } else {
+                        self.read_json(response, events).await
+                    }
+                },
+            )
             .await
     }
 }

@@ -6,12 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
-    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
+    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 
 /// A model behind an OpenAI-compatible API.
@@ -49,47 +50,23 @@ impl OpenAi {
         })
     }
 
-    /// The request body, as documented for Chat Completions.
-    pub fn body(&self, request: &ChatRequest) -> Value {
-        let mut messages = vec![json!({ "role": "system", "content": request.system })];
-        for message in &request.messages {
-            messages.push(match message {
-                Message::User(text) => json!({ "role": "user", "content": text }),
-                Message::Assistant(assistant) => {
-                    let mut value = json!({
-                        "role": "assistant",
-                        "content": if assistant.text.is_empty() { Value::Null } else { json!(assistant.text) },
-                    });
-                    if !assistant.tool_calls.is_empty() {
-                        value["tool_calls"] = assistant
-                            .tool_calls
-                            .iter()
-                            .map(|call| json!({ "id": call.id, "type": "function", "function": { "name": call.name, "arguments": call.arguments } }))
-                            .collect();
-                    }
-                    value
-                }
-                Message::ToolResult { call_id, content, .. } => {
-                    json!({ "role": "tool", "tool_call_id": call_id, "content": content })
-                }
-            });
-        }
-        let mut body = json!({ "model": self.transport.model, "messages": messages });
-        if !request.tools.is_empty() {
-            body["tools"] = request
-                .tools
-                .iter()
-                .map(|tool| json!({ "type": "function", "function": { "name": tool.name, "description": tool.description, "parameters": tool.input_schema } }))
-                .collect();
-        }
-        if let Some(max) = self.max_tokens {
-            body["max_tokens"] = json!(max);
-        }
-        if self.stream {
-            body["stream"] = json!(true);
-            body["stream_options"] = json!({ "include_usage": true });
-        }
-        body
+    /// The request body, as documented for Chat Completions, serialised once (every
+    /// retry sends the same bytes) and straight from the request: a parent's history
+    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
+    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
+        let body = Body {
+            model: &self.transport.model,
+            messages: request,
+            tools: &request.tools,
+            max_tokens: self.max_tokens,
+            stream: self.stream.then_some(true),
+            stream_options: self.stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        };
+        serde_json::to_vec(&body)
+            .expect("a request of strings and JSON values serialises")
+            .into()
     }
 
     async fn read_json(
@@ -446,6 +423,127 @@ fn parts_text(value: &Value) -> String {
     }
 }
 
+/// The Chat Completions request body, borrowing from the request.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(serialize_with = "system_then_messages")]
+    messages: &'a ChatRequest,
+    #[serde(skip_serializing_if = "<[_]>::is_empty", serialize_with = "tools_wire")]
+    tools: &'a [ToolDefinition],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message on the wire.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` when the turn was only tool calls.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty", serialize_with = "calls_wire")]
+        tool_calls: &'a [ToolCall],
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::User(text) => WireMessage::User { content: text },
+            Message::Assistant(assistant) => WireMessage::Assistant {
+                content: Some(assistant.text.as_str()).filter(|text| !text.is_empty()),
+                tool_calls: &assistant.tool_calls,
+            },
+            Message::ToolResult {
+                call_id, content, ..
+            } => WireMessage::Tool {
+                tool_call_id: call_id,
+                content,
+            },
+        }
+    }
+}
+
+/// `{"type": "function", "function": ...}`, a tool on the wire.
+#[derive(Serialize)]
+struct ToolWire<'a> {
+    r#type: &'static str,
+    function: FunctionWire<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionWire<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Serialize)]
+struct CallWire<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+fn system_then_messages<S: Serializer>(
+    request: &&ChatRequest,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let system = WireMessage::System {
+        content: &request.system,
+    };
+    serializer
+        .collect_seq(std::iter::once(system).chain(request.messages.iter().map(WireMessage::from)))
+}
+
+fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(tools.iter().map(|tool| ToolWire {
+        r#type: "function",
+        function: FunctionWire {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.input_schema,
+        },
+    }))
+}
+
+fn calls_wire<S: Serializer>(calls: &&[ToolCall], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(calls.iter().map(|call| CallWire {
+        id: &call.id,
+        r#type: "function",
+        function: CallFunction {
+            name: &call.name,
+            arguments: &call.arguments,
+        },
+    }))
+}
+
 #[async_trait::async_trait]
 impl super::Provider for OpenAi {
     fn model(&self) -> &str {
@@ -458,7 +556,7 @@ impl super::Provider for OpenAi {
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         self.transport
-            .exchange(&self.url, &self.body(request), |response| async move {
+            .exchange(&self.url, self.body(request), |response| async move {
                 if self.stream {
                     self.read_stream(response, events).await
                 } else {
@@ -498,6 +596,51 @@ fn finish_reason(reason: &str) -> FinishReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// An assistant turn of tool calls only goes back with `"content": null`, a turn
+    /// without calls has no `tool_calls` key, and a request without tools, streaming
+    /// or a token limit has none of those keys.
+    #[test]
+    fn assistant_turns_go_back_in_the_documented_shape() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let request = ChatRequest {
+            system: "s".into(),
+            messages: vec![
+                Message::Assistant(AssistantMessage {
+                    tool_calls: vec![call],
+                    ..AssistantMessage::default()
+                }),
+                Message::Assistant(AssistantMessage {
+                    text: "done".into(),
+                    ..AssistantMessage::default()
+                }),
+            ],
+            ..ChatRequest::default()
+        };
+        let body = Body {
+            model: "m",
+            messages: &request,
+            tools: &request.tools,
+            max_tokens: None,
+            stream: None,
+            stream_options: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&body).unwrap(),
+            json!({"model": "m", "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ]},
+                {"role": "assistant", "content": "done"}
+            ]})
+        );
+    }
 
     /// Applies one chunk the general way (a `Value` tree), as for uncommon shapes.
     fn general(assembly: &mut Assembly, value: &Value) {

@@ -105,9 +105,8 @@ impl Transport {
     pub(crate) async fn post_json(
         &self,
         url: &str,
-        body: &serde_json::Value,
+        body: &bytes::Bytes,
     ) -> Result<reqwest::Response, LlmError> {
-        let body = bytes::Bytes::from(body.to_string());
         self.send(|| {
             self.client
                 .post(url)
@@ -163,7 +162,7 @@ impl Transport {
     pub(crate) async fn exchange<F, Fut>(
         &self,
         url: &str,
-        body: &serde_json::Value,
+        body: bytes::Bytes,
         read: F,
     ) -> Result<super::ChatResponse, LlmError>
     where
@@ -171,7 +170,7 @@ impl Transport {
         Fut: std::future::Future<Output = Result<super::ChatResponse, LlmError>>,
     {
         self.with_stream_retries(|| async {
-            let response = self.post_json(url, body).await?;
+            let response = self.post_json(url, &body).await?;
             Ok(read(response).await)
         })
         .await
