@@ -118,7 +118,9 @@ fn up_to_date(out: &Path, sources: &[&Path]) -> bool {
             return std::time::SystemTime::now();
         };
         if !meta.is_dir() {
-            return meta.modified().unwrap_or_else(|_| std::time::SystemTime::now());
+            return meta
+                .modified()
+                .unwrap_or_else(|_| std::time::SystemTime::now());
         }
         let skip = |name: &std::ffi::OsStr| name == "node_modules" || name == "__pycache__";
         std::fs::read_dir(path)
