@@ -193,7 +193,12 @@ async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut R
         ..ChatRequest::default()
     };
     let started = Instant::now();
-    match tokio::time::timeout(MODEL_TIMEOUT, provider.chat(&request, &None)).await {
+    match tokio::time::timeout(
+        MODEL_TIMEOUT,
+        provider.chat(&request, &crate::llm::EventSink::none()),
+    )
+    .await
+    {
         Ok(Ok(response)) => report.ok(format!(
             "model {name} ({what}): answered in {} ms, {} tokens",
             started.elapsed().as_millis(),

@@ -141,8 +141,8 @@ fn assemble(
     let frame = Frame::data(Bytes::copy_from_slice(body));
     let stream = StreamBody::new(futures_util::stream::iter([Ok::<_, Infallible>(frame)]));
     let response = reqwest::Response::from(http::Response::new(reqwest::Body::wrap(stream)));
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let result = read(response, &Some(sender));
+    let (sink, mut receiver) = crate::llm::EventSink::channel();
+    let result = read(response, &sink);
     let mut events = Vec::new();
     while let Ok(event) = receiver.try_recv() {
         events.push(event);

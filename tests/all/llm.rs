@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use warren::llm::{
     self, AssistantMessage, ChatRequest, FinishReason, LlmError, Message, ModelConfig, Requester,
     StreamEvent, ToolCall, ToolDefinition, Usage,
@@ -82,8 +81,8 @@ async fn chat(
     request: &ChatRequest,
 ) -> (Result<llm::ChatResponse, LlmError>, Vec<StreamEvent>) {
     let provider = llm::connect("test", config).unwrap();
-    let (sender, mut receiver) = mpsc::unbounded_channel();
-    let result = provider.chat(request, &Some(sender)).await;
+    let (sink, mut receiver) = llm::EventSink::channel();
+    let result = provider.chat(request, &sink).await;
     let mut events = Vec::new();
     while let Ok(event) = receiver.try_recv() {
         events.push(event);
@@ -642,7 +641,11 @@ async fn dropping_the_call_aborts_a_hung_request_at_once() {
     let mut config = model("openai", &server, "");
     config.read_timeout_s = 600.0;
     let provider = llm::connect("test", &config).unwrap();
-    let task = tokio::spawn(async move { provider.chat(&conversation(), &None).await });
+    let task = tokio::spawn(async move {
+        provider
+            .chat(&conversation(), &llm::EventSink::none())
+            .await
+    });
     while server.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -733,9 +736,12 @@ text = "a is alpha."
     assert!((response.cost_usd - 10.0 / 1e6).abs() < 1e-12);
 
     let provider = llm::connect("offline", &config).unwrap();
-    provider.chat(&ask("main", "go"), &None).await.unwrap();
+    provider
+        .chat(&ask("main", "go"), &llm::EventSink::none())
+        .await
+        .unwrap();
     let error = provider
-        .chat(&ask("main", "again"), &None)
+        .chat(&ask("main", "again"), &llm::EventSink::none())
         .await
         .unwrap_err();
     assert!(matches!(error, LlmError::ScriptExhausted { .. }), "{error}");

@@ -119,7 +119,7 @@ async fn replay(recording: &Recording) -> Result<(), String> {
         messages: vec![Message::User("Hello".into())],
         ..ChatRequest::default()
     };
-    let result = model.chat(&request, &None).await;
+    let result = model.chat(&request, &warren::llm::EventSink::none()).await;
     let expected = &recording.expected;
     if !expected["error"].is_null() || status != 200 {
         let error = match result {
@@ -308,7 +308,10 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
         messages: vec![Message::User("Hello".into())],
         ..ChatRequest::default()
     };
-    let response = model.chat(&request, &None).await.unwrap();
+    let response = model
+        .chat(&request, &warren::llm::EventSink::none())
+        .await
+        .unwrap();
     let thinking = &response.message.provider_blocks;
     assert_eq!(thinking.len(), 1, "{:?}", response.message);
     assert_eq!(thinking[0]["type"], "thinking");

@@ -20,8 +20,8 @@ use crate::config::{AgentLimits, Config, Profile};
 use crate::events::{summarize, Event};
 use crate::jobs::{not_found_block, result_block, Backend, JobId, Phase, Tree};
 use crate::llm::{
-    ChatRequest, FinishReason, Message, Provider, Requester, StreamEvent, ToolCall, ToolDefinition,
-    Usage,
+    ChatRequest, EventSink, FinishReason, Message, Provider, Requester, StreamEvent, ToolCall,
+    ToolDefinition, Usage,
 };
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -209,20 +209,20 @@ impl Agent {
             .get(model)
             .cloned()
             .ok_or_else(|| (AgentState::Error, format!("no model `{model}`")))?;
-        let request_base = ChatRequest {
+        // The history lives in the request, which every turn sends as it stands.
+        let mut request = ChatRequest {
             system: self.system_prompt(),
-            messages: Vec::new(),
+            messages: vec![Message::User(task)],
             tools: self.tool_definitions(),
             requester: Requester {
                 profile: self.profile.name.clone(),
                 agent_id: self.id.0.clone(),
             },
         };
-        let mut history = vec![Message::User(task)];
         loop {
             let notes = self.finished_children_notes();
             if !notes.is_empty() {
-                history.push(Message::User(format!(
+                request.messages.push(Message::User(format!(
                     "<agent_notifications>\nThese background sub-agents finished:\n\n{}\n</agent_notifications>",
                     notes.join("\n\n")
                 )));
@@ -255,25 +255,18 @@ impl Agent {
                 ));
             }
             progress.turns += 1;
-            let request = ChatRequest {
-                messages: history.clone(),
-                ..request_base.clone()
-            };
             self.tree.events.publish(Event::TurnStarted {
                 agent: self.id.0.clone(),
                 turn: progress.turns,
             });
             // Streamed text goes to the event bus as it arrives.
-            let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
             let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
-            let forward = tokio::spawn(async move {
-                while let Some(event) = deltas.recv().await {
-                    if let StreamEvent::TextDelta(text) = event {
-                        bus.publish(Event::TextDelta {
-                            agent: agent.clone(),
-                            text,
-                        });
-                    }
+            let sink = EventSink::new(move |event| {
+                if let StreamEvent::TextDelta(text) = event {
+                    bus.publish(Event::TextDelta {
+                        agent: agent.clone(),
+                        text,
+                    });
                 }
             });
             let chat_span = info_span!(
@@ -287,7 +280,7 @@ impl Agent {
                 error.type = tracing::field::Empty,
             );
             let response = provider
-                .chat(&request, &Some(sink))
+                .chat(&request, &sink)
                 .instrument(chat_span.clone())
                 .await;
             match &response {
@@ -299,7 +292,6 @@ impl Agent {
                     chat_span.record("error.type", error.kind());
                 }
             }
-            let _ = forward.await;
             let response = response.map_err(|e| (AgentState::Error, e.to_string()))?;
             progress.usage = progress.usage + response.usage;
             progress.cost_usd += response.cost_usd;
@@ -314,7 +306,7 @@ impl Agent {
             progress.text = response.message.text.clone();
             let calls = response.message.tool_calls.clone();
             let refusal = response.message.refusal.clone();
-            history.push(Message::Assistant(response.message));
+            request.messages.push(Message::Assistant(response.message));
 
             // An answer that lost its end or was withheld is not success.
             if calls.is_empty() {
@@ -363,7 +355,7 @@ impl Agent {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let blocks = self.await_jobs(&pending, None, false).await;
-                history.push(Message::User(format!(
+                request.messages.push(Message::User(format!(
                     "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
                      these are their results. Take them into account and give your final answer.\n\n{blocks}"
                 )));
@@ -375,7 +367,7 @@ impl Agent {
                     Ok(output) => (output, false),
                     Err(error) => (error, true),
                 };
-                history.push(Message::ToolResult {
+                request.messages.push(Message::ToolResult {
                     call_id: call.id,
                     name: call.name,
                     content,

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use self::error::LlmError;
 pub(crate) use self::transport::excerpt;
@@ -191,13 +191,36 @@ pub enum StreamEvent {
     Finish(FinishReason),
 }
 
-/// Where stream events go; `None` discards them.
-pub type EventSink = Option<UnboundedSender<StreamEvent>>;
+/// Where stream events go, as they are read: a function called on the reading task
+/// (no channel or task between the stream and its watcher), or nowhere.
+#[derive(Default)]
+pub struct EventSink(Option<Box<dyn Fn(StreamEvent) + Send + Sync>>);
+
+impl EventSink {
+    /// Discards every event.
+    pub fn none() -> Self {
+        EventSink(None)
+    }
+
+    /// Calls `watch` with every event; it must not block.
+    pub fn new(watch: impl Fn(StreamEvent) + Send + Sync + 'static) -> Self {
+        EventSink(Some(Box::new(watch)))
+    }
+
+    /// Sends every event to the returned receiver.
+    pub fn channel() -> (Self, UnboundedReceiver<StreamEvent>) {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        // A receiver that went away only means nobody is watching.
+        let sink = EventSink::new(move |event| {
+            let _ = sender.send(event);
+        });
+        (sink, receiver)
+    }
+}
 
 pub(crate) fn emit(sink: &EventSink, event: StreamEvent) {
-    if let Some(sink) = sink {
-        // A receiver that went away only means nobody is watching.
-        let _ = sink.send(event);
+    if let Some(watch) = &sink.0 {
+        watch(event);
     }
 }
 
