@@ -12,7 +12,7 @@
 //! [`LiveStderr`](crate::term::LiveStderr), which erases the frame before writing and lets the next tick draw it
 //! again below them.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
@@ -64,7 +64,8 @@ struct AgentLine {
 /// The state of every agent, fed by events.
 #[derive(Debug, Default)]
 pub struct AgentTree {
-    agents: BTreeMap<String, AgentLine>,
+    agents: HashMap<String, AgentLine>,
+    /// Agent ids in the order they first appeared.
     order: Vec<String>,
     root_text: String,
     root: Option<String>,
@@ -90,6 +91,9 @@ impl AgentTree {
                 if parent.is_none() && self.root.is_none() {
                     self.root = Some(agent.clone());
                 }
+                if !self.agents.contains_key(agent) {
+                    self.order.push(agent.clone());
+                }
                 let line = self
                     .agents
                     .entry(agent.clone())
@@ -113,9 +117,6 @@ impl AgentTree {
                 if matches!(event, Event::AgentStarted { .. }) {
                     line.started = Some(Instant::now());
                     line.doing = "starting".into();
-                }
-                if !self.order.contains(agent) {
-                    self.order.push(agent.clone());
                 }
             }
             Event::TurnStarted { agent, .. } => self.set_doing(agent, "thinking".into()),
@@ -174,19 +175,27 @@ impl AgentTree {
 
     /// The tree as lines, parents before their children.
     pub fn lines(&self) -> Vec<String> {
+        let mut children: HashMap<Option<&str>, Vec<&str>> = HashMap::new();
+        for id in &self.order {
+            let parent = self.agents[id].parent.as_deref();
+            children.entry(parent).or_default().push(id);
+        }
         let mut out = Vec::new();
-        let roots: Vec<&String> = self
-            .order
-            .iter()
-            .filter(|id| self.agents[*id].parent.is_none())
-            .collect();
-        for root in roots {
-            self.push_lines(root, "", true, true, &mut out);
+        for root in children.get(&None).into_iter().flatten() {
+            self.push_lines(root, "", true, true, &children, &mut out);
         }
         out
     }
 
-    fn push_lines(&self, id: &str, prefix: &str, last: bool, top: bool, out: &mut Vec<String>) {
+    fn push_lines(
+        &self,
+        id: &str,
+        prefix: &str,
+        last: bool,
+        top: bool,
+        children: &HashMap<Option<&str>, Vec<&str>>,
+        out: &mut Vec<String>,
+    ) {
         let line = &self.agents[id];
         let branch = if top {
             ""
@@ -227,18 +236,15 @@ impl AgentTree {
             None => line.profile.clone(),
         };
         out.push(format!("{prefix}{branch}{id} {name} {status}"));
-        let children: Vec<&String> = self
-            .order
-            .iter()
-            .filter(|c| self.agents[*c].parent.as_deref() == Some(id))
-            .collect();
+        let children_of_id = children.get(&Some(id)).map_or(&[][..], Vec::as_slice);
         let child_prefix = if top {
             String::new()
         } else {
             format!("{prefix}{}", if last { "   " } else { "│  " })
         };
-        for (i, child) in children.iter().enumerate() {
-            self.push_lines(child, &child_prefix, i + 1 == children.len(), false, out);
+        for (i, child) in children_of_id.iter().enumerate() {
+            let last = i + 1 == children_of_id.len();
+            self.push_lines(child, &child_prefix, last, false, children, out);
         }
     }
 
@@ -333,4 +339,47 @@ pub fn plain_line(event: &Event) -> Option<String> {
         Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(agent: &str, parent: Option<&str>) -> Event {
+        Event::AgentQueued {
+            agent: agent.into(),
+            parent: parent.map(Into::into),
+            profile: "p".into(),
+            task: String::new(),
+            label: None,
+        }
+    }
+
+    /// Children sit under their parent in the order they appeared, however the
+    /// events of different branches interleave, and an agent seen twice (queued,
+    /// then started) is listed once.
+    #[test]
+    fn the_tree_nests_children_in_order_of_appearance() {
+        let mut tree = AgentTree::default();
+        for event in [
+            queued("r", None),
+            queued("a", Some("r")),
+            queued("b", Some("r")),
+            queued("a1", Some("a")),
+            Event::AgentStarted {
+                agent: "a".into(),
+                parent: Some("r".into()),
+                profile: "p".into(),
+                task: String::new(),
+            },
+        ] {
+            tree.apply(&event);
+        }
+        let shape: Vec<String> = tree
+            .lines()
+            .iter()
+            .map(|line| line.split(" p ").next().unwrap().to_string())
+            .collect();
+        assert_eq!(shape, ["r", "├─ a", "│  └─ a1", "└─ b"]);
+    }
 }
