@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use profile::bench_profile;
+use profile::{bench_profile, bench_reset};
 use warren::plugin::CompileCache;
 use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 
@@ -56,6 +56,7 @@ fn main() -> anyhow::Result<()> {
                 "off (fallback)"
             }
         );
+        println!("{}", bench_reset(&sandbox));
         let cache_dir = tempfile::tempdir()?;
         let cache = CompileCache::new(cache_dir.path().to_path_buf());
         for label in ["load, cold (compile + cache write)", "load, cached"] {

@@ -18,7 +18,7 @@ mod profile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use profile::bench_profile;
+use profile::{bench_profile, bench_reset};
 use warren::plugin::CompileCache;
 use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 
@@ -37,12 +37,14 @@ fn main() -> anyhow::Result<()> {
             ("javascript", || guests::js_plugin().clone(), "markdown_to_text", r##"{"markdown":"# the **fox**"}"##),
         ];
         let cache = CompileCache::new(guests::wasm_dir().join("bench-cache"));
+        let sandbox = Arc::new(Sandbox::new()?);
+        println!("{}", bench_reset(&sandbox));
         for (language, build, tool, arguments) in languages {
             if which.as_deref().is_some_and(|w| w != language) {
                 continue;
             }
             let file = build();
-            let registry = ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+            let registry = ToolRegistry::load(sandbox.clone(), std::slice::from_ref(&file), &cache).await?;
             let access = ToolAccess::new(bench_profile(CapabilitySet::default()))?;
             eprintln!("{language}: calling");
             let mut samples = Vec::new();

@@ -19,3 +19,12 @@ pub(crate) fn bench_profile(capabilities: CapabilitySet) -> Profile {
         notes: Vec::new(),
     }
 }
+
+/// How the sandbox resets its pooled slots, for the bench's header.
+pub(crate) fn bench_reset(sandbox: &warren::Sandbox) -> &'static str {
+    if sandbox.resets_in_place() {
+        "memory slots: reset in place (no swap)"
+    } else {
+        "memory slots: pages given back to the kernel after each call (swap active, or no pooling)"
+    }
+}

@@ -260,6 +260,8 @@ pub struct Sandbox {
     /// Whether the pooling allocator is in use (it falls back when the machine
     /// refuses the address-space reservation).
     pooling: bool,
+    /// Whether pooled slots are reset in place (no swap; see [`reset_in_place`]).
+    resets_in_place: bool,
     /// Tells the epoch ticker thread to stop.
     ticker_stop: Arc<AtomicBool>,
 }
@@ -274,13 +276,14 @@ impl Sandbox {
     /// Creates the engine (pooling allocator when possible), the linker and the
     /// 10 ms epoch ticker.
     pub fn new() -> anyhow::Result<Self> {
-        let (engine, pooling) = match Engine::new(&engine_config(true)) {
+        let in_place = reset_in_place();
+        let (engine, pooling) = match Engine::new(&engine_config(Some(in_place))) {
             Ok(engine) => (engine, true),
             Err(error) => {
                 warn!(
                     "pooling allocator unavailable ({error}); falling back to on-demand allocation"
                 );
-                (Engine::new(&engine_config(false))?, false)
+                (Engine::new(&engine_config(None))?, false)
             }
         };
         let mut linker = Linker::new(&engine);
@@ -320,6 +323,7 @@ impl Sandbox {
             )),
             max_call_handles,
             pooling,
+            resets_in_place: pooling && in_place,
             ticker_stop,
         })
     }
@@ -332,6 +336,12 @@ impl Sandbox {
     /// Whether the pooling allocator is in use.
     pub fn uses_pooling(&self) -> bool {
         self.pooling
+    }
+
+    /// Whether pooled slots are reset in place between instances (only where no swap
+    /// is active) rather than given back to the kernel.
+    pub fn resets_in_place(&self) -> bool {
+        self.resets_in_place
     }
 
     /// Resolves a component's imports once per linker, so each call only
@@ -831,13 +841,39 @@ fn add_offline_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-fn engine_config(pooling: bool) -> Config {
+/// Whether pooled memories and tables may be reset in place (dirty pages copied back,
+/// found with PAGEMAP_SCAN) rather than given back to the kernel. Only where no swap
+/// is active: the scan reports dirty pages that are present, so a page the kernel
+/// swapped out would be neither reset nor given back, and the next instance in the
+/// slot would read what the last one wrote (wasmtime 48; see
+/// bytecodealliance/wasmtime#14357). Swap turned on after the engine is made is not
+/// seen; the README says so.
+fn reset_in_place() -> bool {
+    let swaps = std::fs::read_to_string("/proc/swaps");
+    let in_place = swaps.as_deref().is_ok_and(|swaps| !swap_active(swaps));
+    if !in_place {
+        tracing::info!(
+            "swap is active (or /proc/swaps unreadable): pooled memories are reset by \
+             giving their pages back to the kernel, not in place"
+        );
+    }
+    in_place
+}
+
+/// Whether `/proc/swaps` lists a swap area (any line after its header).
+fn swap_active(swaps: &str) -> bool {
+    swaps.lines().skip(1).any(|line| !line.trim().is_empty())
+}
+
+/// The engine's configuration: with the pooling allocator when `pooling` is given,
+/// its slots reset in place when it holds `true`.
+fn engine_config(pooling: Option<bool>) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .consume_fuel(true)
         .epoch_interruption(true);
-    if pooling {
+    if let Some(in_place) = pooling {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(POOL_SLOTS)
             .total_core_instances(POOL_SLOTS * 4)
@@ -851,16 +887,38 @@ fn engine_config(pooling: bool) -> Config {
             .table_elements(100_000)
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20)
+            .max_unused_warm_slots(WARM_SLOTS);
+        if in_place {
             // A slot's memory is reset for its next instance by copying back only the
             // pages the last one dirtied (found with Linux's PAGEMAP_SCAN, 6.7+), which
             // stay resident: the next instance takes no page faults on them and the
-            // slot needs no madvise. Up to this much per memory; where the kernel lacks
-            // the ioctl, wasmtime falls back to madvise.
-            .linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
-            .max_unused_warm_slots(WARM_SLOTS)
-            .table_keep_resident(KEEP_RESIDENT_TABLE)
-            .pagemap_scan(wasmtime::Enabled::Auto);
+            // slot needs no madvise. Up to this much per memory; where the kernel
+            // lacks the ioctl, wasmtime falls back to madvise.
+            pool.linear_memory_keep_resident(KEEP_RESIDENT_MEMORY)
+                .table_keep_resident(KEEP_RESIDENT_TABLE)
+                .pagemap_scan(wasmtime::Enabled::Auto);
+        }
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::swap_active;
+
+    /// A swap area listed in `/proc/swaps` turns the in-place reset off; the header
+    /// alone (no swap) leaves it on.
+    #[test]
+    fn any_listed_swap_area_counts_as_swap() {
+        let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
+        assert!(!swap_active(header));
+        assert!(!swap_active(""));
+        assert!(swap_active(&format!(
+            "{header}/swapfile                               file\t\t2097148\t\t0\t\t-2\n"
+        )));
+        assert!(swap_active(&format!(
+            "{header}/dev/zram0                              partition\t8388604\t\t1024\t\t100\n"
+        )));
+    }
 }
