@@ -129,7 +129,12 @@ fn up_to_date(out: &Path, sources: &[&Path]) -> bool {
             .flatten()
             .filter(|entry| !skip(&entry.file_name()))
             .map(|entry| newest(&entry.path()))
-            .fold(std::time::SystemTime::UNIX_EPOCH, std::cmp::max)
+            // The directory's own time too: it changes when a file is removed.
+            .fold(
+                meta.modified()
+                    .unwrap_or_else(|_| std::time::SystemTime::now()),
+                std::cmp::max,
+            )
     }
     let Ok(built) = std::fs::metadata(out).and_then(|m| m.modified()) else {
         return false;
