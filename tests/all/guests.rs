@@ -114,27 +114,25 @@ fn componentize_py(script: &str, name: &str, hint: &str) -> PathBuf {
 /// so rebuilding an unchanged plugin would also recompile it in every test or bench run.
 fn up_to_date(out: &Path, sources: &[&Path]) -> bool {
     fn newest(path: &Path) -> std::time::SystemTime {
+        // A time that cannot be read counts as now: the plugin is rebuilt.
         let Ok(meta) = std::fs::metadata(path) else {
             return std::time::SystemTime::now();
         };
+        let own = meta
+            .modified()
+            .unwrap_or_else(|_| std::time::SystemTime::now());
         if !meta.is_dir() {
-            return meta
-                .modified()
-                .unwrap_or_else(|_| std::time::SystemTime::now());
+            return own;
         }
         let skip = |name: &std::ffi::OsStr| name == "node_modules" || name == "__pycache__";
+        // A directory's own time counts too: it changes when a file is removed.
         std::fs::read_dir(path)
             .into_iter()
             .flatten()
             .flatten()
             .filter(|entry| !skip(&entry.file_name()))
             .map(|entry| newest(&entry.path()))
-            // The directory's own time too: it changes when a file is removed.
-            .fold(
-                meta.modified()
-                    .unwrap_or_else(|_| std::time::SystemTime::now()),
-                std::cmp::max,
-            )
+            .fold(own, std::cmp::max)
     }
     let Ok(built) = std::fs::metadata(out).and_then(|m| m.modified()) else {
         return false;

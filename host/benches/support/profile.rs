@@ -1,4 +1,5 @@
-//! The profile the call benches run tools under.
+//! What the call benches share: the profile they run tools under, and the line
+//! saying how the sandbox resets its memory slots.
 
 use warren::config::{Profile, ProfileSource, ToolSelection};
 use warren::CapabilitySet;

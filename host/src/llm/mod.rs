@@ -193,7 +193,6 @@ pub enum StreamEvent {
 
 /// Where stream events go, as they are read: a function called on the reading task
 /// (no channel or task between the stream and its watcher), or nowhere.
-#[derive(Default)]
 pub struct EventSink(Option<Box<dyn Fn(StreamEvent) + Send + Sync>>);
 
 impl EventSink {

@@ -59,9 +59,11 @@ impl OpenAi {
             messages: request,
             tools: &request.tools,
             max_tokens: self.max_tokens,
-            stream: self.stream.then_some(true),
-            stream_options: self.stream.then_some(StreamOptions {
-                include_usage: true,
+            streaming: self.stream.then_some(Streaming {
+                stream: true,
+                stream_options: StreamOptions {
+                    include_usage: true,
+                },
             }),
         };
         serde_json::to_vec(&body)
@@ -433,10 +435,16 @@ struct Body<'a> {
     tools: &'a [ToolDefinition],
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
+    /// `stream` and `stream_options`, when streaming.
+    #[serde(flatten)]
+    streaming: Option<Streaming>,
+}
+
+/// `"stream": true` with usage in the last chunk.
+#[derive(Serialize)]
+struct Streaming {
+    stream: bool,
+    stream_options: StreamOptions,
 }
 
 #[derive(Serialize)]
@@ -484,25 +492,31 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
     }
 }
 
-/// `{"type": "function", "function": ...}`, a tool on the wire.
+/// `{"id"?: ..., "type": "function", "function": ...}`: a tool offered (no id) or a
+/// call of one.
 #[derive(Serialize)]
-struct ToolWire<'a> {
+struct FunctionWire<'a, F> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
     r#type: &'static str,
-    function: FunctionWire<'a>,
+    function: F,
+}
+
+impl<'a, F> FunctionWire<'a, F> {
+    fn new(id: Option<&'a str>, function: F) -> Self {
+        FunctionWire {
+            id,
+            r#type: "function",
+            function,
+        }
+    }
 }
 
 #[derive(Serialize)]
-struct FunctionWire<'a> {
+struct ToolFunction<'a> {
     name: &'a str,
     description: &'a str,
     parameters: &'a Value,
-}
-
-#[derive(Serialize)]
-struct CallWire<'a> {
-    id: &'a str,
-    r#type: &'static str,
-    function: CallFunction<'a>,
 }
 
 #[derive(Serialize)]
@@ -523,24 +537,23 @@ fn system_then_messages<S: Serializer>(
 }
 
 fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(tools.iter().map(|tool| ToolWire {
-        r#type: "function",
-        function: FunctionWire {
+    serializer.collect_seq(tools.iter().map(|tool| {
+        let function = ToolFunction {
             name: &tool.name,
             description: &tool.description,
             parameters: &tool.input_schema,
-        },
+        };
+        FunctionWire::new(None, function)
     }))
 }
 
 fn calls_wire<S: Serializer>(calls: &&[ToolCall], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(calls.iter().map(|call| CallWire {
-        id: &call.id,
-        r#type: "function",
-        function: CallFunction {
+    serializer.collect_seq(calls.iter().map(|call| {
+        let function = CallFunction {
             name: &call.name,
             arguments: &call.arguments,
-        },
+        };
+        FunctionWire::new(Some(&call.id), function)
     }))
 }
 
@@ -627,8 +640,7 @@ mod tests {
             messages: &request,
             tools: &request.tools,
             max_tokens: None,
-            stream: None,
-            stream_options: None,
+            streaming: None,
         };
         assert_eq!(
             serde_json::to_value(&body).unwrap(),
