@@ -291,6 +291,10 @@ enum Failure {
     /// Bad arguments: exit code 2.
     #[error("{0}")]
     Usage(String),
+    /// A configured model that cannot be used as written (its base URL, headers,
+    /// timeouts or key variable): exit code 2, like any other bad configuration.
+    #[error(transparent)]
+    Model(crate::llm::LlmError),
     /// The work itself failed: exit code 1.
     #[error(transparent)]
     Run(#[from] anyhow::Error),
@@ -331,6 +335,10 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }
+        Err(Failure::Model(error)) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
         Err(Failure::Run(error)) => {
             eprintln!("error: {error:#}");
             ExitCode::from(1)
@@ -354,6 +362,17 @@ fn lean_malloc() {
             libc::mallopt(libc::M_ARENA_MAX, 1);
         }
     }
+}
+
+/// [`Host::load`], with a model's configuration error told apart from a failure.
+async fn load(config: Config) -> Result<Host, Failure> {
+    Host::load(config)
+        .await
+        .map_err(|error| match error.downcast::<crate::llm::LlmError>() {
+            Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
+            Ok(other) => Failure::Run(other.into()),
+            Err(other) => Failure::Run(other),
+        })
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
@@ -427,7 +446,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     config.path.display()
                 )));
             }
-            let host = Host::load(config).await?;
+            let host = load(config).await?;
             let options = crate::worker::WorkerOptions {
                 concurrency: args.concurrency as usize,
                 name: args.name.unwrap_or_else(crate::worker::default_name),
@@ -437,7 +456,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Mcp(args) => {
             config.profile(&args.profile)?;
-            let host = Host::load(config).await?;
+            let host = load(config).await?;
             let options = crate::mcp::McpOptions {
                 profile: Some(args.profile),
                 http: args.http,
@@ -471,7 +490,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 )),
                 None => None,
             };
-            let host = Host::load(config).await?;
+            let host = load(config).await?;
             // The one unknown-model check (in `Host::start`) is a configuration error:
             // exit 2, as for a bad file.
             let run = host

@@ -110,6 +110,20 @@ fn configuration_errors_exit_2_naming_file_line_and_key() {
         text(&output.stderr)
     );
 
+    // A base URL without a scheme is refused before any request, naming the model.
+    world.config(
+        "[models.local]\nprovider = \"openai\"\nbase_url = \"localhost:11434/v1\"\nmodel = \"m\"\n[profiles.main]\nmodel = \"local\"\n",
+    );
+    let output = warren(&world, &["run", "hello"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains(
+            "model `local`: base_url `localhost:11434/v1` is not an http:// or https:// URL with a host"
+        ),
+        "{}",
+        text(&output.stderr)
+    );
+
     let output = warren(&world, &["--config", "missing.toml", "tools"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(

@@ -22,10 +22,8 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
 pub struct Anthropic {
-    /// HTTP, retries and error classification.
+    /// HTTP to `{base_url}/messages`, retries and error classification.
     transport: Transport,
-    /// `{base_url}/messages`.
-    url: String,
     /// For cost.
     price: Price,
     /// Output limit per call.
@@ -51,18 +49,18 @@ enum Block {
 impl Anthropic {
     /// Builds the provider for model `name`; reads the API key from its variable.
     pub fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
-        let base = config
-            .base_url
-            .as_deref()
-            .unwrap_or("https://api.anthropic.com/v1")
-            .trim_end_matches('/');
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
         headers.extend(
             api_key(name, config, "ANTHROPIC_API_KEY")?.map(|key| ("x-api-key", key, true)),
         );
         Ok(Anthropic {
-            transport: Transport::new("anthropic", config, &headers)?,
-            url: format!("{base}/messages"),
+            transport: Transport::new(
+                "anthropic",
+                name,
+                config,
+                ("https://api.anthropic.com/v1", "messages"),
+                &headers,
+            )?,
             price: config.price,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             stream: config.stream,
@@ -369,7 +367,6 @@ impl super::Provider for Anthropic {
     ) -> Result<ChatResponse, LlmError> {
         self.transport
             .exchange(
-                &self.url,
                 self.body(request).to_string().into(),
                 |response| async move {
                     if self.stream {

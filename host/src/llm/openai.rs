@@ -17,10 +17,8 @@ use super::{
 
 /// A model behind an OpenAI-compatible API.
 pub struct OpenAi {
-    /// HTTP, retries and error classification.
+    /// HTTP to `{base_url}/chat/completions`, retries and error classification.
     transport: Transport,
-    /// `{base_url}/chat/completions`.
-    url: String,
     /// For cost.
     price: Price,
     /// `max_tokens`, when set.
@@ -32,18 +30,18 @@ pub struct OpenAi {
 impl OpenAi {
     /// Builds the provider for model `name`; reads the API key from its variable.
     pub fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
-        let base = config
-            .base_url
-            .as_deref()
-            .unwrap_or("https://api.openai.com/v1")
-            .trim_end_matches('/');
         let auth: Vec<(&str, String, bool)> = api_key(name, config, "OPENAI_API_KEY")?
             .map(|key| ("authorization", format!("Bearer {key}"), true))
             .into_iter()
             .collect();
         Ok(OpenAi {
-            transport: Transport::new("openai", config, &auth)?,
-            url: format!("{base}/chat/completions"),
+            transport: Transport::new(
+                "openai",
+                name,
+                config,
+                ("https://api.openai.com/v1", "chat/completions"),
+                &auth,
+            )?,
             price: config.price,
             max_tokens: config.max_tokens,
             stream: config.stream,
@@ -569,7 +567,7 @@ impl super::Provider for OpenAi {
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         self.transport
-            .exchange(&self.url, self.body(request), |response| async move {
+            .exchange(self.body(request), |response| async move {
                 if self.stream {
                     self.read_stream(response, events).await
                 } else {

@@ -27,8 +27,10 @@ pub(crate) struct SseParser {
     offset: usize,
     /// Fields of the event being read.
     event: Option<String>,
-    /// Data lines of the event being read.
-    data: Vec<String>,
+    /// Data lines of the event being read, already joined with `\n`.
+    data: String,
+    /// How many data lines `data` holds (one empty line and none differ).
+    data_lines: usize,
     /// Offset of the event being read, once it has a field.
     event_offset: Option<usize>,
     /// The last line ended with `\r`: a `\n` right after it belongs to that end.
@@ -62,8 +64,15 @@ impl SseParser {
                     None => self.after_cr = true,
                 }
             }
-            let line = String::from_utf8_lossy(&self.partial[start..end]).into_owned();
-            self.line(&line, self.offset + start, &mut events);
+            // Borrowed unless the line is not UTF-8; `line` needs `&mut self`, so the
+            // bytes are taken out of `partial` for the call and put back.
+            let partial = std::mem::take(&mut self.partial);
+            self.line(
+                &String::from_utf8_lossy(&partial[start..end]),
+                self.offset + start,
+                &mut events,
+            );
+            self.partial = partial;
             start = next;
         }
         self.partial.drain(..start);
@@ -91,10 +100,10 @@ impl SseParser {
             if let Some(offset) = self.event_offset.take() {
                 events.push(SseEvent {
                     event: self.event.take(),
-                    data: self.data.join("\n"),
+                    data: std::mem::take(&mut self.data),
                     offset,
                 });
-                self.data.clear();
+                self.data_lines = 0;
             }
         } else if !line.starts_with(':') {
             let (field, value) = line.split_once(':').unwrap_or((line, ""));
@@ -102,7 +111,11 @@ impl SseParser {
             match field {
                 "data" => {
                     self.event_offset.get_or_insert(line_offset);
-                    self.data.push(value.to_string());
+                    if self.data_lines > 0 {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(value);
+                    self.data_lines += 1;
                 }
                 "event" => {
                     self.event_offset.get_or_insert(line_offset);
@@ -120,7 +133,7 @@ impl SseParser {
         if let Some(offset) = self.event_offset {
             return Some((
                 offset,
-                self.data.join("\n") + &String::from_utf8_lossy(&self.partial),
+                self.data.clone() + &String::from_utf8_lossy(&self.partial),
             ));
         }
         (!self.partial.iter().all(u8::is_ascii_whitespace)).then(|| {

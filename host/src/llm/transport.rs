@@ -24,6 +24,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub(crate) struct Transport {
     /// Shared connection pool.
     client: reqwest::Client,
+    /// The endpoint every request goes to (`{base_url}/{path}`), parsed once.
+    url: reqwest::Url,
     /// `openai` or `anthropic`, for messages.
     pub(crate) provider: &'static str,
     /// The model requested, for messages.
@@ -50,16 +52,29 @@ enum Attempt {
 }
 
 impl Transport {
-    /// A transport for `config`; `provider_headers` are (name, value, sensitive).
+    /// A transport for model `name`'s `config` that POSTs to `{base_url}/{path}` (the base URL
+    /// `default_base` when the config names none); `provider_headers` are (name, value,
+    /// sensitive).
     pub(crate) fn new(
         provider: &'static str,
+        name: &str,
         config: &ModelConfig,
+        (default_base, path): (&str, &str),
         provider_headers: &[(&str, String, bool)],
     ) -> Result<Self, LlmError> {
         let invalid = |message: String| LlmError::Config {
-            model: config.model.clone(),
+            model: name.to_string(),
             message,
         };
+        let base = config.base_url.as_deref().unwrap_or(default_base);
+        let url = reqwest::Url::parse(&format!("{}/{path}", base.trim_end_matches('/')))
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "base_url `{base}` is not an http:// or https:// URL with a host"
+                ))
+            })?;
         if !(config.connect_timeout_s > 0.0 && config.read_timeout_s > 0.0) {
             return Err(invalid(
                 "connect_timeout_s and read_timeout_s must be positive".into(),
@@ -91,6 +106,7 @@ impl Transport {
         }
         Ok(Transport {
             client,
+            url,
             provider,
             model: config.model.clone(),
             read_timeout: Duration::from_secs_f64(config.read_timeout_s),
@@ -100,16 +116,12 @@ impl Transport {
         })
     }
 
-    /// POSTs the JSON `body` to `url` with the configured headers, retrying as
+    /// POSTs the JSON `body` to the endpoint with the configured headers, retrying as
     /// configured; returns a response with a success status.
-    pub(crate) async fn post_json(
-        &self,
-        url: &str,
-        body: &bytes::Bytes,
-    ) -> Result<reqwest::Response, LlmError> {
+    async fn post_json(&self, body: &bytes::Bytes) -> Result<reqwest::Response, LlmError> {
         self.send(|| {
             self.client
-                .post(url)
+                .post(self.url.clone())
                 .headers(self.headers.clone())
                 .body(body.clone())
         })
@@ -156,12 +168,11 @@ impl Transport {
         }
     }
 
-    /// POSTs `body` to `url` and reads the response with `read`, the whole exchange
-    /// retried by [`Transport::with_stream_retries`]: the one call path of both HTTP
-    /// providers.
+    /// POSTs `body` to the endpoint and reads the response with `read`, the whole
+    /// exchange retried by [`Transport::with_stream_retries`]: the one call path of both
+    /// HTTP providers.
     pub(crate) async fn exchange<F, Fut>(
         &self,
-        url: &str,
         body: bytes::Bytes,
         read: F,
     ) -> Result<super::ChatResponse, LlmError>
@@ -170,7 +181,7 @@ impl Transport {
         Fut: std::future::Future<Output = Result<super::ChatResponse, LlmError>>,
     {
         self.with_stream_retries(|| async {
-            let response = self.post_json(url, &body).await?;
+            let response = self.post_json(&body).await?;
             Ok(read(response).await)
         })
         .await
