@@ -68,7 +68,7 @@ impl SseParser {
             // bytes are taken out of `partial` for the call and put back.
             let partial = std::mem::take(&mut self.partial);
             self.line(
-                &String::from_utf8_lossy(&partial[start..end]),
+                &text(&partial[start..end]),
                 self.offset + start,
                 &mut events,
             );
@@ -150,6 +150,15 @@ impl SseParser {
     }
 }
 
+/// A line as text: borrowed when it is UTF-8 (checked with the standard library's
+/// fast validation), with U+FFFD for invalid bytes otherwise.
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +203,14 @@ mod tests {
             );
             assert_eq!(events[3].event.as_deref(), Some("last"));
         }
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_the_replacement_character() {
+        let mut parser = SseParser::default();
+        let events = parser.push(b"data: a\xffb\n\ndata: ok\n\n");
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["a\u{FFFD}b", "ok"]);
     }
 
     #[test]
