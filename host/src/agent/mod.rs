@@ -447,11 +447,9 @@ impl Agent {
     /// Result blocks of children that finished and were not yet reported.
     fn finished_children_notes(&self) -> Vec<String> {
         self.tree
-            .children(&self.id)
-            .into_iter()
-            .filter(|job| matches!(job.phase, Phase::Done(_)) && !job.delivered)
-            .filter(|job| self.tree.mark_delivered(&job.id))
-            .map(|job| result_block(&job))
+            .take_finished_undelivered(&self.id)
+            .iter()
+            .map(result_block)
             .collect()
     }
 

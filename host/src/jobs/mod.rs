@@ -261,6 +261,27 @@ impl Tree {
             .collect()
     }
 
+    /// Copies of `parent`'s children that finished and were not yet delivered, marked
+    /// delivered now, in spawn order. Only those are copied: a parent of thousands of
+    /// children would otherwise copy all of them on every turn.
+    pub(crate) fn take_finished_undelivered(&self, parent: &JobId) -> Vec<Job> {
+        let mut guard = self.jobs.lock().expect("job table poisoned");
+        let table = &mut *guard;
+        let Some(children) = table.children.get(parent) else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        for id in children {
+            if let Some(job) = table.jobs.get_mut(id) {
+                if matches!(job.phase, Phase::Done(_)) && !job.delivered {
+                    job.delivered = true;
+                    taken.push(job.clone());
+                }
+            }
+        }
+        taken
+    }
+
     pub(crate) fn mark_delivered(&self, id: &JobId) -> bool {
         let mut table = self.jobs.lock().expect("job table poisoned");
         match table.jobs.get_mut(id) {
@@ -408,6 +429,37 @@ mod tests {
         tree.set_phase(&b, done());
         tree.set_phase(&root, done());
         assert_eq!(tree.active_subagents(), 2);
+    }
+
+    #[test]
+    fn finished_children_are_taken_once_in_spawn_order() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let child = |task| tree.add(Some(&root), "p", task, CancellationToken::new()).0;
+        let (a, b, c, d) = (child("a"), child("b"), child("c"), child("d"));
+        let done = || Phase::Done(AgentOutcome::cancelled_before_start());
+        tree.set_phase(&c, done());
+        tree.set_phase(&b, Phase::Running(Instant::now()));
+        tree.set_phase(&a, done());
+        tree.set_phase(&d, done());
+        assert!(tree.mark_delivered(&d), "d is reported through await");
+        let taken = |tree: &Tree| {
+            let jobs = tree.take_finished_undelivered(&root);
+            jobs.into_iter().map(|j| j.id).collect::<Vec<_>>()
+        };
+        assert_eq!(taken(&tree), [a.clone(), c.clone()]);
+        assert_eq!(
+            taken(&tree),
+            Vec::<JobId>::new(),
+            "each result is taken once"
+        );
+        tree.set_phase(&b, done());
+        assert_eq!(taken(&tree), [b.clone()]);
+        assert!(tree.job(&a).is_some_and(|job| job.delivered));
+        assert!(
+            tree.take_finished_undelivered(&a).is_empty(),
+            "a has no children"
+        );
     }
 
     #[test]
