@@ -454,7 +454,7 @@ mod tests {
             "each result is taken once"
         );
         tree.set_phase(&b, done());
-        assert_eq!(taken(&tree), [b.clone()]);
+        assert_eq!(taken(&tree), [b]);
         assert!(tree.job(&a).is_some_and(|job| job.delivered));
         assert!(
             tree.take_finished_undelivered(&a).is_empty(),
