@@ -327,15 +327,7 @@ pub fn main() -> ExitCode {
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Config(error)) => {
-            eprintln!("error: {error}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Usage(error)) => {
-            eprintln!("error: {error}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Model(error)) => {
+        Err(error @ (Failure::Config(_) | Failure::Usage(_) | Failure::Model(_))) => {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }

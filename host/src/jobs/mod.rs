@@ -91,6 +91,12 @@ impl Job {
             None => self.profile.clone(),
         }
     }
+
+    /// Marks the result delivered; `false` when it already was (a result goes to the
+    /// parent once, through an await or a notification).
+    fn deliver(&mut self) -> bool {
+        !std::mem::replace(&mut self.delivered, true)
+    }
 }
 
 /// The shared state of one run (one agent tree).
@@ -273,8 +279,7 @@ impl Tree {
         let mut taken = Vec::new();
         for id in children {
             if let Some(job) = table.jobs.get_mut(id) {
-                if matches!(job.phase, Phase::Done(_)) && !job.delivered {
-                    job.delivered = true;
+                if matches!(job.phase, Phase::Done(_)) && job.deliver() {
                     taken.push(job.clone());
                 }
             }
@@ -284,13 +289,7 @@ impl Tree {
 
     pub(crate) fn mark_delivered(&self, id: &JobId) -> bool {
         let mut table = self.jobs.lock().expect("job table poisoned");
-        match table.jobs.get_mut(id) {
-            Some(job) if !job.delivered => {
-                job.delivered = true;
-                true
-            }
-            _ => false,
-        }
+        table.jobs.get_mut(id).is_some_and(Job::deliver)
     }
 
     /// Sub-agents queued or running (the root excluded).

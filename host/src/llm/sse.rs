@@ -25,16 +25,24 @@ pub(crate) struct SseParser {
     partial: Vec<u8>,
     /// Stream offset of `partial[0]`.
     offset: usize,
-    /// Fields of the event being read.
-    event: Option<String>,
-    /// Data lines of the event being read, already joined with `\n`.
-    data: String,
-    /// How many data lines `data` holds (one empty line and none differ).
-    data_lines: usize,
-    /// Offset of the event being read, once it has a field.
-    event_offset: Option<usize>,
+    /// The event being read.
+    pending: Pending,
     /// The last line ended with `\r`: a `\n` right after it belongs to that end.
     after_cr: bool,
+}
+
+/// The fields of the event being read, kept apart from the line buffer so a line can
+/// be read borrowed from that buffer.
+#[derive(Debug, Default)]
+struct Pending {
+    /// The `event:` field.
+    event: Option<String>,
+    /// Data lines, already joined with `\n`.
+    data: String,
+    /// Whether `data` holds a line (one empty line and none differ).
+    has_data: bool,
+    /// Offset of the event, once it has a field.
+    offset: Option<usize>,
 }
 
 impl SseParser {
@@ -64,15 +72,11 @@ impl SseParser {
                     None => self.after_cr = true,
                 }
             }
-            // Borrowed unless the line is not UTF-8; `line` needs `&mut self`, so the
-            // bytes are taken out of `partial` for the call and put back.
-            let partial = std::mem::take(&mut self.partial);
-            self.line(
-                &text(&partial[start..end]),
+            self.pending.line(
+                &text(&self.partial[start..end]),
                 self.offset + start,
                 &mut events,
             );
-            self.partial = partial;
             start = next;
         }
         self.partial.drain(..start);
@@ -85,55 +89,23 @@ impl SseParser {
     pub(crate) fn finish(&mut self) -> Vec<SseEvent> {
         let mut events = Vec::new();
         if !self.partial.is_empty() {
-            let line = String::from_utf8_lossy(&self.partial).into_owned();
-            let offset = self.offset;
+            self.pending
+                .line(&text(&self.partial), self.offset, &mut events);
             self.offset += self.partial.len();
             self.partial.clear();
-            self.line(&line, offset, &mut events);
         }
-        self.line("", self.offset, &mut events);
+        self.pending.line("", self.offset, &mut events);
         events
-    }
-
-    fn line(&mut self, line: &str, line_offset: usize, events: &mut Vec<SseEvent>) {
-        if line.is_empty() {
-            if let Some(offset) = self.event_offset.take() {
-                events.push(SseEvent {
-                    event: self.event.take(),
-                    data: std::mem::take(&mut self.data),
-                    offset,
-                });
-                self.data_lines = 0;
-            }
-        } else if !line.starts_with(':') {
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "data" => {
-                    self.event_offset.get_or_insert(line_offset);
-                    if self.data_lines > 0 {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(value);
-                    self.data_lines += 1;
-                }
-                "event" => {
-                    self.event_offset.get_or_insert(line_offset);
-                    self.event = Some(value.to_string());
-                }
-                _ => {}
-            }
-        }
     }
 
     /// At end of stream: the offset and bytes of an unfinished event, if any (what
     /// [`SseParser::finish`] would have to complete).
     #[cfg(any(test, fuzzing))]
     pub(crate) fn unfinished(&self) -> Option<(usize, String)> {
-        if let Some(offset) = self.event_offset {
+        if let Some(offset) = self.pending.offset {
             return Some((
                 offset,
-                self.data.clone() + &String::from_utf8_lossy(&self.partial),
+                self.pending.data.clone() + &String::from_utf8_lossy(&self.partial),
             ));
         }
         (!self.partial.iter().all(u8::is_ascii_whitespace)).then(|| {
@@ -147,6 +119,40 @@ impl SseParser {
     /// Bytes consumed so far.
     pub(crate) fn position(&self) -> usize {
         self.offset + self.partial.len()
+    }
+}
+
+impl Pending {
+    /// Reads one line at stream offset `line_offset`; a blank line completes the event.
+    fn line(&mut self, line: &str, line_offset: usize, events: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            if let Some(offset) = self.offset.take() {
+                events.push(SseEvent {
+                    event: self.event.take(),
+                    data: std::mem::take(&mut self.data),
+                    offset,
+                });
+                self.has_data = false;
+            }
+        } else if !line.starts_with(':') {
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "data" => {
+                    self.offset.get_or_insert(line_offset);
+                    if self.has_data {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(value);
+                    self.has_data = true;
+                }
+                "event" => {
+                    self.offset.get_or_insert(line_offset);
+                    self.event = Some(value.to_string());
+                }
+                _ => {}
+            }
+        }
     }
 }
 
