@@ -483,6 +483,55 @@ async fn client_errors_are_not_retried_and_never_show_the_key() {
     }
 }
 
+/// A redirect is never followed: the request carries the API key (Anthropic's
+/// `x-api-key` is not among the headers an HTTP client drops when a redirect changes
+/// host) and the whole conversation. The error names where the server pointed,
+/// without the query, and says what to change.
+#[tokio::test]
+async fn redirects_are_refused_and_nothing_reaches_the_other_address() {
+    let elsewhere = FakeLlm::start().await;
+    for (provider, status) in [("anthropic", 307), ("openai", 308), ("openai", 302)] {
+        let server = FakeLlm::start().await;
+        server.push(Reply::Full {
+            status,
+            headers: vec![(
+                "location",
+                format!("{}/messages?token=s3cret#part", elsewhere.base_url),
+            )],
+            body: String::new(),
+        });
+        let error = chat(&model(provider, &server, ""), &conversation())
+            .await
+            .0
+            .unwrap_err();
+        assert!(
+            matches!(&error, LlmError::Redirected { status: s, .. } if *s == status),
+            "{provider} {status}: {error}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("`{}/messages`", elsewhere.base_url))
+                && text.contains("base_url"),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret") && !text.contains(KEY), "{text}");
+        assert_eq!(server.requests().len(), 1, "a redirect is not retried");
+        assert_eq!(error.kind(), "redirected");
+    }
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the redirect target got {:?}",
+        elsewhere.requests()
+    );
+    let server = FakeLlm::start().await;
+    server.push(Reply::status(301, ""));
+    let error = chat(&model("openai", &server, ""), &conversation())
+        .await
+        .0
+        .unwrap_err();
+    assert!(error.to_string().contains("no Location header"), "{error}");
+}
+
 #[tokio::test]
 async fn malformed_and_truncated_streams_report_the_position() {
     let server = FakeLlm::start().await;

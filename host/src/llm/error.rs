@@ -68,6 +68,20 @@ pub enum LlmError {
         /// Start of the server's answer.
         excerpt: String,
     },
+    /// A 3xx: the server points elsewhere. Never followed, since the request carries
+    /// the API key and the whole conversation; not retried.
+    #[error(
+        "{provider} answered HTTP {status} with a redirect to {location}; model calls never follow redirects (the request carries the API key and the conversation): set base_url to the address the server points to"
+    )]
+    Redirected {
+        /// Provider name.
+        provider: &'static str,
+        /// HTTP status.
+        status: u16,
+        /// The `Location` without query, fragment or user info, in backquotes, or a
+        /// phrase saying there was none.
+        location: String,
+    },
     /// 5xx after every retry, or an error event in the stream.
     #[error("{provider} server error (HTTP {status}) after {retries} retries: {excerpt}")]
     Server {
@@ -256,6 +270,7 @@ impl LlmError {
             LlmError::ContextTooLong { .. } => "context_too_long",
             LlmError::RateLimited { .. } => "rate_limited",
             LlmError::BadRequest { .. } => "bad_request",
+            LlmError::Redirected { .. } => "redirected",
             LlmError::Server { .. } => "server_error",
             LlmError::Connection { .. } => "connection",
             LlmError::Malformed { .. } => "malformed_response",

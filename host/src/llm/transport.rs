@@ -1,6 +1,8 @@
 //! HTTP for the providers: one client with connect and read timeouts, retries with
 //! exponential backoff and jitter (honouring `Retry-After`) on 429, 5xx and
-//! connection errors, and classification of error statuses into [`LlmError`]. The
+//! connection errors, and classification of error statuses into [`LlmError`].
+//! Redirects are never followed: a request carries the API key (in headers a
+//! redirect to another host keeps, such as `x-api-key`) and the whole conversation. The
 //! request headers (content type, API key, version, the config's extras) are built and
 //! checked once per model; key values are marked sensitive so they never print.
 //! Also the helpers both HTTP providers share: reading the key, and reporting a
@@ -82,6 +84,7 @@ impl Transport {
         }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs_f64(config.connect_timeout_s))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
         let mut headers = reqwest::header::HeaderMap::new();
@@ -296,12 +299,21 @@ impl Transport {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .map(|v| redirect_target(&self.url, v));
         let body = response.text().await.unwrap_or_default();
         let excerpt = excerpt(&body);
         debug!(provider = self.provider, status, %excerpt, "model call failed");
         let lower = body.to_ascii_lowercase();
         let (provider, model) = (self.provider, self.model.clone());
         match status {
+            300..=399 => Attempt::Fail(LlmError::Redirected {
+                provider,
+                status,
+                location: location.unwrap_or_else(|| "no address (no Location header)".into()),
+            }),
             401 | 403 => Attempt::Fail(LlmError::Auth {
                 provider,
                 model,
@@ -366,6 +378,26 @@ impl Transport {
                 excerpt,
             }),
         }
+    }
+}
+
+/// Where a redirect's `Location` points, resolved against the endpoint, as
+/// `` `scheme://host[:port]/path` ``: no user info, query or fragment, which can carry
+/// secrets.
+fn redirect_target(endpoint: &reqwest::Url, location: &reqwest::header::HeaderValue) -> String {
+    let target = location
+        .to_str()
+        .ok()
+        .and_then(|text| endpoint.join(text).ok());
+    match target {
+        Some(url) if url.has_host() => format!(
+            "`{}://{}{}{}`",
+            url.scheme(),
+            url.host_str().unwrap_or_default(),
+            url.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            url.path()
+        ),
+        _ => "an address that does not parse".into(),
     }
 }
 
