@@ -113,6 +113,7 @@ impl Host {
         };
         Ok(Host {
             parts: Arc::new(Runtime {
+                spawn_tools: crate::agent::spawn_tool_definitions(&config),
                 config,
                 registry: Arc::new(registry),
                 providers,

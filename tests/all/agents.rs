@@ -2,6 +2,7 @@
 //! isolation, parallelism, the concurrency cap, await/cancel/list, depth, budget,
 //! limits, failures, push notifications and the root never abandoning its children.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -155,6 +156,29 @@ async fn children_run_in_parallel_in_isolation_and_are_never_abandoned() {
         );
         // max_depth = 1: children get no spawn tools.
         assert!(!text.contains("spawn_agent"), "{text}");
+        // Its profile's plugin tools, each with its own schema (shared across agents,
+        // parsed once when the plugin loaded).
+        let tools: BTreeMap<&str, &Value> = child.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["function"]["name"].as_str().unwrap(),
+                    &t["function"]["parameters"],
+                )
+            })
+            .collect();
+        assert_eq!(
+            tools.keys().copied().collect::<Vec<_>>(),
+            ["list_dir", "read_file", "write_file"]
+        );
+        assert_eq!(tools["read_file"]["required"], json!(["path"]), "{text}");
+        assert!(
+            tools["write_file"]["properties"].get("content").is_some()
+                && tools["list_dir"]["properties"].get("content").is_none(),
+            "{text}"
+        );
     }
     let last_root = requests_with(&server, "still running").pop().unwrap();
     let text = last_root.body.to_string();

@@ -67,7 +67,7 @@ fn conversation() -> ChatRequest {
         tools: vec![ToolDefinition {
             name: "read_file".into(),
             description: "Read a file.".into(),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}).into(),
         }],
         requester: Requester {
             profile: "main".into(),

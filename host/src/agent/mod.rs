@@ -28,6 +28,8 @@ use crate::plugin::{ToolAccess, ToolRegistry};
 
 mod spawn_tools;
 
+pub(crate) use self::spawn_tools::definitions as spawn_tool_definitions;
+
 /// What every agent of every run shares: the configuration, the tools, the models,
 /// and where children run. The host builds it; agents only read it.
 pub(crate) struct Runtime {
@@ -35,6 +37,8 @@ pub(crate) struct Runtime {
     pub(crate) config: Config,
     /// Every plugin tool.
     pub(crate) registry: Arc<ToolRegistry>,
+    /// The spawn tools' definitions (they name the configured profiles), made once.
+    pub(crate) spawn_tools: Vec<ToolDefinition>,
     /// Every configured model, by name.
     pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
     /// Sub-agents running at once across every run (`max_concurrent_total`).
@@ -549,15 +553,10 @@ impl Agent {
         let mut tools: Vec<ToolDefinition> = self
             .runtime
             .registry
-            .tools_for(&self.profile)
-            .map(|(spec, _)| ToolDefinition {
-                name: spec.name.clone(),
-                description: spec.description.clone(),
-                input_schema: serde_json::from_str(&spec.input_schema).unwrap_or_default(),
-            })
+            .definitions_for(&self.profile)
             .collect();
         if self.can_spawn() {
-            tools.extend(spawn_tools::definitions(&self.runtime.config));
+            tools.extend_from_slice(&self.runtime.spawn_tools);
         }
         tools
     }

@@ -58,7 +58,7 @@ pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
                 },
                 "required": ["task"],
                 "additionalProperties": false
-            }),
+            }).into(),
         },
         ToolDefinition {
             name: "await_agents".into(),
@@ -72,17 +72,17 @@ pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
                 },
                 "required": ["job_ids"],
                 "additionalProperties": false
-            }),
+            }).into(),
         },
         ToolDefinition {
             name: "cancel_agent".into(),
             description: "Cancel one of your sub-agents and all of its descendants.".into(),
-            input_schema: json!({"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"], "additionalProperties": false}),
+            input_schema: json!({"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"], "additionalProperties": false}).into(),
         },
         ToolDefinition {
             name: "list_agents".into(),
             description: "List your sub-agents: id, profile, state, turns, cost, elapsed time.".into(),
-            input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}).into(),
         },
     ]
 }

@@ -124,7 +124,7 @@ impl Anthropic {
             body["tools"] = request
                 .tools
                 .iter()
-                .map(|tool| json!({ "name": tool.name, "description": tool.description, "input_schema": tool.input_schema }))
+                .map(|tool| json!({ "name": tool.name, "description": tool.description, "input_schema": &*tool.input_schema }))
                 .collect();
         }
         if self.stream {

@@ -30,8 +30,9 @@ pub struct ToolDefinition {
     pub name: String,
     /// What it does, for the model.
     pub description: String,
-    /// JSON Schema of its arguments object.
-    pub input_schema: serde_json::Value,
+    /// JSON Schema of its arguments object: parsed once (when its plugin loads) and
+    /// shared by every agent offered the tool.
+    pub input_schema: Arc<serde_json::Value>,
 }
 
 /// A tool call the model made.

@@ -277,8 +277,8 @@ impl ServerHandler for WarrenServer {
             .tools()
             .into_iter()
             .map(|tool| {
-                let schema = match tool.input_schema {
-                    serde_json::Value::Object(schema) => schema,
+                let schema = match &*tool.input_schema {
+                    serde_json::Value::Object(schema) => schema.clone(),
                     _ => serde_json::Map::new(),
                 };
                 Tool::new(tool.name, tool.description, Arc::new(schema))

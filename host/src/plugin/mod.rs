@@ -25,6 +25,7 @@ use tracing::info;
 pub use self::cache::{CacheOutcome, CompileCache};
 use self::typed::{TypedComponent, TypedOptions};
 use crate::config::{Config, PluginLimits, PluginTable, Profile};
+use crate::llm::ToolDefinition;
 use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
@@ -37,6 +38,8 @@ pub struct Plugin {
     pub builtin: bool,
     /// The tools it offers, after its `[plugins.NAME]` table.
     pub tools: Vec<ToolSpec>,
+    /// For each of `tools`, its input schema, parsed once at load.
+    schemas: Vec<Arc<serde_json::Value>>,
     /// How the compiled code was obtained, and how long loading took.
     pub load: (CacheOutcome, Duration),
     /// For each of `tools`, which of the plugin's own tools it is (an index into the
@@ -234,6 +237,7 @@ impl ToolRegistry {
                 tools.len(),
                 limits.max_tools
             );
+            let mut schemas = Vec::with_capacity(tools.len());
             for (position, spec) in tools.iter().enumerate() {
                 anyhow::ensure!(
                     spec.description.len() <= limits.max_description_bytes,
@@ -266,7 +270,7 @@ impl ToolRegistry {
                     );
                 }
                 match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
-                    Ok(serde_json::Value::Object(_)) => {}
+                    Ok(schema @ serde_json::Value::Object(_)) => schemas.push(Arc::new(schema)),
                     Ok(_) => anyhow::bail!(
                         "{}: input schema of `{}` is not a JSON object",
                         path.display(),
@@ -307,6 +311,7 @@ impl ToolRegistry {
                 path: path.clone(),
                 builtin,
                 tools,
+                schemas,
                 load: (outcome, elapsed),
                 sources,
                 kind,
@@ -363,13 +368,32 @@ impl ToolRegistry {
         &'a self,
         profile: &'a Profile,
     ) -> impl Iterator<Item = (&'a ToolSpec, &'a Plugin)> + 'a {
+        self.allowed(profile)
+            .map(|(plugin, t)| (&plugin.tools[t], plugin))
+    }
+
+    /// Every tool `profile` may call, sorted by name: its plugin and its index there.
+    fn allowed<'a>(
+        &'a self,
+        profile: &'a Profile,
+    ) -> impl Iterator<Item = (&'a Plugin, usize)> + 'a {
         self.index
             .iter()
             .filter(|(name, _)| profile.tools.allows(name))
-            .map(|(_, &(p, t))| {
-                let plugin = &self.plugins[p];
-                (&plugin.tools[t], plugin)
-            })
+            .map(|(_, &(p, t))| (&self.plugins[p], t))
+    }
+
+    /// The definitions of every tool `profile` may call, sorted by name, as model
+    /// requests carry them; the schemas are shared, not copied.
+    pub fn definitions_for<'a>(
+        &'a self,
+        profile: &'a Profile,
+    ) -> impl Iterator<Item = ToolDefinition> + 'a {
+        self.allowed(profile).map(|(plugin, t)| ToolDefinition {
+            name: plugin.tools[t].name.clone(),
+            description: plugin.tools[t].description.clone(),
+            input_schema: plugin.schemas[t].clone(),
+        })
     }
 
     /// Runs `tool` with JSON `arguments` under `access`.
