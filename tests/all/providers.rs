@@ -328,7 +328,7 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
         ],
         ..ChatRequest::default()
     };
-    let body = provider.body(&next);
+    let body: Value = serde_json::from_slice(&provider.body(&next)).unwrap();
     assert_eq!(&body["messages"][1]["content"][0], &thinking[0]);
 }
 

@@ -7,12 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::transport::{api_key, json_offset, malformed, Transport};
 use super::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
-    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, Usage,
+    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 
 /// The API version header this code speaks.
@@ -67,70 +69,22 @@ impl Anthropic {
         })
     }
 
-    /// The request body, as documented for Messages.
-    pub fn body(&self, request: &ChatRequest) -> Value {
-        let mut messages: Vec<Value> = Vec::new();
-        for message in &request.messages {
-            match message {
-                Message::User(text) => messages.push(json!({ "role": "user", "content": text })),
-                Message::Assistant(assistant) => {
-                    // Thinking blocks go back first and unchanged, as the API requires
-                    // when tools are used with extended thinking.
-                    let mut content = assistant.provider_blocks.clone();
-                    if !assistant.text.is_empty() {
-                        content.push(json!({ "type": "text", "text": assistant.text }));
-                    }
-                    for call in &assistant.tool_calls {
-                        // The API wants the input as an object; a malformed one from
-                        // the model is passed as a string field so nothing is lost.
-                        let input = serde_json::from_str::<Value>(&call.arguments)
-                            .ok()
-                            .filter(Value::is_object)
-                            .unwrap_or_else(|| json!({ "_raw": call.arguments }));
-                        content.push(json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input }));
-                    }
-                    messages.push(json!({ "role": "assistant", "content": content }));
-                }
-                Message::ToolResult {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => {
-                    let block = json!({ "type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error });
-                    // Consecutive results share one user message, as the API requires.
-                    match messages.last_mut() {
-                        Some(last)
-                            if last["role"] == "user"
-                                && last["content"][0]["type"] == "tool_result" =>
-                        {
-                            last["content"]
-                                .as_array_mut()
-                                .expect("content is a list")
-                                .push(block);
-                        }
-                        _ => messages.push(json!({ "role": "user", "content": [block] })),
-                    }
-                }
-            }
-        }
-        let mut body = json!({
-            "model": self.transport.model,
-            "max_tokens": self.max_tokens,
-            "system": request.system,
-            "messages": messages,
-        });
-        if !request.tools.is_empty() {
-            body["tools"] = request
-                .tools
-                .iter()
-                .map(|tool| json!({ "name": tool.name, "description": tool.description, "input_schema": &*tool.input_schema }))
-                .collect();
-        }
-        if self.stream {
-            body["stream"] = json!(true);
-        }
-        body
+    /// The request body, as documented for Messages, serialised once (every retry
+    /// sends the same bytes) and straight from the request: a parent's history can
+    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
+    /// and a tool call's input is checked, not parsed into one.
+    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
+        let body = Body {
+            model: &self.transport.model,
+            max_tokens: self.max_tokens,
+            system: &request.system,
+            messages: &request.messages,
+            tools: &request.tools,
+            stream: self.stream,
+        };
+        serde_json::to_vec(&body)
+            .expect("a request of strings and JSON values serialises")
+            .into()
     }
 
     async fn read_json(
@@ -354,6 +308,186 @@ struct StreamState {
     stopped: bool,
 }
 
+/// The Messages request body, borrowing from the request.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: &'a str,
+    #[serde(serialize_with = "messages_wire")]
+    messages: &'a [Message],
+    #[serde(skip_serializing_if = "<[_]>::is_empty", serialize_with = "tools_wire")]
+    tools: &'a [ToolDefinition],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+/// One message on the wire: a user's text, an assistant turn's blocks, or a run of
+/// consecutive tool results, which share one user message as the API requires.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    User {
+        #[serde(serialize_with = "user_content")]
+        content: UserContent<'a>,
+    },
+    Assistant {
+        #[serde(serialize_with = "assistant_content")]
+        content: &'a AssistantMessage,
+    },
+}
+
+/// What a user message carries.
+enum UserContent<'a> {
+    Text(&'a str),
+    /// Tool results (each a [`Message::ToolResult`]).
+    Results(&'a [Message]),
+}
+
+/// One content block on the wire.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: ToolInput<'a>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+}
+
+/// A call's input: the API wants an object, so arguments that are not one (malformed
+/// JSON from the model) go as a string field, so nothing is lost.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ToolInput<'a> {
+    Object(&'a serde_json::value::RawValue),
+    Raw {
+        #[serde(rename = "_raw")]
+        raw: &'a str,
+    },
+}
+
+impl<'a> ToolInput<'a> {
+    fn of(arguments: &'a str) -> Self {
+        match serde_json::from_str::<&serde_json::value::RawValue>(arguments) {
+            Ok(raw) if raw.get().trim_start().starts_with('{') => ToolInput::Object(raw),
+            _ => ToolInput::Raw { raw: arguments },
+        }
+    }
+}
+
+fn messages_wire<S: Serializer>(messages: &&[Message], serializer: S) -> Result<S::Ok, S::Error> {
+    let mut seq = serializer.serialize_seq(None)?;
+    let mut rest: &[Message] = messages;
+    while let Some((first, tail)) = rest.split_first() {
+        let wire = match first {
+            Message::User(text) => {
+                rest = tail;
+                WireMessage::User {
+                    content: UserContent::Text(text),
+                }
+            }
+            Message::Assistant(assistant) => {
+                rest = tail;
+                WireMessage::Assistant { content: assistant }
+            }
+            Message::ToolResult { .. } => {
+                let run = rest
+                    .iter()
+                    .take_while(|m| matches!(m, Message::ToolResult { .. }))
+                    .count();
+                let (results, tail) = rest.split_at(run);
+                rest = tail;
+                WireMessage::User {
+                    content: UserContent::Results(results),
+                }
+            }
+        };
+        seq.serialize_element(&wire)?;
+    }
+    seq.end()
+}
+
+fn user_content<S: Serializer>(
+    content: &UserContent<'_>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match content {
+        UserContent::Text(text) => serializer.serialize_str(text),
+        UserContent::Results(results) => {
+            serializer.collect_seq(results.iter().filter_map(|message| match message {
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => Some(WireBlock::ToolResult {
+                    tool_use_id: call_id,
+                    content,
+                    is_error: *is_error,
+                }),
+                _ => None,
+            }))
+        }
+    }
+}
+
+/// Thinking blocks first and unchanged (the API requires them back when tools are
+/// used with extended thinking), then the text, then the tool calls.
+fn assistant_content<S: Serializer>(
+    assistant: &&AssistantMessage,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Item<'a> {
+        Kept(&'a Value),
+        Block(WireBlock<'a>),
+    }
+    let text = (!assistant.text.is_empty()).then(|| {
+        Item::Block(WireBlock::Text {
+            text: &assistant.text,
+        })
+    });
+    let calls = assistant.tool_calls.iter().map(|call| {
+        Item::Block(WireBlock::ToolUse {
+            id: &call.id,
+            name: &call.name,
+            input: ToolInput::of(&call.arguments),
+        })
+    });
+    serializer.collect_seq(
+        assistant
+            .provider_blocks
+            .iter()
+            .map(Item::Kept)
+            .chain(text)
+            .chain(calls),
+    )
+}
+
+fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Tool<'a> {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a Value,
+    }
+    serializer.collect_seq(tools.iter().map(|tool| Tool {
+        name: &tool.name,
+        description: &tool.description,
+        input_schema: &tool.input_schema,
+    }))
+}
+
 #[async_trait::async_trait]
 impl super::Provider for Anthropic {
     fn model(&self) -> &str {
@@ -366,16 +500,13 @@ impl super::Provider for Anthropic {
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
         self.transport
-            .exchange(
-                self.body(request).to_string().into(),
-                |response| async move {
-                    if self.stream {
-                        self.read_stream(response, events).await
-                    } else {
-                        self.read_json(response, events).await
-                    }
-                },
-            )
+            .exchange(self.body(request), |response| async move {
+                if self.stream {
+                    self.read_stream(response, events).await
+                } else {
+                    self.read_json(response, events).await
+                }
+            })
             .await
     }
 }
@@ -401,5 +532,88 @@ fn stop_reason(reason: &str) -> FinishReason {
         "max_tokens" => FinishReason::Length,
         "refusal" => FinishReason::ContentFilter,
         other => FinishReason::Other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body as the Messages API documents it, for a history with every shape the
+    /// serialiser handles: thinking blocks sent back first and unchanged, an empty
+    /// text left out, tool inputs as objects (with whitespace around them too) and
+    /// malformed or non-object arguments kept as `_raw`, consecutive tool results in
+    /// one user message and a result after a user's text in a message of its own.
+    #[test]
+    fn the_history_goes_in_the_documented_shape() {
+        let config: ModelConfig =
+            toml::from_str("provider = \"anthropic\"\nmodel = \"m\"\nstream = false").unwrap();
+        let provider = Anthropic::new("test", &config).unwrap();
+        let call = |id: &str, arguments: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: arguments.into(),
+        };
+        let result = |id: &str, content: &str, is_error| Message::ToolResult {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: content.into(),
+            is_error,
+        };
+        let thinking = json!({"type": "thinking", "thinking": "hm", "signature": "sig"});
+        let request = ChatRequest {
+            system: "S".into(),
+            messages: vec![
+                Message::User("go".into()),
+                Message::Assistant(AssistantMessage {
+                    provider_blocks: vec![thinking.clone()],
+                    tool_calls: vec![
+                        call("a", r#"{"path":"/x"}"#),
+                        call("b", r#"{"path":"#),
+                        call("c", "[1]"),
+                        call("d", " {\"n\": 2} "),
+                    ],
+                    ..AssistantMessage::default()
+                }),
+                result("a", "x", false),
+                result("b", "bad", true),
+                Message::User("and?".into()),
+                result("c", "c", false),
+                Message::Assistant(AssistantMessage {
+                    text: "done".into(),
+                    ..AssistantMessage::default()
+                }),
+            ],
+            ..ChatRequest::default()
+        };
+        let body: Value = serde_json::from_slice(&provider.body(&request)).unwrap();
+        let results = |blocks: Value| json!({"role": "user", "content": blocks});
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "max_tokens": 4096,
+                "system": "S",
+                "messages": [
+                    {"role": "user", "content": "go"},
+                    {"role": "assistant", "content": [
+                        thinking,
+                        {"type": "tool_use", "id": "a", "name": "read_file", "input": {"path": "/x"}},
+                        {"type": "tool_use", "id": "b", "name": "read_file", "input": {"_raw": "{\"path\":"}},
+                        {"type": "tool_use", "id": "c", "name": "read_file", "input": {"_raw": "[1]"}},
+                        {"type": "tool_use", "id": "d", "name": "read_file", "input": {"n": 2}}
+                    ]},
+                    results(json!([
+                        {"type": "tool_result", "tool_use_id": "a", "content": "x", "is_error": false},
+                        {"type": "tool_result", "tool_use_id": "b", "content": "bad", "is_error": true}
+                    ])),
+                    {"role": "user", "content": "and?"},
+                    results(json!([
+                        {"type": "tool_result", "tool_use_id": "c", "content": "c", "is_error": false}
+                    ])),
+                    {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+                ]
+            })
+        );
     }
 }
