@@ -258,6 +258,11 @@ async fn send(
     }
     match request.send().await {
         Ok(response) if response.status().is_success() => {}
+        Ok(response) if response.status().is_redirection() => eprintln!(
+            "warning: the OTLP endpoint answered HTTP {} with a redirect, which is not followed \
+             (the export carries OTEL_EXPORTER_OTLP_HEADERS): set the endpoint to where it points",
+            response.status()
+        ),
         Ok(response) => eprintln!(
             "warning: the OTLP endpoint answered HTTP {}",
             response.status()
@@ -306,7 +311,11 @@ impl Telemetry {
         let headers = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
             .map(|h| parse_headers(&h))
             .unwrap_or_default();
-        let client = reqwest::Client::new();
+        // Redirects as for model calls: the headers often carry the backend's key.
+        let client = reqwest::Client::builder()
+            .redirect(crate::llm::redirect_policy())
+            .build()
+            .expect("the HTTP client builds (as reqwest::Client::new assumes)");
         let task = {
             let (client, url, headers, queue) =
                 (client.clone(), url.clone(), headers.clone(), queue.clone());

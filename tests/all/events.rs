@@ -377,6 +377,49 @@ fn render(raw: &str) -> Vec<String> {
         .collect()
 }
 
+/// The OTLP exporter does not follow a redirect to another address: its headers
+/// (`OTEL_EXPORTER_OTLP_HEADERS`) usually carry the tracing backend's key. It warns
+/// instead, and the run itself is unaffected.
+#[tokio::test]
+async fn the_otlp_exporter_does_not_follow_a_redirect_elsewhere() {
+    crate::support::guests();
+    let elsewhere = FakeLlm::start().await;
+    let redirector = FakeLlm::start().await;
+    for _ in 0..50 {
+        redirector.push(Reply::Full {
+            status: 307,
+            headers: vec![("location", format!("{}/traces", elsewhere.base_url))],
+            body: String::new(),
+        });
+    }
+    let endpoint = redirector.base_url.trim_end_matches("/v1").to_string();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=s3cret")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!redirector.requests().is_empty(), "no traces were sent");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the redirect was followed, with these headers: {:?}",
+        elsewhere
+            .requests()
+            .iter()
+            .map(|r| &r.headers)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        stderr.contains("HTTP 307") && stderr.contains("not followed"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
     crate::support::guests();

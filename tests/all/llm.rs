@@ -483,10 +483,12 @@ async fn client_errors_are_not_retried_and_never_show_the_key() {
     }
 }
 
-/// A redirect is never followed: the request carries the API key (Anthropic's
-/// `x-api-key` is not among the headers an HTTP client drops when a redirect changes
-/// host) and the whole conversation. The error names where the server pointed,
-/// without the query, and says what to change.
+/// A redirect to another origin is never followed: the request carries the API key
+/// (Anthropic's `x-api-key` is not among the headers an HTTP client drops when a
+/// redirect changes host) and the whole conversation. The error names where the
+/// server pointed, without the query, and says what to change. A 307 or 308 within
+/// the same origin (a trailing-slash fix) is followed with the same body and key; a
+/// 302 there is not, since the client would resend the call as a GET without a body.
 #[tokio::test]
 async fn redirects_are_refused_and_nothing_reaches_the_other_address() {
     let elsewhere = FakeLlm::start().await;
@@ -530,6 +532,32 @@ async fn redirects_are_refused_and_nothing_reaches_the_other_address() {
         .0
         .unwrap_err();
     assert!(error.to_string().contains("no Location header"), "{error}");
+
+    let server = FakeLlm::start().await;
+    let moved = |status| Reply::Full {
+        status,
+        headers: vec![("location", "/v1/chat/completions?moved".into())],
+        body: String::new(),
+    };
+    server.push(moved(307));
+    server.push(Reply::answer("followed", (1, 1)));
+    let config = model("openai", &server, "stream = false");
+    let response = chat(&config, &conversation()).await.0.unwrap();
+    assert_eq!(response.message.text, "followed");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body, requests[0].body);
+    assert_eq!(
+        requests[1].headers["authorization"],
+        format!("Bearer {KEY}")
+    );
+    server.push(moved(302));
+    let error = chat(&config, &conversation()).await.0.unwrap_err();
+    assert!(
+        matches!(error, LlmError::Redirected { status: 302, .. }),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 3, "the 302 is not followed");
 }
 
 #[tokio::test]

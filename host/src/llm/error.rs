@@ -68,10 +68,10 @@ pub enum LlmError {
         /// Start of the server's answer.
         excerpt: String,
     },
-    /// A 3xx: the server points elsewhere. Never followed, since the request carries
-    /// the API key and the whole conversation; not retried.
+    /// A 3xx not followed: to another origin (the request carries the API key and
+    /// the whole conversation), or one that would drop the body; not retried.
     #[error(
-        "{provider} answered HTTP {status} with a redirect to {location}; model calls never follow redirects (the request carries the API key and the conversation): set base_url to the address the server points to"
+        "{provider} answered HTTP {status} with a redirect to {location}; model calls follow only 307 and 308 redirects within the same origin (the request carries the API key and the conversation): set base_url to the address the server points to"
     )]
     Redirected {
         /// Provider name.

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub use self::error::LlmError;
-pub(crate) use self::transport::excerpt;
+pub(crate) use self::transport::{excerpt, redirect_policy};
 
 /// A tool the model may call.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,8 +1,9 @@
 //! HTTP for the providers: one client with connect and read timeouts, retries with
 //! exponential backoff and jitter (honouring `Retry-After`) on 429, 5xx and
 //! connection errors, and classification of error statuses into [`LlmError`].
-//! Redirects are never followed: a request carries the API key (in headers a
-//! redirect to another host keeps, such as `x-api-key`) and the whole conversation. The
+//! Redirects to another origin are never followed: a request carries the API key (in
+//! headers an HTTP client keeps across hosts, such as `x-api-key`) and the whole
+//! conversation. See [`redirect_policy`]. The
 //! request headers (content type, API key, version, the config's extras) are built and
 //! checked once per model; key values are marked sensitive so they never print.
 //! Also the helpers both HTTP providers share: reading the key, and reporting a
@@ -84,7 +85,7 @@ impl Transport {
         }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs_f64(config.connect_timeout_s))
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| invalid(format!("cannot build the HTTP client: {e}")))?;
         let mut headers = reqwest::header::HeaderMap::new();
@@ -379,6 +380,28 @@ impl Transport {
             }),
         }
     }
+}
+
+/// What the host's own HTTP clients (model calls, the OTLP exporter) do with a
+/// redirect: a 307 or 308 to the same origin (scheme, host and port), which keeps the
+/// method and body, is followed, up to five times (a server fixing a trailing
+/// slash); any other is not, and its 3xx answer comes back to the caller. reqwest
+/// would follow up to ten to any host, dropping `Authorization` and cookies on the
+/// way but keeping `x-api-key` and every header the config adds, with the body on
+/// 307 and 308.
+pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .last()
+            .is_some_and(|previous| previous.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if same_origin && keeps_body && attempt.previous().len() <= 5 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// Where a redirect's `Location` points, resolved against the endpoint, as
