@@ -377,6 +377,21 @@ fn render(raw: &str) -> Vec<String> {
         .collect()
 }
 
+/// `warren run` on the offline demo, exporting traces to `receiver` with
+/// `OTEL_EXPORTER_OTLP_HEADERS` set to `headers`.
+async fn demo_with_otlp(receiver: &FakeLlm, headers: &str) -> std::process::Output {
+    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", headers)
+        .output()
+        .await
+        .unwrap()
+}
+
 /// The OTLP exporter does not follow a redirect to another address: its headers
 /// (`OTEL_EXPORTER_OTLP_HEADERS`) usually carry the tracing backend's key. It warns
 /// instead, and the run itself is unaffected.
@@ -392,16 +407,7 @@ async fn the_otlp_exporter_does_not_follow_a_redirect_elsewhere() {
             body: String::new(),
         });
     }
-    let endpoint = redirector.base_url.trim_end_matches("/v1").to_string();
-    let config = crate::support::root().join("examples/demo/warren.toml");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
-        .arg("--config")
-        .arg(&config)
-        .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
-        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-honeycomb-team=s3cret")
-        .output()
-        .await
-        .unwrap();
+    let output = demo_with_otlp(&redirector, "x-honeycomb-team=s3cret").await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!redirector.requests().is_empty(), "no traces were sent");
@@ -428,19 +434,7 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
     for _ in 0..50 {
         receiver.push(Reply::json(json!({})));
     }
-    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
-    let config = crate::support::root().join("examples/demo/warren.toml");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
-        .arg("--config")
-        .arg(&config)
-        .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
-        .env(
-            "OTEL_EXPORTER_OTLP_HEADERS",
-            "Authorization=Basic%20dGVzdA==",
-        )
-        .output()
-        .await
-        .unwrap();
+    let output = demo_with_otlp(&receiver, "Authorization=Basic%20dGVzdA==").await;
     assert!(
         output.status.success(),
         "{}",
