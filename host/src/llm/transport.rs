@@ -3,9 +3,9 @@
 //! connection errors, and classification of error statuses into [`LlmError`].
 //! Redirects to another origin are never followed: a request carries the API key (in
 //! headers an HTTP client keeps across hosts, such as `x-api-key`) and the whole
-//! conversation. See [`redirect_policy`]. The
-//! request headers (content type, API key, version, the config's extras) are built and
-//! checked once per model; key values are marked sensitive so they never print.
+//! conversation (see [`redirect_policy`]). The request headers (content type, API key,
+//! version, the config's extras) are built and checked once per model; key values are
+//! marked sensitive so they never print.
 //! Also the helpers both HTTP providers share: reading the key, and reporting a
 //! malformed body at its byte offset.
 
