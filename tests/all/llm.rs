@@ -517,6 +517,10 @@ async fn redirects_are_refused_and_nothing_reaches_the_other_address() {
             "{text}"
         );
         assert!(!text.contains("s3cret") && !text.contains(KEY), "{text}");
+        // The target ends in Anthropic's own path (`messages`), so the remedy names
+        // the base URL to set; for OpenAI (`chat/completions`) it cannot.
+        let remedy = format!("set base_url to `{}`", elsewhere.base_url);
+        assert_eq!(text.contains(&remedy), provider == "anthropic", "{text}");
         assert_eq!(server.requests().len(), 1, "a redirect is not retried");
         assert_eq!(error.kind(), "redirected");
     }

@@ -71,7 +71,7 @@ pub enum LlmError {
     /// A 3xx not followed: to another origin (the request carries the API key and
     /// the whole conversation), or one that would drop the body; not retried.
     #[error(
-        "{provider} answered HTTP {status} with a redirect to {location}; model calls follow only 307 and 308 redirects within the same origin (the request carries the API key and the conversation): set base_url to the address the server points to"
+        "{provider} answered HTTP {status} with a redirect to {location}; model calls follow only 307 and 308 redirects within the same origin (the request carries the API key and the conversation): {remedy}"
     )]
     Redirected {
         /// Provider name.
@@ -81,6 +81,8 @@ pub enum LlmError {
         /// The `Location` without query, fragment or user info, in backquotes, or a
         /// phrase saying there was none.
         location: String,
+        /// What to set `base_url` to.
+        remedy: String,
     },
     /// 5xx after every retry, or an error event in the stream.
     #[error("{provider} server error (HTTP {status}) after {retries} retries: {excerpt}")]

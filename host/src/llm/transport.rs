@@ -29,6 +29,8 @@ pub(crate) struct Transport {
     client: reqwest::Client,
     /// The endpoint every request goes to (`{base_url}/{path}`), parsed once.
     url: reqwest::Url,
+    /// Its `path` part, e.g. `chat/completions`.
+    path: &'static str,
     /// `openai` or `anthropic`, for messages.
     pub(crate) provider: &'static str,
     /// The model requested, for messages.
@@ -62,7 +64,7 @@ impl Transport {
         provider: &'static str,
         name: &str,
         config: &ModelConfig,
-        (default_base, path): (&str, &str),
+        (default_base, path): (&str, &'static str),
         provider_headers: &[(&str, String, bool)],
     ) -> Result<Self, LlmError> {
         let invalid = |message: String| LlmError::Config {
@@ -111,6 +113,7 @@ impl Transport {
         Ok(Transport {
             client,
             url,
+            path,
             provider,
             model: config.model.clone(),
             read_timeout: Duration::from_secs_f64(config.read_timeout_s),
@@ -291,6 +294,33 @@ impl Transport {
         exponential.mul_f64(fraction)
     }
 
+    /// The error for a redirect not followed, to `target` (`None`: no `Location`;
+    /// `Some(None)`: one that does not parse), with the `base_url` to set when the
+    /// target ends in this endpoint's path.
+    fn redirected(&self, status: u16, target: Option<Option<reqwest::Url>>) -> LlmError {
+        let (location, remedy) = match &target {
+            None => ("no address (no Location header)".to_string(), None),
+            Some(None) => ("an address that does not parse".to_string(), None),
+            Some(Some(url)) => {
+                let shown = without_secrets(url);
+                let base = shown
+                    .strip_suffix(self.path)
+                    .and_then(|base| base.strip_suffix('/'))
+                    .map(str::to_string);
+                (format!("`{shown}`"), base)
+            }
+        };
+        LlmError::Redirected {
+            provider: self.provider,
+            status,
+            location,
+            remedy: match remedy {
+                Some(base) => format!("set base_url to `{base}`"),
+                None => "set base_url to the address the server points to".into(),
+            },
+        }
+    }
+
     async fn classify(&self, response: reqwest::Response, retries: u32) -> Attempt {
         let status = response.status().as_u16();
         let retry_after = response
@@ -300,21 +330,23 @@ impl Transport {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
-        let location = response
+        let target = response
             .headers()
             .get(reqwest::header::LOCATION)
-            .map(|v| redirect_target(&self.url, v));
+            .map(|location| {
+                location
+                    .to_str()
+                    .ok()
+                    .and_then(|text| self.url.join(text).ok())
+                    .filter(reqwest::Url::has_host)
+            });
         let body = response.text().await.unwrap_or_default();
         let excerpt = excerpt(&body);
         debug!(provider = self.provider, status, %excerpt, "model call failed");
         let lower = body.to_ascii_lowercase();
         let (provider, model) = (self.provider, self.model.clone());
         match status {
-            300..=399 => Attempt::Fail(LlmError::Redirected {
-                provider,
-                status,
-                location: location.unwrap_or_else(|| "no address (no Location header)".into()),
-            }),
+            300..=399 => Attempt::Fail(self.redirected(status, target)),
             401 | 403 => Attempt::Fail(LlmError::Auth {
                 provider,
                 model,
@@ -404,24 +436,16 @@ pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
     })
 }
 
-/// Where a redirect's `Location` points, resolved against the endpoint, as
-/// `` `scheme://host[:port]/path` ``: no user info, query or fragment, which can carry
-/// secrets.
-fn redirect_target(endpoint: &reqwest::Url, location: &reqwest::header::HeaderValue) -> String {
-    let target = location
-        .to_str()
-        .ok()
-        .and_then(|text| endpoint.join(text).ok());
-    match target {
-        Some(url) if url.has_host() => format!(
-            "`{}://{}{}{}`",
-            url.scheme(),
-            url.host_str().unwrap_or_default(),
-            url.port().map(|p| format!(":{p}")).unwrap_or_default(),
-            url.path()
-        ),
-        _ => "an address that does not parse".into(),
-    }
+/// A URL as `scheme://host[:port]/path`: without user info, query or fragment, which
+/// can carry secrets.
+fn without_secrets(url: &reqwest::Url) -> String {
+    format!(
+        "{}://{}{}{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port().map(|p| format!(":{p}")).unwrap_or_default(),
+        url.path()
+    )
 }
 
 /// A reqwest error without its URL (query strings can carry keys).
