@@ -229,7 +229,6 @@ fn remedy(error: &LlmError, model: &crate::llm::ModelConfig) -> &'static str {
         LlmError::Config { .. } => "set the API key variable (OPENAI_API_KEY, or the one api_key_env names)",
         LlmError::Connection { .. } => "check base_url and that the server is running (for Ollama: ollama serve)",
         LlmError::RateLimited { .. } => "wait, or raise the account's rate limit",
-        LlmError::Redirected { .. } => "set base_url to the address the server redirects to",
         _ => "see the provider's message above",
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::ser::{SerializeSeq, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -385,35 +385,17 @@ impl<'a> ToolInput<'a> {
 }
 
 fn messages_wire<S: Serializer>(messages: &&[Message], serializer: S) -> Result<S::Ok, S::Error> {
-    let mut seq = serializer.serialize_seq(None)?;
-    let mut rest: &[Message] = messages;
-    while let Some((first, tail)) = rest.split_first() {
-        let wire = match first {
-            Message::User(text) => {
-                rest = tail;
-                WireMessage::User {
-                    content: UserContent::Text(text),
-                }
-            }
-            Message::Assistant(assistant) => {
-                rest = tail;
-                WireMessage::Assistant { content: assistant }
-            }
-            Message::ToolResult { .. } => {
-                let run = rest
-                    .iter()
-                    .take_while(|m| matches!(m, Message::ToolResult { .. }))
-                    .count();
-                let (results, tail) = rest.split_at(run);
-                rest = tail;
-                WireMessage::User {
-                    content: UserContent::Results(results),
-                }
-            }
-        };
-        seq.serialize_element(&wire)?;
-    }
-    seq.end()
+    let result = |message: &Message| matches!(message, Message::ToolResult { .. });
+    let runs = messages.chunk_by(|a, b| result(a) && result(b));
+    serializer.collect_seq(runs.map(|run| match &run[0] {
+        Message::User(text) => WireMessage::User {
+            content: UserContent::Text(text),
+        },
+        Message::Assistant(assistant) => WireMessage::Assistant { content: assistant },
+        Message::ToolResult { .. } => WireMessage::User {
+            content: UserContent::Results(run),
+        },
+    }))
 }
 
 fn user_content<S: Serializer>(

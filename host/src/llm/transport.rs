@@ -294,27 +294,28 @@ impl Transport {
         exponential.mul_f64(fraction)
     }
 
-    /// The error for a redirect not followed, to `target` (`None`: no `Location`;
-    /// `Some(None)`: one that does not parse), with the `base_url` to set when the
-    /// target ends in this endpoint's path.
-    fn redirected(&self, status: u16, target: Option<Option<reqwest::Url>>) -> LlmError {
-        let (location, remedy) = match &target {
-            None => ("no address (no Location header)".to_string(), None),
-            Some(None) => ("an address that does not parse".to_string(), None),
-            Some(Some(url)) => {
-                let shown = without_secrets(url);
-                let base = shown
-                    .strip_suffix(self.path)
-                    .and_then(|base| base.strip_suffix('/'))
-                    .map(str::to_string);
-                (format!("`{shown}`"), base)
-            }
-        };
+    /// The error for a redirect not followed: where `response` points, and the
+    /// `base_url` to set when that ends in this endpoint's path.
+    fn redirected(&self, response: &reqwest::Response) -> LlmError {
+        let location = response.headers().get(reqwest::header::LOCATION);
+        let target = location
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| self.url.join(text).ok())
+            .filter(reqwest::Url::has_host)
+            .map(|url| without_secrets(&url));
+        let base = target
+            .as_deref()
+            .and_then(|target| target.strip_suffix(self.path))
+            .and_then(|base| base.strip_suffix('/'));
         LlmError::Redirected {
             provider: self.provider,
-            status,
-            location,
-            remedy: match remedy {
+            status: response.status().as_u16(),
+            location: match (location, &target) {
+                (None, _) => "no address (no Location header)".into(),
+                (Some(_), None) => "an address that does not parse".into(),
+                (Some(_), Some(target)) => format!("`{target}`"),
+            },
+            remedy: match base {
                 Some(base) => format!("set base_url to `{base}`"),
                 None => "set base_url to the address the server points to".into(),
             },
@@ -322,6 +323,9 @@ impl Transport {
     }
 
     async fn classify(&self, response: reqwest::Response, retries: u32) -> Attempt {
+        if response.status().is_redirection() {
+            return Attempt::Fail(self.redirected(&response));
+        }
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -330,23 +334,12 @@ impl Transport {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
-        let target = response
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .map(|location| {
-                location
-                    .to_str()
-                    .ok()
-                    .and_then(|text| self.url.join(text).ok())
-                    .filter(reqwest::Url::has_host)
-            });
         let body = response.text().await.unwrap_or_default();
         let excerpt = excerpt(&body);
         debug!(provider = self.provider, status, %excerpt, "model call failed");
         let lower = body.to_ascii_lowercase();
         let (provider, model) = (self.provider, self.model.clone());
         match status {
-            300..=399 => Attempt::Fail(self.redirected(status, target)),
             401 | 403 => Attempt::Fail(LlmError::Auth {
                 provider,
                 model,
