@@ -386,6 +386,33 @@ async fn server_errors_are_retried_then_succeed() {
     assert_eq!(server.requests().len(), 3);
 }
 
+/// A non-streamed answer is read whole whether it comes in one piece or in several.
+#[tokio::test]
+async fn a_whole_answer_in_pieces_is_read_whole() {
+    let body =
+        json!({"choices": [{"finish_reason": "stop", "message": {"content": "in three pieces"}}],
+                      "usage": {"prompt_tokens": 7, "completion_tokens": 3}})
+        .to_string();
+    let (a, rest) = body.split_at(10);
+    let (b, c) = rest.split_at(20);
+    for pieces in [vec![body.as_str()], vec![a, b, c]] {
+        let server = FakeLlm::start().await;
+        server.push(Reply::Stream {
+            pieces: pieces.iter().map(|p| p.to_string()).collect(),
+            delay: Duration::from_millis(20),
+        });
+        let response = chat(&model("openai", &server, "stream = false"), &conversation())
+            .await
+            .0
+            .unwrap();
+        assert_eq!(response.message.text, "in three pieces");
+        assert_eq!(
+            (response.usage.input_tokens, response.usage.output_tokens),
+            (7, 3)
+        );
+    }
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let server = FakeLlm::start().await;

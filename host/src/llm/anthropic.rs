@@ -82,9 +82,7 @@ impl Anthropic {
             tools: &request.tools,
             stream: self.stream,
         };
-        serde_json::to_vec(&body)
-            .expect("a request of strings and JSON values serialises")
-            .into()
+        request.serialise(&body)
     }
 
     async fn read_json(

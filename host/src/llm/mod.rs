@@ -106,6 +106,42 @@ pub struct ChatRequest {
     pub requester: Requester,
 }
 
+impl ChatRequest {
+    /// About how many bytes the request's JSON takes: its texts plus a little per
+    /// message and per tool (thinking blocks are not counted). A body is serialised
+    /// into a buffer this size, so a parent's long history is not copied again at every
+    /// doubling of a buffer that started small (see the `request_bodies` bench).
+    pub(crate) fn json_size_hint(&self) -> usize {
+        let message = |message: &Message| match message {
+            Message::User(text) => text.len(),
+            Message::Assistant(turn) => {
+                turn.text.len()
+                    + turn.reasoning.len()
+                    + turn
+                        .tool_calls
+                        .iter()
+                        .map(|call| call.id.len() + call.name.len() + call.arguments.len() + 96)
+                        .sum::<usize>()
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => call_id.len() + content.len(),
+        } + 64;
+        self.system.len()
+            + self.messages.iter().map(message).sum::<usize>()
+            + self.tools.len() * 512
+            + 256
+    }
+
+    /// `body` (a provider's request shape, borrowing this request) as JSON bytes.
+    pub(crate) fn serialise(&self, body: &impl serde::Serialize) -> bytes::Bytes {
+        let mut bytes = Vec::with_capacity(self.json_size_hint());
+        serde_json::to_writer(&mut bytes, body)
+            .expect("a request of strings and JSON values serialises");
+        bytes.into()
+    }
+}
+
 /// Why the model stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FinishReason {

@@ -64,9 +64,7 @@ impl OpenAi {
                 },
             }),
         };
-        serde_json::to_vec(&body)
-            .expect("a request of strings and JSON values serialises")
-            .into()
+        request.serialise(&body)
     }
 
     async fn read_json(
@@ -650,6 +648,50 @@ mod tests {
                 {"role": "assistant", "content": "done"}
             ]})
         );
+    }
+
+    /// A parent's history (spawn calls, their results) serialises into the buffer sized
+    /// for it, without growing it, and the buffer is not much larger than the body.
+    #[test]
+    fn a_body_fits_the_buffer_sized_for_it() {
+        let mut request = ChatRequest {
+            system: "You coordinate research.".into(),
+            messages: vec![Message::User("gather the code words".into())],
+            ..ChatRequest::default()
+        };
+        for turn in 0..10 {
+            let calls: Vec<ToolCall> = (0..100)
+                .map(|k| ToolCall {
+                    id: format!("call_{turn}_{k}"),
+                    name: "spawn_agent".into(),
+                    arguments: format!(
+                        r#"{{"profile": "researcher", "task": "Find the code word in /docs/topic{k}.txt and report it."}}"#
+                    ),
+                })
+                .collect();
+            let results = calls.iter().map(|call| Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: r#"{"job_id": "a1b2c3", "state": "queued", "note": "\"quoted\""}"#.into(),
+                is_error: false,
+            });
+            request.messages.push(Message::Assistant(AssistantMessage {
+                tool_calls: calls.clone(),
+                ..AssistantMessage::default()
+            }));
+            request.messages.extend(results);
+        }
+        let body = Body {
+            model: "m",
+            messages: &request,
+            tools: &request.tools,
+            max_tokens: Some(100),
+            streaming: None,
+        };
+        let bytes = request.serialise(&body);
+        let hint = request.json_size_hint();
+        assert!(hint >= bytes.len(), "{hint} < {}", bytes.len());
+        assert!(hint <= 2 * bytes.len(), "{hint} > 2 x {}", bytes.len());
     }
 
     /// Applies one chunk the general way (a `Value` tree), as for uncommon shapes.

@@ -265,13 +265,28 @@ impl Transport {
         }
     }
 
-    /// Reads a whole (non-streamed) body.
-    pub(crate) async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
-        let mut body = Vec::new();
+    /// Reads a whole (non-streamed) body. One that arrives in one chunk, as most do,
+    /// is returned without a copy.
+    pub(crate) async fn body(
+        &self,
+        mut response: reqwest::Response,
+    ) -> Result<bytes::Bytes, LlmError> {
+        let Some(first) = self.chunk(&mut response, 0).await? else {
+            return Ok(bytes::Bytes::new());
+        };
+        let mut body = match self.chunk(&mut response, first.len()).await? {
+            None => return Ok(first),
+            Some(second) => {
+                let mut body = Vec::with_capacity(2 * (first.len() + second.len()));
+                body.extend_from_slice(&first);
+                body.extend_from_slice(&second);
+                body
+            }
+        };
         while let Some(chunk) = self.chunk(&mut response, body.len()).await? {
             body.extend_from_slice(&chunk);
         }
-        Ok(body)
+        Ok(body.into())
     }
 
     fn connection(&self, what: String, retries: u32) -> LlmError {
