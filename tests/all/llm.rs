@@ -413,6 +413,71 @@ async fn a_whole_answer_in_pieces_is_read_whole() {
     }
 }
 
+/// A response longer than `max_response_mib` is cut off at the limit with a
+/// `malformed` error and not retried, whether it is one JSON body, a stream of events
+/// or one line that never ends; one under the limit is read. An out-of-range limit
+/// is a configuration error naming the field.
+#[tokio::test]
+async fn a_response_longer_than_the_limit_is_not_read() {
+    const MIB: usize = 1024 * 1024;
+    let answer = json!({"choices": [{"finish_reason": "stop", "message": {"content": "x".repeat(MIB + MIB / 2)}}]})
+        .to_string();
+    let event = format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(1000)}}]})
+    );
+    let events = vec![event.as_str(); (MIB + MIB / 2) / event.len()];
+    let endless_line = format!("data: {}", "z".repeat(MIB + MIB / 2));
+    // (config, pieces, whether the whole is an answer to read under a 2 MiB limit)
+    let cases: [(&str, Vec<&str>, bool); 3] = [
+        ("stream = false", vec![&answer[..MIB], &answer[MIB..]], true),
+        ("stream = true", events, true),
+        (
+            "stream = true",
+            vec![&endless_line[..MIB], &endless_line[MIB..]],
+            false,
+        ),
+    ];
+    for (stream, pieces, readable) in cases {
+        for limit in [1, 2].into_iter().filter(|&limit| limit == 1 || readable) {
+            let server = FakeLlm::start().await;
+            for _ in 0..2 {
+                server.push(Reply::Stream {
+                    pieces: pieces.iter().map(|p| p.to_string()).collect(),
+                    delay: Duration::ZERO,
+                });
+            }
+            let extra = format!("{stream}\nmax_response_mib = {limit}");
+            match chat(&model("openai", &server, &extra), &conversation())
+                .await
+                .0
+            {
+                Ok(response) if limit == 2 => {
+                    let text = response.message.text;
+                    assert!(text.len() > MIB, "{stream}: {} bytes", text.len());
+                }
+                Err(LlmError::Malformed { offset, detail, .. }) if limit == 1 => {
+                    assert_eq!(offset, MIB, "{stream}");
+                    assert!(detail.contains("max_response_mib (1 MiB)"), "{detail}");
+                }
+                other => panic!("{stream}, limit {limit}: {other:?}"),
+            }
+            assert_eq!(server.requests().len(), 1, "{stream}: not retried");
+        }
+    }
+    for limit in [0, 4097] {
+        let config = toml::from_str::<ModelConfig>(&format!(
+            "provider = \"openai\"\nmodel = \"m\"\nmax_response_mib = {limit}\n"
+        ))
+        .unwrap();
+        let error = llm::connect("big", &config).err().unwrap().to_string();
+        assert!(
+            error.contains("model `big`: max_response_mib must be between 1 and 4096"),
+            "{error}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let server = FakeLlm::start().await;

@@ -373,6 +373,11 @@ pub struct ModelConfig {
     /// First backoff delay in milliseconds, doubled per retry, with jitter (default 500).
     #[serde(default = "default_retry_base")]
     pub retry_base_ms: u64,
+    /// Longest response read, in MiB of body as sent (SSE framing included; default
+    /// 64, at most 4096): a server that sends more gets a `malformed_response` error, so a
+    /// broken or hostile one cannot make warren hold unbounded memory.
+    #[serde(default = "default_max_response_mib")]
+    pub max_response_mib: u32,
     /// The script file of a scripted model (relative to the config file).
     pub script: Option<PathBuf>,
 }
@@ -391,6 +396,9 @@ fn default_retries() -> u32 {
 }
 fn default_retry_base() -> u64 {
     500
+}
+fn default_max_response_mib() -> u32 {
+    64
 }
 
 /// Builds the provider for model `name`.

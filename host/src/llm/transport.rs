@@ -37,6 +37,8 @@ pub(crate) struct Transport {
     pub(crate) model: String,
     /// Idle limit for the response headers and between body chunks.
     read_timeout: Duration,
+    /// Most body bytes read from one response.
+    max_response_bytes: usize,
     /// Retries after the first attempt.
     max_retries: u32,
     /// First backoff delay.
@@ -85,6 +87,12 @@ impl Transport {
                 "connect_timeout_s and read_timeout_s must be positive".into(),
             ));
         }
+        if !(1..=4096).contains(&config.max_response_mib) {
+            return Err(invalid(format!(
+                "max_response_mib must be between 1 and 4096, not {}",
+                config.max_response_mib
+            )));
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs_f64(config.connect_timeout_s))
             .redirect(redirect_policy())
@@ -117,6 +125,7 @@ impl Transport {
             provider,
             model: config.model.clone(),
             read_timeout: Duration::from_secs_f64(config.read_timeout_s),
+            max_response_bytes: config.max_response_mib as usize * 1024 * 1024,
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
             headers,
@@ -242,13 +251,24 @@ impl Transport {
         Ok(parser.position())
     }
 
-    /// Reads the next body chunk within the read timeout.
+    /// Reads the next body chunk within the read timeout; `position` is how many bytes
+    /// of the body came before it, which with it may not pass `max_response_mib`.
     pub(crate) async fn chunk(
         &self,
         response: &mut reqwest::Response,
         position: usize,
     ) -> Result<Option<bytes::Bytes>, LlmError> {
         match tokio::time::timeout(self.read_timeout, response.chunk()).await {
+            Ok(Ok(Some(chunk))) if position + chunk.len() > self.max_response_bytes => {
+                Err(LlmError::Malformed {
+                    provider: self.provider,
+                    offset: self.max_response_bytes,
+                    detail: format!(
+                        "the response is longer than max_response_mib ({} MiB); the rest was not read",
+                        self.max_response_bytes >> 20
+                    ),
+                })
+            }
             Ok(Ok(chunk)) => Ok(chunk),
             Ok(Err(e)) => Err(LlmError::Truncated {
                 provider: self.provider,
