@@ -414,7 +414,7 @@ async fn a_whole_answer_in_pieces_is_read_whole() {
 }
 
 /// A response longer than `max_response_mib` is cut off at the limit with a
-/// `malformed` error and not retried, whether it is one JSON body, a stream of events
+/// `malformed_response` error and not retried, whether it is one JSON body, a stream of events
 /// or one line that never ends; one under the limit is read. An out-of-range limit
 /// is a configuration error naming the field.
 #[tokio::test]
@@ -442,10 +442,7 @@ async fn a_response_longer_than_the_limit_is_not_read() {
         for limit in [1, 2].into_iter().filter(|&limit| limit == 1 || readable) {
             let server = FakeLlm::start().await;
             for _ in 0..2 {
-                server.push(Reply::Stream {
-                    pieces: pieces.iter().map(|p| p.to_string()).collect(),
-                    delay: Duration::ZERO,
-                });
+                server.push(Reply::raw_stream(&pieces));
             }
             let extra = format!("{stream}\nmax_response_mib = {limit}");
             match chat(&model("openai", &server, &extra), &conversation())

@@ -251,8 +251,8 @@ impl Transport {
         Ok(parser.position())
     }
 
-    /// Reads the next body chunk within the read timeout; `position` is how many bytes
-    /// of the body came before it, which with it may not pass `max_response_mib`.
+    /// Reads the next body chunk within the read timeout. `position` is how many bytes
+    /// of the body came before it; with them, the chunk may not pass `max_response_mib`.
     pub(crate) async fn chunk(
         &self,
         response: &mut reqwest::Response,
@@ -291,22 +291,15 @@ impl Transport {
         &self,
         mut response: reqwest::Response,
     ) -> Result<bytes::Bytes, LlmError> {
-        let Some(first) = self.chunk(&mut response, 0).await? else {
-            return Ok(bytes::Bytes::new());
-        };
-        let mut body = match self.chunk(&mut response, first.len()).await? {
-            None => return Ok(first),
-            Some(second) => {
-                let mut body = Vec::with_capacity(2 * (first.len() + second.len()));
-                body.extend_from_slice(&first);
-                body.extend_from_slice(&second);
-                body
-            }
-        };
-        while let Some(chunk) = self.chunk(&mut response, body.len()).await? {
-            body.extend_from_slice(&chunk);
+        let (mut chunks, mut length) = (Vec::new(), 0);
+        while let Some(chunk) = self.chunk(&mut response, length).await? {
+            length += chunk.len();
+            chunks.push(chunk);
         }
-        Ok(body.into())
+        Ok(match chunks.len() {
+            1 => chunks.swap_remove(0),
+            _ => chunks.concat().into(),
+        })
     }
 
     fn connection(&self, what: String, retries: u32) -> LlmError {
