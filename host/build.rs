@@ -38,10 +38,10 @@ fn main() {
             "wasm32-wasip2",
             "--manifest-path",
         ])
-        .arg(root.join("plugins/Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target_dir);
+        .arg(root.join("plugins/Cargo.toml"));
     // What the outer build set for the host must not leak into the guest build (flags,
-    // clippy as a wrapper, a host target).
+    // clippy as a wrapper, a host target, the outer target directory). Cleared first:
+    // the guest build's own target directory is set after this loop, not removed by it.
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
@@ -53,6 +53,7 @@ fn main() {
     ] {
         command.env_remove(var);
     }
+    command.env("CARGO_TARGET_DIR", &target_dir);
     let output = command
         .output()
         .expect("running cargo to build the built-in plugins");

@@ -12,11 +12,7 @@ use crate::plugin::ToolRegistry;
 /// Prints the report (text or JSON) to stdout.
 pub(crate) fn print(config: &Config, registry: &ToolRegistry, as_json: bool) -> anyhow::Result<()> {
     let base = config.path.parent().unwrap_or(Path::new(""));
-    let profiles: Vec<Profile> = if config.profiles.is_empty() {
-        vec![config.profile(crate::config::DEFAULT_PROFILE)?]
-    } else {
-        config.profiles.values().cloned().collect()
-    };
+    let profiles: Vec<Profile> = config.all_profiles();
     let shown = |path: &Path| {
         path.strip_prefix(base)
             .unwrap_or(path)

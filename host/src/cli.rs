@@ -266,6 +266,11 @@ struct RunArgs {
     /// Print the result and per-agent usage as JSON on stdout instead of the answer.
     #[arg(long)]
     json: bool,
+    /// The run's id (default: random). Job ids derive from it, so a run given an id
+    /// hands out the job ids every run of that id does: give each run its own (letters,
+    /// digits, `_` and `-`, at most 64), e.g. to name it after an outside system's job.
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
     #[command(flatten)]
     queue: QueueArgs,
 }
@@ -475,6 +480,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => {
             args.queue.apply(&mut config)?;
             config.profile(&args.profile)?;
+            if let Some(id) = args
+                .run_id
+                .as_deref()
+                .filter(|id| !crate::config::is_valid_name(id))
+            {
+                return Err(Failure::Usage(format!(
+                    "--run-id: use letters, digits, `_` and `-` (at most 64), got `{id}`"
+                )));
+            }
             let log = match &args.events {
                 Some(path) => Some(std::io::BufWriter::new(
                     std::fs::File::create(path)
@@ -486,7 +500,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             // The one unknown-model check (in `Host::start`) is a configuration error:
             // exit 2, as for a bad file.
             let run = host
-                .start(&args.profile, &args.task, args.model.as_deref())
+                .start_with_run_id(
+                    &args.profile,
+                    &args.task,
+                    args.model.as_deref(),
+                    args.run_id.as_deref(),
+                )
                 .map_err(|error| match error.downcast::<ConfigError>() {
                     Ok(config) => Failure::Config(config),
                     Err(other) => Failure::Run(other),
@@ -763,10 +782,12 @@ fn report_json(report: &RunReport) -> serde_json::Value {
             value["id"] = job.id.0.clone().into();
             value["parent"] = job.parent.as_ref().map(|p| p.0.clone()).into();
             value["profile"] = job.profile.clone().into();
+            value["description"] = job.label.clone().into();
             value
         })
         .collect();
     let mut root = outcome(&report.root);
+    root["run_id"] = report.run_id.clone().into();
     root["total_cost_usd"] = report.cost_usd.into();
     root["agents"] = agents.into();
     root

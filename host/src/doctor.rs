@@ -106,15 +106,7 @@ pub async fn run(config_path: &Path) -> usize {
 }
 
 fn check_profiles(config: &Config, registry: &ToolRegistry, report: &mut Report) {
-    let profiles = if config.profiles.is_empty() {
-        config
-            .profile(crate::config::DEFAULT_PROFILE)
-            .into_iter()
-            .collect::<Vec<_>>()
-    } else {
-        config.profiles.values().cloned().collect()
-    };
-    for profile in profiles {
+    for profile in config.all_profiles() {
         if let Err(error) = registry.check_profile(&profile, &config.plugin_limits) {
             report.fail(
                 format!("profile {}: {error:#}", profile.name),

@@ -4,6 +4,7 @@
 //! Publishing never waits: a subscriber that falls behind loses the oldest events and
 //! is told how many (`Lagged`), so a slow consumer never slows an agent down.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -159,6 +160,8 @@ impl Event {
 pub struct EventRecord {
     /// Milliseconds since the Unix epoch.
     pub ts_ms: u64,
+    /// The run's id: with it, the agent ids of the event name agents across runs.
+    pub run: Arc<str>,
     /// The event, flattened (`"type": …`).
     #[serde(flatten)]
     pub event: Event,
@@ -168,29 +171,36 @@ pub struct EventRecord {
 #[derive(Clone, Debug)]
 pub struct EventBus {
     sender: broadcast::Sender<EventRecord>,
-}
-
-impl Default for EventBus {
-    fn default() -> Self {
-        EventBus {
-            sender: broadcast::channel(BUS_CAPACITY).0,
-        }
-    }
+    /// The run's id, stamped on every record.
+    run: Arc<str>,
 }
 
 impl EventBus {
+    /// The bus of run `run`.
+    pub fn new(run: &str) -> EventBus {
+        EventBus {
+            sender: broadcast::channel(BUS_CAPACITY).0,
+            run: run.into(),
+        }
+    }
+
     /// Publishes an event; never waits, and is a no-op without subscribers.
     pub fn publish(&self, event: Event) {
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let _ = self.sender.send(EventRecord { ts_ms, event });
+        let _ = self.sender.send(EventRecord {
+            ts_ms,
+            run: self.run.clone(),
+            event,
+        });
     }
 
     /// A subscription to every event published from now on.
     pub fn subscribe(&self) -> EventStream {
         EventStream {
             receiver: self.sender.subscribe(),
+            run: self.run.clone(),
         }
     }
 }
@@ -199,6 +209,8 @@ impl EventBus {
 #[derive(Debug)]
 pub struct EventStream {
     receiver: broadcast::Receiver<EventRecord>,
+    /// The run's id, for the records that stand for lost events.
+    run: Arc<str>,
 }
 
 impl EventStream {
@@ -207,7 +219,7 @@ impl EventStream {
     pub async fn next(&mut self) -> Option<EventRecord> {
         match self.receiver.recv().await {
             Ok(record) => Some(record),
-            Err(broadcast::error::RecvError::Lagged(missed)) => Some(lagged(missed)),
+            Err(broadcast::error::RecvError::Lagged(missed)) => Some(self.lagged(missed)),
             Err(broadcast::error::RecvError::Closed) => None,
         }
     }
@@ -217,19 +229,21 @@ impl EventStream {
     pub fn try_next(&mut self) -> Option<EventRecord> {
         match self.receiver.try_recv() {
             Ok(record) => Some(record),
-            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(lagged(missed)),
+            Err(broadcast::error::TryRecvError::Lagged(missed)) => Some(self.lagged(missed)),
             Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
                 None
             }
         }
     }
-}
 
-/// The marker standing for `missed` events a subscriber fell too far behind to read.
-fn lagged(missed: u64) -> EventRecord {
-    EventRecord {
-        ts_ms: 0,
-        event: Event::Lagged { missed },
+    /// The marker standing for `missed` events this subscriber fell too far behind to
+    /// read.
+    fn lagged(&self, missed: u64) -> EventRecord {
+        EventRecord {
+            ts_ms: 0,
+            run: self.run.clone(),
+            event: Event::Lagged { missed },
+        }
     }
 }
 
@@ -253,6 +267,7 @@ mod tests {
     async fn a_slow_subscriber_gets_a_lagged_marker_and_never_blocks() {
         let bus = EventBus {
             sender: broadcast::channel(4).0,
+            run: "r".into(),
         };
         let mut slow = bus.subscribe();
         for turn in 0..10 {
@@ -278,6 +293,7 @@ mod tests {
     fn records_serialize_flat_with_a_type() {
         let record = EventRecord {
             ts_ms: 1,
+            run: "r".into(),
             event: Event::TurnStarted {
                 agent: "a".into(),
                 turn: 2,
@@ -285,7 +301,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&record).unwrap(),
-            r#"{"ts_ms":1,"type":"turn_started","agent":"a","turn":2}"#
+            r#"{"ts_ms":1,"run":"r","type":"turn_started","agent":"a","turn":2}"#
         );
         assert_eq!(summarize("a\nb"), "a b");
         assert_eq!(summarize(&"x".repeat(300)).chars().count(), 201);

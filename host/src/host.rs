@@ -52,6 +52,8 @@ pub(crate) struct JobStart {
     pub(crate) traceparent: Option<String>,
     /// The queue job it runs for (on a worker).
     pub(crate) queue_job: Option<String>,
+    /// The run's id, when the caller chose it (random otherwise).
+    pub(crate) run_id: Option<String>,
 }
 
 /// A loaded configuration with its plugins and models, ready to run agents.
@@ -78,6 +80,8 @@ pub struct Run {
 /// How a run ended: the root's outcome and every agent of the tree.
 #[derive(Clone, Debug)]
 pub struct RunReport {
+    /// The run's id.
+    pub run_id: String,
     /// The root agent's outcome (its text is the run's answer).
     pub root: AgentOutcome,
     /// Every job, the root first, then in creation order.
@@ -91,22 +95,14 @@ impl Host {
     pub async fn load(config: Config) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
         let registry = ToolRegistry::for_config(sandbox, &config).await?;
-        for profile in config.profiles.values() {
-            registry.check_profile(profile, &config.plugin_limits)?;
-        }
-        if config.profiles.is_empty() {
-            registry.check_profile(
-                &config.profile(crate::config::DEFAULT_PROFILE)?,
-                &config.plugin_limits,
-            )?;
+        for profile in config.all_profiles() {
+            registry.check_profile(&profile, &config.plugin_limits)?;
         }
         let mut providers = BTreeMap::new();
         for (name, model) in &config.models {
             providers.insert(name.clone(), llm::connect(name, model)?);
         }
-        let slots = Arc::new(tokio::sync::Semaphore::new(
-            config.run_limits.max_concurrent_total,
-        ));
+        let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
         let queue = match &config.queue.redis {
             Some(_) => Some(RemoteQueue::connect(&config.queue).await?),
             None => None,
@@ -141,6 +137,19 @@ impl Host {
 
     /// Starts a root agent with `profile` on `task`; `model` overrides the profile's.
     pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> anyhow::Result<Run> {
+        self.start_with_run_id(profile, task, model, None)
+    }
+
+    /// As [`Host::start`], with the run's id chosen by the caller (`None`: random). Job
+    /// ids derive from it: a run given an id hands out the ids every run of that id
+    /// does, so the id must not be reused for unrelated runs.
+    pub fn start_with_run_id(
+        &self,
+        profile: &str,
+        task: &str,
+        model: Option<&str>,
+        run_id: Option<&str>,
+    ) -> anyhow::Result<Run> {
         let config = &self.parts.config;
         let mut profile = config.profile(profile)?;
         if let Some(model) = model {
@@ -170,6 +179,7 @@ impl Host {
             budget_usd: config.run_limits.budget_usd,
             traceparent: None,
             queue_job: None,
+            run_id: run_id.map(str::to_string),
         })
     }
 
@@ -201,6 +211,7 @@ impl Host {
                 ..self.parts.config.run_limits
             },
             job.queue_job,
+            job.run_id,
         );
         let cancel = tree.cancel.clone();
         let (id, done) = tree.add(None, &job.profile.name, &job.task, cancel.clone());
@@ -276,6 +287,7 @@ impl Run {
         let mut agents = self.tree.jobs();
         agents.sort_by_key(|job| (job.parent.is_some(), job.created));
         RunReport {
+            run_id: self.tree.run_id.clone(),
             root,
             agents,
             cost_usd: self.tree.spent(),

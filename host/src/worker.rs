@@ -116,7 +116,7 @@ pub async fn run(
         config.name,
         config.redacted_url(),
         options.concurrency,
-        names_or_none(host.config().profiles.keys())
+        names_or_none(host.config().profile_names().iter())
     );
     shutdown.await;
     let active = worker.active_count().await;
@@ -155,21 +155,22 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             None => {
                 let reason = format!(
                     "job {id} names no profile and worker {worker} has no [queue] default_profile (it has: {})",
-                    names_or_none(config.profiles.keys())
+                    names_or_none(config.profile_names().iter())
                 );
                 return Err(bullmq::Error::Unrecoverable(reason));
             }
         }
     }
-    let Some(base) = config.profiles.get(&data.profile) else {
+    let Ok(base) = config.profile(&data.profile) else {
         let reason = format!(
             "unknown profile `{}` on worker {worker} (it has: {})",
             data.profile,
-            names_or_none(config.profiles.keys())
+            names_or_none(config.profile_names().iter())
         );
         tracing::warn!(job = %id, "{reason}");
         return Err(bullmq::Error::Unrecoverable(reason));
     };
+    let base = &base;
     let queue = &shared.queue;
     if queue.cancel_requested(&id).await {
         return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
@@ -211,6 +212,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         budget_usd,
         traceparent: data.traceparent.clone(),
         queue_job: Some(id.clone()),
+        run_id: None,
     };
     let run = match shared.host.start_job(start) {
         Ok(run) => run,

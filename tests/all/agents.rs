@@ -72,7 +72,11 @@ async fn run(world: &World, text: &str, task: &str) -> (RunReport, Duration) {
     let config = Config::load(&world.config(text)).unwrap();
     let host = Host::load(config).await.unwrap();
     let started = Instant::now();
-    let report = host.start("main", task, None).unwrap().wait().await;
+    let report = host
+        .start_with_run_id("main", task, None, Some(RUN_ID))
+        .unwrap()
+        .wait()
+        .await;
     (report, started.elapsed())
 }
 
@@ -96,9 +100,12 @@ fn tool_results(request: &Recorded) -> Vec<String> {
         .collect()
 }
 
-/// The ids a fresh tree hands out, in order (ids are deterministic per run).
+/// The run id [`run`] gives its runs, so their job ids are known beforehand.
+const RUN_ID: &str = "agents-test";
+
+/// The ids a run of id [`RUN_ID`] hands out, in order.
 fn job_ids(n: usize) -> Vec<String> {
-    let tree = Tree::new(RunLimits::default());
+    let tree = Tree::with_run_id(RunLimits::default(), RUN_ID);
     (0..n).map(|_| tree.add_for_tests().0).collect()
 }
 
@@ -244,7 +251,7 @@ async fn the_concurrency_cap_queues_extra_spawns() {
         server.route(task, delayed(300, answer(&format!("{task} done"))));
     }
     server.route(
-        "Started job",
+        "in the background",
         calls(&[("await_agents", json!({"job_ids": "*"}))]),
     );
     server.route("Q4 done", answer("all done"));
@@ -666,7 +673,7 @@ async fn the_host_wide_limit_spans_runs() {
     }
     for _ in 0..2 {
         server.route(
-            "Started job",
+            "in the background",
             calls(&[("await_agents", json!({"job_ids": "*"}))]),
         );
     }
@@ -691,4 +698,150 @@ async fn the_host_wide_limit_spans_runs() {
         elapsed >= Duration::from_millis(600),
         "4 × 300 ms children with 2 host-wide slots took {elapsed:?}"
     );
+}
+
+#[tokio::test]
+async fn slots_are_granted_in_spawn_order_and_the_spawn_answer_says_which() {
+    // Five spawns in one turn under max_concurrent = 3, several times over: the three
+    // told "Started" are the three that run first, and the two told "queued" start in
+    // the order they were spawned.
+    for round in 0..6 {
+        let world = World::new();
+        let server = FakeLlm::start().await;
+        let tasks: Vec<String> = (1..=5).map(|n| format!("FIFO-{round}-{n}")).collect();
+        let spawns: Vec<(&str, Value)> = tasks.iter().map(|t| spawn("worker", t)).collect();
+        server.route("ROOT-TASK", calls(&spawns));
+        for task in &tasks {
+            server.route(task, delayed(150, answer(&format!("{task} done"))));
+        }
+        server.route(
+            "in the background",
+            calls(&[("await_agents", json!({"job_ids": "*"}))]),
+        );
+        server.route(&format!("{} done", tasks[4]), answer("all done"));
+        let (report, _) = run(
+            &world,
+            &config(&server, "max_concurrent = 3", ""),
+            "ROOT-TASK",
+        )
+        .await;
+        assert_eq!(report.root.text, "all done", "round {round}");
+        let turn2 = requests_with(&server, "Started job")
+            .into_iter()
+            .find(|r| r.body.to_string().contains("ROOT-TASK"))
+            .unwrap();
+        let answers = tool_results(&turn2);
+        let queued: Vec<bool> = answers.iter().map(|a| a.contains("It is queued")).collect();
+        assert_eq!(queued, [false, false, false, true, true], "{answers:?}");
+        // The order in which the children's first requests reached the model.
+        let first_seen: Vec<usize> = server
+            .requests()
+            .iter()
+            .filter_map(|r| {
+                let task = r.body["messages"][1]["content"].as_str()?;
+                tasks.iter().position(|t| t == task)
+            })
+            .collect();
+        assert_eq!(first_seen.len(), 5, "{first_seen:?}");
+        let mut started_first = first_seen[..3].to_vec();
+        started_first.sort_unstable();
+        assert_eq!(started_first, [0, 1, 2], "round {round}: {first_seen:?}");
+        assert_eq!(&first_seen[3..], [3, 4], "round {round}: {first_seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn main_is_implicit_beside_other_profiles_and_can_be_spawned() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    // Only a `worker` profile: the root runs under the implicit `main` and may spawn
+    // `main` by name.
+    let text = config(&server, "", "").replace(
+        "[profiles.main]\ndescription = \"Coordinator\"\nsystem_prompt = \"ROOT-PROMPT: coordinate.\"\ntools = [\"list_dir\"]\n[profiles.main.capabilities]\nfs = [{ host = \"docs\", guest = \"/docs\", mode = \"ro\" }]\n",
+        "",
+    );
+    assert!(!text.contains("[profiles.main]"), "{text}");
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "main", "task": "AS-MAIN", "background": false}),
+        )]),
+    );
+    server.route("AS-MAIN", answer("MAIN-CHILD-RESULT"));
+    server.route("MAIN-CHILD-RESULT", answer("root done"));
+    let (report, _) = run(&world, &text, "ROOT-TASK").await;
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    assert_eq!(report.root.text, "root done");
+    assert_eq!(report.agents[1].profile, "main");
+    // An unknown profile lists what there is, `main` included.
+    let config = Config::load(&world.config(&text)).unwrap();
+    let error = config.profile("nobody").unwrap_err().to_string();
+    assert!(error.contains("(defined: main, worker)"), "{error}");
+}
+
+#[tokio::test]
+async fn a_root_with_no_prompt_sends_no_system_message() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let text = config(&server, "", "");
+    let text = &text[..text.find("[profiles.main]").unwrap()];
+    server.route("ROOT-TASK", answer("root done"));
+    let (report, _) = run(&world, text, "ROOT-TASK").await;
+    assert_eq!(report.root.text, "root done", "{:?}", report.root);
+    let root = requests_with(&server, "ROOT-TASK");
+    let roles: Vec<&str> = root[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user"], "{}", root[0].body);
+}
+
+#[tokio::test]
+async fn a_spawn_is_told_what_it_was_granted_and_the_defaults_ceiling_holds() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    // The worker sets its own max_turns (4) and timeout_s (2); [defaults] allows spawns
+    // up to 30 turns.
+    let text = config(&server, "max_turns_ceiling = 30", "").replace(
+        "[profiles.worker]\n",
+        "[profiles.worker]\nmax_turns = 4\ntimeout_s = 2\n",
+    );
+    let loaded = Config::load(&world.config(&text)).unwrap();
+    assert_eq!(loaded.profile("worker").unwrap().max_turns_ceiling, 30);
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "ASK-MORE", "max_turns": 50, "timeout_s": 100}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "ASK-FAIR", "max_turns": 20}),
+            ),
+        ]),
+    );
+    server.route("ASK-MORE", answer("more done"));
+    server.route("ASK-FAIR", answer("fair done"));
+    server.route(
+        "Started job",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route("done", answer("root done"));
+    let (report, _) = run(&world, &text, "ROOT-TASK").await;
+    assert_eq!(report.root.text, "root done", "{:?}", report.root);
+    let turn2 = requests_with(&server, "Started job")
+        .into_iter()
+        .find(|r| r.body.to_string().contains("ROOT-TASK"))
+        .unwrap();
+    let answers = tool_results(&turn2);
+    assert!(
+        answers[0].contains("max_turns 50 was asked, 30 granted")
+            && answers[0].contains("timeout_s 100 was asked, 2 granted"),
+        "{answers:?}"
+    );
+    assert!(!answers[1].contains("granted"), "{answers:?}");
 }

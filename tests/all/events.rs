@@ -33,7 +33,8 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
     let world = World::new();
     let server = FakeLlm::start().await;
     let ids = {
-        let tree = warren::jobs::Tree::new(warren::config::RunLimits::default());
+        let tree =
+            warren::jobs::Tree::with_run_id(warren::config::RunLimits::default(), "events-test");
         (0..5).map(|_| tree.add_for_tests().0).collect::<Vec<_>>()
     };
     // root spawns mid, fail, hang; mid spawns leaf in the foreground.
@@ -99,7 +100,9 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
     let host = Host::load(Config::load(&world.config(&text)).unwrap())
         .await
         .unwrap();
-    let run = host.start("main", "ROOT-TASK", None).unwrap();
+    let run = host
+        .start_with_run_id("main", "ROOT-TASK", None, Some("events-test"))
+        .unwrap();
     let mut stream = run.events();
     let root = run.root.0.clone();
     let report = run.wait().await;

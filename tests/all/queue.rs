@@ -279,7 +279,7 @@ description = "Researches one topic"
 fn run_parent(dir: &Path, redis: &Redis, task: &str) -> (Option<i32>, String, String, Vec<Value>) {
     let output = Command::new(env!("CARGO_BIN_EXE_warren"))
         .args(["run", task, "--redis", &redis.url(), "--progress", "plain"])
-        .args(["--events", "events.jsonl"])
+        .args(["--events", "events.jsonl", "--run-id", RUN_ID])
         .current_dir(dir)
         .env_remove("WARREN_CONFIG")
         .env("RUST_LOG", "warn")
@@ -360,6 +360,10 @@ fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
+/// The run id the parents of these tests are given, so their job ids are known
+/// beforehand ([`ids`]). One parent per Redis: two runs of one id would share job ids.
+const RUN_ID: &str = "queue-test";
+
 /// The ids a run hands out first: the root's, then its first child's.
 fn first_ids() -> (String, String) {
     let ids = ids(2);
@@ -368,7 +372,7 @@ fn first_ids() -> (String, String) {
 
 /// The first `n` ids a run hands out (the root's first).
 fn ids(n: usize) -> Vec<String> {
-    let tree = warren::jobs::Tree::new(warren::config::RunLimits::default());
+    let tree = warren::jobs::Tree::with_run_id(warren::config::RunLimits::default(), RUN_ID);
     (0..n).map(|_| tree.add_for_tests().0).collect()
 }
 
@@ -711,7 +715,11 @@ fn a_worker_killed_mid_job_loses_nothing() {
     let script = &one_child_script("slow topic", 6000, "slow topic done", "got it");
     let dir = world("", script);
     let mut first = Worker::start(dir.path(), &redis, "first", 1);
-    let parent = run_parent_in_background(dir.path(), &redis, &["--events", "events.jsonl"]);
+    let parent = run_parent_in_background(
+        dir.path(),
+        &redis,
+        &["--events", "events.jsonl", "--run-id", RUN_ID],
+    );
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");
     let _second = Worker::start(dir.path(), &redis, "second", 1);
     first.signal("-KILL");
@@ -1320,4 +1328,115 @@ fn the_queue_comes_from_config_or_environment_too() {
     let outcomes = redis.wait_outcomes(2, Duration::from_secs(10));
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     assert!(outcomes.iter().all(|o| o["worker"] == "w1"), "{outcomes:?}");
+}
+
+#[test]
+fn a_worker_needs_no_profiles_and_a_child_keeps_its_parents_tools_and_failures_their_retention() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    // The parent: its root may only read; `analyst` is a profile no worker has.
+    std::fs::write(
+        dir.path().join("warren.toml"),
+        r#"[plugins]
+cache = false
+
+[models.scripted]
+provider = "scripted"
+script = "script.toml"
+
+[queue]
+keep_failed_s = 7
+attempts = 1
+
+[profiles.main]
+tools = ["read_file"]
+
+[profiles.analyst]
+description = "Counts"
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("script.toml"),
+        r#"
+[[turns]]
+profile = "main"
+tool_calls = [
+  { name = "spawn_agent", arguments = { task = "plain child" } },
+  { name = "spawn_agent", arguments = { profile = "analyst", task = "numbers" } },
+]
+[[turns]]
+profile = "main"
+when = "Started job"
+tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
+[[turns]]
+profile = "main"
+when = "child done"
+text = "parent done"
+"#,
+    )
+    .unwrap();
+    // The worker: no [profiles] at all; jobs naming none run under `main`.
+    let worker_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        worker_dir.path().join("warren.toml"),
+        "[plugins]\ncache = false\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[queue]\ndefault_profile = \"main\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        worker_dir.path().join("script.toml"),
+        "[[turns]]\nprofile = \"main\"\ntext = \"child done\"\n",
+    )
+    .unwrap();
+    let _worker = Worker::start(worker_dir.path(), &redis, "plain", 2);
+    let (code, stdout, stderr, _) = run_parent(dir.path(), &redis, "go");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "parent done");
+
+    let jobs = redis.jobs();
+    let data = |fields: &std::collections::HashMap<String, String>| -> Value {
+        serde_json::from_str(&fields["data"]).unwrap()
+    };
+    let (_, child) = jobs
+        .iter()
+        .find(|(_, f)| data(f)["task"] == "plain child")
+        .expect("the child's job");
+    // Under its parent's profile, on a worker as here: exactly the parent's tools.
+    assert_eq!(data(child)["tools"], serde_json::json!(["read_file"]));
+    assert!(child.contains_key("returnvalue"), "{child:?}");
+    let (_, failed) = jobs
+        .iter()
+        .find(|(_, f)| data(f)["task"] == "numbers")
+        .expect("the analyst's job");
+    assert!(
+        failed["failedReason"].contains("unknown profile"),
+        "{failed:?}"
+    );
+    let opts: Value = serde_json::from_str(&failed["opts"]).unwrap();
+    assert_eq!(opts["removeOnFail"]["age"], 7, "{opts}");
+}
+
+#[test]
+fn an_unknown_default_profile_is_a_config_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("warren.toml"),
+        "[plugins]\ncache = false\n[queue]\nredis = \"redis://127.0.0.1:1\"\ndefault_profile = \"reviewer\"\n[profiles.coder]\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["worker"])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env_remove("WARREN_REDIS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("warren.toml:5")
+            && stderr.contains("queue.default_profile")
+            && stderr.contains("no profile `reviewer` (defined: main, coder)"),
+        "{stderr}"
+    );
 }

@@ -41,8 +41,9 @@ pub(crate) struct Runtime {
     pub(crate) spawn_tools: Vec<ToolDefinition>,
     /// Every configured model, by name.
     pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
-    /// Sub-agents running at once across every run (`max_concurrent_total`).
-    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+    /// Sub-agents running at once across every run (`max_concurrent_total`), and who
+    /// waits for a slot.
+    pub(crate) slots: Arc<crate::jobs::slots::SlotQueue>,
     /// Where children run when not in this process (`[queue] redis`: on workers).
     pub(crate) remote: Option<Arc<dyn Backend>>,
 }

@@ -12,9 +12,11 @@ use serde_json::{json, Value};
 use super::Agent;
 use crate::config::{Config, SPAWN_TOOLS};
 use crate::events::{summarize, Event};
+use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{
-    compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobId, Phase, Placement,
+    clamp_notes, compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobId, Phase,
+    Placement,
 };
 use crate::llm::ToolDefinition;
 use crate::outcome::AgentOutcome;
@@ -89,28 +91,22 @@ pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
 
 type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Runs a child: waits for a slot (or a cancellation), runs it here or, with a queue,
-/// on a worker, and records the outcome.
+/// Runs a child: waits for the slots reserved at its spawn (or a cancellation), runs
+/// it here or, with a queue, on a worker, and records the outcome.
 /// Boxed, because a child is an agent that may itself spawn children.
 fn run_child(
     child: Agent,
     task: String,
     spec: ChildSpec,
+    slots: Reservation,
     done: tokio::sync::watch::Sender<bool>,
 ) -> BoxedRun {
     Box::pin(async move {
-        // A slot of the run, then (for a child run here) one of the host.
         let remote = child.runtime.remote.clone();
-        let (run_slots, host_slots) = (child.tree.slots.clone(), child.runtime.slots.clone());
-        let local = remote.is_none();
         let permit = tokio::select! {
             biased;
             _ = child.cancel.cancelled() => None,
-            permits = async {
-                let run = run_slots.acquire_owned().await.ok();
-                let host = if local { host_slots.acquire_owned().await.ok() } else { None };
-                (run, host)
-            } => Some(permits),
+            permit = slots.wait() => Some(permit),
         };
         let outcome = match (permit, remote) {
             (Some(_permit), Some(backend)) => {
@@ -168,22 +164,18 @@ impl Agent {
         let config = &self.runtime.config;
         // No profile: the parent's own (its prompt, tools and model; capabilities
         // already its effective ones), as other sub-agent systems spawn by default.
+        let named;
         let base = match &asked_profile {
             None => &self.profile,
-            Some(name) => match config.profiles.get(name) {
-                Some(base) => base,
-                None => {
-                    let known = config
-                        .profiles
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(format!(
-                        "unknown profile `{name}` (available: {known}; or leave `profile` out to use your own)"
-                    ));
-                }
-            },
+            Some(name) => {
+                named = config.profile(name).map_err(|_| {
+                    format!(
+                        "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",
+                        config.profile_names().join(", ")
+                    )
+                })?;
+                &named
+            }
         };
         let profile_name = base.name.clone();
         let ask = ChildAsk {
@@ -194,6 +186,10 @@ impl Agent {
             ceiling: Some(&self.profile.capabilities),
         };
         let (mut profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
+        let granted_note: String = clamp_notes(base, &ask, &limits)
+            .iter()
+            .map(|note| format!(" {note}"))
+            .collect();
         if base.inherit_model {
             profile.model = self.profile.model.clone();
         }
@@ -210,6 +206,20 @@ impl Agent {
             }
         }
         let message = compose_task(&task, context.as_ref(), &constraints);
+        // A child under its parent's own profile gets the parent's tools, which a spawn
+        // may have cut down: a worker only knows the profile by name, so the tools go
+        // with the job, and the child gets on a worker exactly what it would get here.
+        let tools = match (&asked_profile, tools) {
+            (None, None) => Some(
+                self.runtime
+                    .registry
+                    .names_for(&profile)
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            ),
+            (_, tools) => tools,
+        };
         // What it needs to run anywhere, should it go to another machine.
         let spec = ChildSpec {
             profile: profile_name.clone(),
@@ -230,7 +240,10 @@ impl Agent {
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
         };
 
-        let queued = self.tree.active_subagents() >= self.tree.limits.max_concurrent;
+        // Its scratch directory first: a child that cannot be prepared is never
+        // registered, so it cannot stay queued forever.
+        let access = ToolAccess::new(profile.clone())
+            .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
         let cancel = self.children_cancel.child_token();
         let (id, done) = self
             .tree
@@ -245,8 +258,13 @@ impl Agent {
             task: summarize(&task),
             label: description.clone(),
         });
-        let access = ToolAccess::new(profile.clone())
-            .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
+        // The slots are asked for now, in spawn order: what the model is told below
+        // (started or queued) is what happens.
+        let slots = self
+            .runtime
+            .slots
+            .reserve(&self.tree.slots, self.runtime.remote.is_none());
+        let queued = slots.is_queued();
         let child = Agent {
             runtime: self.runtime.clone(),
             tree: Arc::clone(&self.tree),
@@ -261,19 +279,25 @@ impl Agent {
             parent_span: Some(tracing::Span::current()),
             traceparent: None,
         };
-        tokio::spawn(run_child(child, message, spec, done));
+        tokio::spawn(run_child(child, message, spec, slots, done));
         if !background {
-            return Ok(self
+            let block = self
                 .await_jobs(std::slice::from_ref(&id), None, false)
-                .await);
+                .await;
+            return Ok(match granted_note.trim() {
+                "" => block,
+                note => format!("{note}\n\n{block}"),
+            });
         }
-        let mut answer = format!("Started job {id} ({profile_name}) in the background; you will be notified when it finishes.");
-        if queued {
-            answer.push_str(&format!(
-                " It is queued: {} sub-agents are already running (max_concurrent = {}); it starts when a slot frees.",
-                self.tree.limits.max_concurrent, self.tree.limits.max_concurrent
-            ));
-        }
+        let mut answer = if queued {
+            format!(
+                "Queued job {id} ({profile_name}) in the background. It is queued: as many sub-agents as allowed are running (max_concurrent = {} per run, max_concurrent_total = {} per host); it starts when a slot frees, after the jobs queued before it. You will be notified when it finishes.",
+                self.tree.limits.max_concurrent, self.tree.limits.max_concurrent_total
+            )
+        } else {
+            format!("Started job {id} ({profile_name}) in the background; you will be notified when it finishes.")
+        };
+        answer.push_str(&granted_note);
         Ok(answer)
     }
 

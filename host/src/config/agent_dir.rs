@@ -46,7 +46,8 @@ pub struct SkippedFile {
 /// What an agent file's profile inherits.
 pub(super) struct AgentDefaults<'a> {
     pub(super) capabilities: &'a CapabilitySet,
-    pub(super) max_turns_ceiling: u32,
+    /// `[defaults] max_turns_ceiling`, when set.
+    pub(super) max_turns_ceiling: Option<u32>,
     pub(super) model: &'a Option<String>,
     pub(super) limits: &'a AgentLimits,
     pub(super) models: &'a BTreeMap<String, ModelConfig>,
@@ -233,6 +234,7 @@ fn profile(
     if !file.ignored_keys.is_empty() {
         notes.push(ProfileNote::IgnoredKeys(file.ignored_keys));
     }
+    let max_turns = file.max_turns.unwrap_or(defaults.limits.max_turns);
     Profile {
         name,
         description: file.description,
@@ -241,10 +243,10 @@ fn profile(
         system_prompt: file.prompt,
         model,
         limits: AgentLimits {
-            max_turns: file.max_turns.unwrap_or(defaults.limits.max_turns),
+            max_turns,
             ..*defaults.limits
         },
-        max_turns_ceiling: file.max_turns.unwrap_or(defaults.max_turns_ceiling),
+        max_turns_ceiling: super::turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
         inherit_model,
         source: ProfileSource::AgentFile { path, written_name },
         notes,

@@ -175,8 +175,9 @@ pub struct Profile {
     pub model: Option<String>,
     /// Turn, time and cost limits.
     pub limits: AgentLimits,
-    /// The most turns a spawn may give an agent of this profile (`max_turns_ceiling`,
-    /// default its own `max_turns`): spawns may raise `max_turns` up to it.
+    /// The most turns a spawn may give an agent of this profile: its
+    /// `max_turns_ceiling`, else `[defaults] max_turns_ceiling`, else its own
+    /// `max_turns`. Spawns may raise `max_turns` up to it.
     pub max_turns_ceiling: u32,
     /// `model: inherit` (agent files): a sub-agent takes its parent's model.
     pub inherit_model: bool,
@@ -384,10 +385,7 @@ impl Config {
             budget_usd: defaults.budget_usd.map(|v| v.0),
         };
         let default_bootstrap = cx.default_bootstrap()?;
-        let max_turns_ceiling = defaults
-            .max_turns_ceiling
-            .map_or(default_limits.max_turns, |v| v.0 as u32)
-            .max(default_limits.max_turns);
+        let max_turns_ceiling = defaults.max_turns_ceiling.map(|v| v.0 as u32);
         let tool_aliases = cx.tool_aliases(&raw.tool_aliases);
         let mut profiles = BTreeMap::new();
         for (name, raw_profile) in &raw.profiles {
@@ -428,8 +426,8 @@ impl Config {
             capabilities: default_capabilities.clone(),
             system_prompt: join_prompt(&default_bootstrap),
             model: default_model,
+            max_turns_ceiling: turns_ceiling(None, max_turns_ceiling, default_limits.max_turns),
             limits: default_limits,
-            max_turns_ceiling,
             inherit_model: false,
             source: ProfileSource::Config,
             notes: Vec::new(),
@@ -450,6 +448,24 @@ impl Config {
         let mut plugin_tables = raw.plugins.tables.0;
         for table in plugin_tables.values_mut() {
             table.wit = table.wit.take().map(|wit| base.join(wit));
+        }
+        let default_profile = raw.queue.as_ref().and_then(|q| q.default_profile.as_ref());
+        if let Some(name) = default_profile {
+            let known =
+                name.get_ref().0 == DEFAULT_PROFILE || profiles.contains_key(&name.get_ref().0);
+            if !known {
+                let mut names: Vec<String> = profiles.keys().cloned().collect();
+                names.insert(0, DEFAULT_PROFILE.to_string());
+                return cx.invalid(
+                    name.span(),
+                    "queue.default_profile",
+                    format!(
+                        "no profile `{}` (defined: {})",
+                        name.get_ref().0,
+                        names.join(", ")
+                    ),
+                );
+            }
         }
         Ok(Config {
             path: path.to_path_buf(),
@@ -477,7 +493,7 @@ impl Config {
                         max_stalled: q.max_stalled.map_or(d.max_stalled, |v| v.0 as u32),
                         shutdown_grace_s: q.shutdown_grace_s.map_or(d.shutdown_grace_s, |v| v.0),
                         parent_timeout_s: q.parent_timeout_s.map_or(d.parent_timeout_s, |v| v.0),
-                        default_profile: q.default_profile.map(|p| p.0),
+                        default_profile: q.default_profile.map(|p| p.into_inner().0),
                         fail_jobs_on: q.fail_jobs_on.map_or(d.fail_jobs_on, |states| {
                             states.into_iter().map(|s| s.0).collect()
                         }),
@@ -490,33 +506,63 @@ impl Config {
         })
     }
 
-    /// The profile called `name`. With no profiles defined, `main` is an implicit
-    /// profile with every tool and the `[defaults]` capabilities.
+    /// The profile called `name`. Unless the configuration defines its own, `main`
+    /// is an implicit profile with every tool and the `[defaults]` capabilities (the
+    /// root's profile by default: `[profiles]` and agent files are for sub-agents and
+    /// need not define it).
     pub fn profile(&self, name: &str) -> Result<Profile, ConfigError> {
         if let Some(profile) = self.profiles.get(name) {
             return Ok(profile.clone());
         }
-        if self.profiles.is_empty() && name == DEFAULT_PROFILE {
+        if name == DEFAULT_PROFILE {
             return Ok(self.implicit.clone());
         }
         Err(ConfigError::UnknownProfile {
             path: self.path.clone(),
             name: name.to_string(),
-            available: self.profiles.keys().cloned().collect(),
+            available: self.profile_names(),
         })
+    }
+
+    /// Every profile name, the implicit `main` included.
+    pub fn profile_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.profiles.keys().cloned().collect();
+        if !self.profiles.contains_key(DEFAULT_PROFILE) {
+            names.insert(0, DEFAULT_PROFILE.to_string());
+        }
+        names
+    }
+
+    /// Every profile, the implicit `main` included (first, when it is implicit).
+    pub fn all_profiles(&self) -> Vec<Profile> {
+        let implicit =
+            (!self.profiles.contains_key(DEFAULT_PROFILE)).then(|| self.implicit.clone());
+        implicit
+            .into_iter()
+            .chain(self.profiles.values().cloned())
+            .collect()
     }
 }
 
 /// What a `[profiles]` table inherits.
 struct ProfileDefaults<'a> {
     raw_capabilities: &'a RawCapabilities,
-    max_turns_ceiling: u32,
+    /// `[defaults] max_turns_ceiling`, when set.
+    max_turns_ceiling: Option<u32>,
     bootstrap: &'a [String],
     model: &'a Option<String>,
     limits: &'a AgentLimits,
     models: &'a BTreeMap<String, ModelConfig>,
     model_aliases: &'a BTreeMap<String, String>,
     tool_aliases: &'a ToolAliases,
+}
+
+/// The most turns a spawn may give an agent of a profile: the profile's own
+/// `max_turns_ceiling`, else `[defaults] max_turns_ceiling`, else its `max_turns`; never
+/// below its `max_turns`. The one rule for `[profiles]`, agent files and the implicit
+/// `main`.
+fn turns_ceiling(own: Option<u32>, defaults: Option<u32>, max_turns: u32) -> u32 {
+    own.or(defaults).unwrap_or(max_turns).max(max_turns)
 }
 
 /// Prompt parts trimmed, empty ones dropped, joined by blank lines.
@@ -741,6 +787,9 @@ impl Resolver<'_> {
             )?),
             None => defaults.model.clone(),
         };
+        let max_turns = raw
+            .max_turns
+            .map_or(defaults.limits.max_turns, |v| v.0 as u32);
         Ok(Profile {
             name: name.to_string(),
             description: raw.description.clone(),
@@ -749,16 +798,15 @@ impl Resolver<'_> {
             system_prompt: join_prompt(&prompt),
             model,
             limits: AgentLimits {
-                max_turns: raw
-                    .max_turns
-                    .map_or(defaults.limits.max_turns, |v| v.0 as u32),
+                max_turns,
                 timeout_s: raw.timeout_s.map_or(defaults.limits.timeout_s, |v| v.0),
                 max_cost_usd: raw.max_cost_usd.map(|v| v.0),
             },
-            max_turns_ceiling: raw
-                .max_turns_ceiling
-                .or(raw.max_turns)
-                .map_or(defaults.max_turns_ceiling, |v| v.0 as u32),
+            max_turns_ceiling: turns_ceiling(
+                raw.max_turns_ceiling.map(|v| v.0 as u32),
+                defaults.max_turns_ceiling,
+                max_turns,
+            ),
             inherit_model: false,
             source: ProfileSource::Config,
             notes,
@@ -965,7 +1013,7 @@ struct RawQueue {
     max_stalled: Option<Bounded<0, 100>>,
     shutdown_grace_s: Option<Bounded<0, 86_400>>,
     parent_timeout_s: Option<Bounded<2, 86_400>>,
-    default_profile: Option<ProfileName>,
+    default_profile: Option<Spanned<ProfileName>>,
     fail_jobs_on: Option<Vec<StateName>>,
     keep_failed_s: Option<Bounded<1, 31_536_000>>,
 }
@@ -1420,7 +1468,10 @@ script = "demo.toml"
     fn unknown_profile_lists_the_defined_ones() {
         let config = parse("[profiles.a]\n[profiles.b]\n").unwrap();
         let error = config.profile("c").unwrap_err().to_string();
-        assert!(error.contains("no profile `c` (defined: a, b)"), "{error}");
+        assert!(
+            error.contains("no profile `c` (defined: main, a, b)"),
+            "{error}"
+        );
         let empty = parse("").unwrap();
         assert!(empty.profile("main").unwrap().tools.allows("anything"));
     }

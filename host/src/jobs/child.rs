@@ -64,6 +64,33 @@ pub fn narrow<'a>(
     Ok((profile, limits))
 }
 
+/// What a spawn asked for and did not get, one sentence each, for the parent: a
+/// limit is never lowered (or capped) without the parent being told.
+pub fn clamp_notes(base: &Profile, ask: &ChildAsk<'_>, granted: &AgentLimits) -> Vec<String> {
+    let name = &base.name;
+    let mut notes = Vec::new();
+    if let Some(asked) = ask.max_turns.filter(|t| *t != granted.max_turns) {
+        notes.push(format!(
+            "max_turns {asked} was asked, {} granted: profile `{name}` allows at most {} (max_turns_ceiling).",
+            granted.max_turns, base.max_turns_ceiling.max(base.limits.max_turns)
+        ));
+    }
+    if let Some(asked) = ask.timeout_s.filter(|t| *t != granted.timeout_s) {
+        notes.push(format!(
+            "timeout_s {asked} was asked, {} granted: profile `{name}` allows at most {} (timeout_s).",
+            granted.timeout_s, base.limits.timeout_s
+        ));
+    }
+    if let (Some(asked), Some(got)) = (ask.max_cost_usd, granted.max_cost_usd) {
+        if got < asked {
+            notes.push(format!(
+                "max_cost_usd {asked} was asked, {got} granted: profile `{name}` allows at most {got} (max_cost_usd)."
+            ));
+        }
+    }
+    notes
+}
+
 /// The message a sub-agent starts with: the task, then its context and constraints.
 pub fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
     let mut message = task.to_string();

@@ -8,9 +8,10 @@
 //! tree until the run ends so repeated awaits see them.
 
 pub mod child;
+pub(crate) mod slots;
 pub mod spawn_request;
 
-pub use self::child::{compose_task, narrow, Backend, ChildAsk, ChildSpec, Placement};
+pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec, Placement};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -18,14 +19,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunLimits;
 use crate::events::EventBus;
 use crate::outcome::{AgentOutcome, AgentState};
 
-/// A job's id: six hex digits, unique within a run.
+/// A job's id: six hex digits, unique within its run. Ids derive from the run's id
+/// (random per run), so they differ from run to run; where a job must be named across
+/// runs (events, traces, `--json`, queue jobs), the run's id goes with it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct JobId(pub String);
 
@@ -103,8 +106,8 @@ impl Job {
 pub struct Tree {
     /// Every job, the root included, with an index of each job's children.
     jobs: Mutex<Table>,
-    /// Sub-agents running at once.
-    pub(crate) slots: Arc<Semaphore>,
+    /// Sub-agents running at once (`max_concurrent`).
+    pub(crate) slots: Arc<slots::RunSlots>,
     /// The run's limits.
     pub limits: RunLimits,
     /// Dollars spent by every agent so far.
@@ -115,7 +118,8 @@ pub struct Tree {
     pub cancel: CancellationToken,
     /// Where the run's events go.
     pub events: EventBus,
-    /// Random, distinct per run: prefixes the ids of the run's jobs on a queue.
+    /// The run's id: random (16 hex digits) unless given. Its job ids derive from it,
+    /// and it names the run in events, traces, `--json` and queue jobs.
     pub run_id: String,
     /// The queue job this run works for, on a worker (its sub-agent jobs are
     /// recorded under it, so a retry can cancel an earlier attempt's).
@@ -137,22 +141,34 @@ struct Table {
 impl Tree {
     /// An empty tree with `limits`.
     pub fn new(limits: RunLimits) -> Arc<Tree> {
-        Tree::for_queue_job(limits, None)
+        Tree::for_queue_job(limits, None, None)
     }
 
-    /// An empty tree with `limits` for queue job `queue_job`.
-    pub(crate) fn for_queue_job(limits: RunLimits, queue_job: Option<String>) -> Arc<Tree> {
+    /// An empty tree with `limits` for queue job `queue_job`, named `run_id` (random
+    /// when `None`).
+    pub(crate) fn for_queue_job(
+        limits: RunLimits,
+        queue_job: Option<String>,
+        run_id: Option<String>,
+    ) -> Arc<Tree> {
+        let run_id = run_id.unwrap_or_else(random_id);
         Arc::new(Tree {
             jobs: Mutex::default(),
-            slots: Arc::new(Semaphore::new(limits.max_concurrent)),
+            slots: slots::RunSlots::new(limits.max_concurrent),
             limits,
             spent_micros: AtomicU64::new(0),
-            next_id: AtomicU64::new(0x5eed),
+            next_id: AtomicU64::new(id_seed(&run_id)),
             cancel: CancellationToken::new(),
-            events: EventBus::default(),
-            run_id: random_id(),
+            events: EventBus::new(&run_id),
+            run_id,
             queue_job,
         })
+    }
+
+    /// An empty tree named `run_id`: it hands out the same job ids, in the same order,
+    /// as every other tree of that name.
+    pub fn with_run_id(limits: RunLimits, run_id: &str) -> Arc<Tree> {
+        Tree::for_queue_job(limits, None, Some(run_id.to_string()))
     }
 
     /// Registers a new job; returns its id and the sender that marks it done.
@@ -201,8 +217,9 @@ impl Tree {
         (id, sender)
     }
 
-    /// Adds a placeholder job and returns its id: runs hand out ids in a fixed
-    /// sequence, so tests can know a child's id before the run creates it.
+    /// Adds a placeholder job and returns its id: a run hands out ids in a sequence
+    /// fixed by its id, so tests can know a child's id before a run of that id creates
+    /// it ([`Tree::with_run_id`]).
     #[doc(hidden)]
     pub fn add_for_tests(&self) -> JobId {
         self.add(None, "test", "test", CancellationToken::new()).0
@@ -316,9 +333,12 @@ impl Tree {
     }
 }
 
-/// Eight hex digits from the process's hash seeds, the clock and the process id.
+/// Sixteen hex digits from the process's random hash keys (drawn from the operating
+/// system), a per-process counter, the clock and the process id: distinct across runs,
+/// processes and machines.
 pub(crate) fn random_id() -> String {
     use std::hash::{BuildHasher, Hasher};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
         std::time::SystemTime::now()
@@ -326,7 +346,16 @@ pub(crate) fn random_id() -> String {
             .map_or(0, |d| d.as_nanos()),
     );
     hasher.write_u32(std::process::id());
-    format!("{:08x}", hasher.finish() as u32)
+    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", hasher.finish())
+}
+
+/// Where a run's job-id sequence starts: a fixed function of the run's id (not the
+/// process's random hasher), so a run of the same id hands out the same ids.
+fn id_seed(run_id: &str) -> u64 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(run_id.as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("a digest has 8 bytes"))
 }
 
 /// Formats a number with thousands separators (`1234567` as `1,234,567`).
@@ -459,6 +488,19 @@ mod tests {
             tree.take_finished_undelivered(&a).is_empty(),
             "a has no children"
         );
+    }
+
+    #[test]
+    fn job_ids_differ_between_runs_and_repeat_for_the_same_run_id() {
+        let first = |tree: Arc<Tree>| tree.add_for_tests();
+        let a = first(Tree::new(RunLimits::default()));
+        let b = first(Tree::new(RunLimits::default()));
+        assert_ne!(a, b, "two runs start with different ids");
+        let fixed = || first(Tree::with_run_id(RunLimits::default(), "run-1"));
+        assert_eq!(fixed(), fixed());
+        let run = Tree::new(RunLimits::default()).run_id.clone();
+        assert_eq!(run.len(), 16);
+        assert_ne!(run, Tree::new(RunLimits::default()).run_id);
     }
 
     #[test]

@@ -306,11 +306,17 @@ struct StreamState {
     stopped: bool,
 }
 
+/// Whether a system prompt is empty: then the request has none.
+fn is_blank(text: &&str) -> bool {
+    text.trim().is_empty()
+}
+
 /// The Messages request body, borrowing from the request.
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
+    #[serde(skip_serializing_if = "is_blank")]
     system: &'a str,
     #[serde(serialize_with = "messages_wire")]
     messages: &'a [Message],

@@ -525,11 +525,16 @@ fn system_then_messages<S: Serializer>(
     request: &&ChatRequest,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    let system = WireMessage::System {
+    // No system message at all when there is no prompt: an empty one is not "none" to
+    // every server (some reject it, some send it to the model as is).
+    let system = (!request.system.trim().is_empty()).then_some(WireMessage::System {
         content: &request.system,
-    };
-    serializer
-        .collect_seq(std::iter::once(system).chain(request.messages.iter().map(WireMessage::from)))
+    });
+    serializer.collect_seq(
+        system
+            .into_iter()
+            .chain(request.messages.iter().map(WireMessage::from)),
+    )
 }
 
 fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result<S::Ok, S::Error> {

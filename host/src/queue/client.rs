@@ -158,7 +158,9 @@ impl RemoteQueue {
             attempts: Some(self.config.attempts),
             backoff: Some(bullmq::types::BackoffStrategy::Exponential(500)),
             remove_on_complete: self.config.retention(),
-            remove_on_fail: self.config.retention(),
+            // BullMQ's job-level option wins over the worker's: a failed job is kept as
+            // `keep_failed_s` says (left out: kept until removed by hand).
+            remove_on_fail: self.config.failed_retention(),
             ..JobOptions::default()
         };
         self.queue
