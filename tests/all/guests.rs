@@ -153,6 +153,17 @@ pub(crate) fn js_plugin() -> &'static PathBuf {
     })
 }
 
+/// Installs the npm project in `dir` exactly as its lock file says: `npm ci` never
+/// rewrites the (tracked) lock file, as `npm install` does when it lacks an entry.
+pub(crate) fn npm_ci(dir: &Path, hint: &str) {
+    build(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(dir),
+        hint,
+    );
+}
+
 /// Builds the componentize-js project in `dir` (its `build.mjs`, with its pinned
 /// node_modules installed first when missing) into `name` under the wasm directory.
 fn componentize_js(dir: &str, name: &str, hint: &str) -> PathBuf {
@@ -162,12 +173,7 @@ fn componentize_js(dir: &str, name: &str, hint: &str) -> PathBuf {
         .join("node_modules/@bytecodealliance/componentize-js")
         .exists()
     {
-        build(
-            Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund"])
-                .current_dir(&dir),
-            hint,
-        );
+        npm_ci(&dir, hint);
     }
     if !up_to_date(&out, &[&dir, &root().join("wit")]) {
         build(

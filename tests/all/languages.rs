@@ -313,3 +313,28 @@ async fn c_plugin_through_warren_call_and_an_agent_run() {
         .await;
     assert_eq!(report.root.text, "checked", "{:?}", report.root);
 }
+
+#[test]
+fn installing_the_npm_projects_changes_no_tracked_file() {
+    // Each tracked npm project, installed from a copy the way the builds and tests
+    // install it: the install succeeds from the lock file alone and leaves it as it
+    // was (`npm install` rewrote incomplete lock files on every fresh clone).
+    for project in [
+        "plugins/js-markdown",
+        "tests/fixtures/typed-js",
+        "tests/fixtures/bullmq-client",
+        "tests/fixtures/mcp-inspector",
+    ] {
+        let source = crate::support::root().join(project);
+        let copy = tempfile::tempdir().unwrap();
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::copy(source.join(file), copy.path().join(file)).unwrap();
+        }
+        let lock = std::fs::read(source.join("package-lock.json")).unwrap();
+        crate::guests::npm_ci(copy.path(), "the npm projects need Node.js and npm");
+        assert!(
+            std::fs::read(copy.path().join("package-lock.json")).unwrap() == lock,
+            "installing {project} rewrote its package-lock.json"
+        );
+    }
+}

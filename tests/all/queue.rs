@@ -487,17 +487,9 @@ fn three_workers_share_the_children_and_the_parent_sees_their_events() {
 fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     let client = crate::support::root().join("tests/fixtures/bullmq-client");
     if !client.join("node_modules/bullmq").exists() {
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
-            .current_dir(&client)
-            .status()
-            .expect(
-                "npm is needed for the BullMQ interop test: install Node.js and npm (.ci/run does)",
-            );
-        assert!(
-            status.success(),
-            "npm install failed in {}",
-            client.display()
+        crate::guests::npm_ci(
+            &client,
+            "npm is needed for the BullMQ interop test: install Node.js and npm (scripts/install-deps does)",
         );
     }
     let redis = Redis::start();
