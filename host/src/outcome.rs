@@ -25,8 +25,8 @@ pub enum AgentState {
     MaxTurns,
     /// The run's budget or its own cost cap was used up.
     BudgetExceeded,
-    /// The model's answer was cut at its output limit (`length`, `max_tokens`) with
-    /// no tool call: what it wrote is incomplete.
+    /// The model's turn was cut at its output limit (`length`, `max_tokens`): what it
+    /// wrote is incomplete, and so may be its tool calls' arguments, which are not run.
     Truncated,
     /// The provider refused or filtered the answer (`content_filter`, a refusal).
     Refused,

@@ -2,13 +2,20 @@
 //! `tests/corpus/providers` (see its SOURCES.md): each body is served as recorded
 //! (status, content type, bytes) by a local HTTP server, and the provider must
 //! assemble the text, tool calls (ids, names, arguments), reasoning, refusal, finish
-//! reason and usage the recording holds — or the typed error it shows.
+//! reason and usage the recording holds — or the typed error it shows. Recordings
+//! whose reading decides how an agent ends (an empty refusal, a tool call cut at
+//! max_tokens) also run through the agent loop.
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use warren::events::Event;
 use warren::llm::{connect, ChatRequest, FinishReason, LlmError, Message, ModelConfig};
+use warren::{AgentState, RunReport};
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::World;
 
 /// Serves `body` once with `status` and `content_type` on 127.0.0.1:0; returns the
 /// base URL.
@@ -233,10 +240,11 @@ async fn replay(recording: &Recording) -> Result<(), String> {
     } else if !message.reasoning.is_empty() {
         differences.push(format!("unexpected reasoning {:?}", message.reasoning));
     }
-    if let Some(refusal) = expected.get("refusal").and_then(Value::as_str) {
-        if message.refusal.as_deref() != Some(refusal) {
-            differences.push(format!("refusal {:?} != {refusal:?}", message.refusal));
-        }
+    // No `refusal` key means the model did not refuse (an empty `"refusal": ""` on
+    // every delta is how some servers say so).
+    let refusal = expected.get("refusal").and_then(Value::as_str);
+    if message.refusal.as_deref() != refusal {
+        differences.push(format!("refusal {:?} != {refusal:?}", message.refusal));
     }
     if differences.is_empty() {
         Ok(())
@@ -284,6 +292,97 @@ async fn recorded_provider_responses_replay_to_what_they_hold() {
         "gemini",
     ] {
         assert!(families.contains(family), "no {family} recording replayed");
+    }
+}
+
+/// A recording as the fake LLM server answers it: its status, content type and body.
+fn recorded_reply(name: &str) -> Reply {
+    let recording = recordings().into_iter().find(|r| r.name == name).unwrap();
+    let body = std::fs::read_to_string(recording.dir.join("body")).unwrap();
+    Reply::Full {
+        status: recording.meta["status"].as_integer().unwrap() as u16,
+        headers: vec![(
+            "content-type",
+            recording.meta["content_type"].as_str().unwrap().to_string(),
+        )],
+        body,
+    }
+}
+
+/// Runs `main` (no tools offered) on a streaming `provider` model at `server`, and
+/// returns the report with every event of the run.
+async fn run_streamed(server: &FakeLlm, provider: &str) -> (RunReport, Vec<Event>) {
+    let world = World::new();
+    let config = world.config(&format!(
+        "[models.recorded]\nprovider = \"{provider}\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\nmax_retries = 0\n\
+         [profiles.main]\ntools = []\n",
+        server.base_url
+    ));
+    let host = warren::Host::load(warren::Config::load(&config).unwrap())
+        .await
+        .unwrap();
+    let run = host.start("main", "What is 2 + 2?", None).unwrap();
+    let mut stream = run.events();
+    let report = run.wait().await;
+    let events = std::iter::from_fn(|| stream.try_next())
+        .map(|record| record.event)
+        .collect();
+    (report, events)
+}
+
+/// Snowflake Cortex sends `"refusal": ""` on every delta of an ordinary answer: the
+/// agent ends `ok` with that answer, not `refused`.
+#[tokio::test]
+async fn an_answer_with_empty_refusals_is_an_answer() {
+    let server = FakeLlm::start().await;
+    server.push(recorded_reply("snowflake-stream-empty-refusal-pydantic-ai"));
+    let (report, _) = run_streamed(&server, "openai").await;
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
+    assert_eq!(report.root.text, "4");
+    assert_eq!(report.root.error, None);
+}
+
+/// A turn cut at max_tokens in the middle of a tool call's arguments (Anthropic
+/// `max_tokens` as recorded, OpenAI `length`) runs none of its calls: the agent ends
+/// `truncated`, the error names the cut call, and nothing reaches the tool.
+#[tokio::test]
+async fn a_turn_cut_at_max_tokens_runs_none_of_its_calls() {
+    let cut_openai = Reply::openai_stream(vec![
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"/docs/a.md\"}"}},
+            {"index": 1, "id": "call_2", "type": "function", "function": {"name": "write_file", "arguments": "{\"path\": \"/out/taxes.txt\", \"content\": \"# Tax gu"}}
+        ]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+    ]);
+    for (provider, reply, cut) in [
+        (
+            "anthropic",
+            recorded_reply("anthropic-stream-max-tokens-partial-tool-sdk"),
+            "make_file",
+        ),
+        ("openai", cut_openai, "write_file"),
+    ] {
+        let server = FakeLlm::start().await;
+        server.push(reply);
+        let (report, events) = run_streamed(&server, provider).await;
+        let calls: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e, Event::ToolCallStarted { .. }))
+            .collect();
+        assert!(calls.is_empty(), "{provider}: {calls:?}");
+        assert_eq!(server.requests().len(), 1, "{provider}: no second turn");
+        assert_eq!(
+            report.root.state,
+            AgentState::Truncated,
+            "{provider}: {:?}",
+            report.root
+        );
+        let error = report.root.error.as_deref().unwrap();
+        assert!(
+            error.contains(&format!("`{cut}`"))
+                && error.contains("max_tokens in [models.recorded]"),
+            "{provider}: {error}"
+        );
     }
 }
 
@@ -337,9 +436,7 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
 /// parent's result block, the run's JSON and the table say so.
 #[tokio::test]
 async fn truncated_and_refused_answers_end_in_their_own_states() {
-    use crate::fake_llm::{FakeLlm, Reply};
-    use serde_json::json;
-    let world = crate::support::World::new();
+    let world = World::new();
     let server = FakeLlm::start().await;
     let answer = |finish: &str, message: Value| {
         Reply::json(json!({
@@ -389,7 +486,7 @@ async fn truncated_and_refused_answers_end_in_their_own_states() {
     let report = host.start("main", "ROOT", None).unwrap().wait().await;
     assert_eq!(
         report.root.state,
-        warren::AgentState::Truncated,
+        AgentState::Truncated,
         "{:?}",
         report.root
     );
@@ -439,9 +536,7 @@ async fn truncated_and_refused_answers_end_in_their_own_states() {
 /// sub-agent whose profile has none.
 #[tokio::test]
 async fn spawn_calls_shaped_like_other_systems_work() {
-    use crate::fake_llm::{FakeLlm, Reply};
-    use serde_json::json;
-    let world = crate::support::World::new();
+    let world = World::new();
     let server = FakeLlm::start().await;
     let call = |id: &str, name: &str, args: Value| {
         Reply::json(json!({
@@ -482,12 +577,7 @@ async fn spawn_calls_shaped_like_other_systems_work() {
     );
     let host = warren::Host::load(config).await.unwrap();
     let report = host.start("main", "ROOT", None).unwrap().wait().await;
-    assert_eq!(
-        report.root.state,
-        warren::AgentState::Ok,
-        "{:?}",
-        report.root
-    );
+    assert_eq!(report.root.state, AgentState::Ok, "{:?}", report.root);
     let requests = server.requests();
     let spawn = requests[0].body["tools"]
         .as_array()

@@ -20,8 +20,8 @@ use crate::config::{AgentLimits, Config, Profile};
 use crate::events::{summarize, Event};
 use crate::jobs::{not_found_block, result_block, Backend, JobId, Phase, Tree};
 use crate::llm::{
-    ChatRequest, EventSink, FinishReason, Message, Provider, Requester, StreamEvent, ToolCall,
-    ToolDefinition, Usage,
+    AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Provider, Requester,
+    StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -115,6 +115,37 @@ fn warn_profile_notes_once(profile: &crate::config::Profile) {
         for note in notes {
             tracing::warn!(profile = %profile.name, "{note}");
         }
+    }
+}
+
+/// How a turn's response ends the agent, if it does: an answer that lost its end or
+/// was withheld is not success, and no call of a turn cut by the output limit is run,
+/// since the limit falls wherever it falls, mid-arguments included (half the arguments
+/// of a `write_file` would write half a file).
+fn unusable_turn(
+    finish: &FinishReason,
+    message: &AssistantMessage,
+    model: &str,
+) -> Option<(AgentState, String)> {
+    match (finish, &message.refusal, message.tool_calls.as_slice()) {
+        (_, Some(refusal), []) => Some((AgentState::Refused, format!("refused: {refusal}"))),
+        (FinishReason::Length, _, []) => Some((
+            AgentState::Truncated,
+            format!("truncated at max_tokens: the answer hit the model's output limit (raise max_tokens in [models.{model}])"),
+        )),
+        // Generation stops at the limit, so the call it cut is the last one made.
+        (FinishReason::Length, _, [.., cut]) => Some((
+            AgentState::Truncated,
+            format!(
+                "truncated at max_tokens: the arguments of the `{}` call were cut at the model's output limit, so no tool of that turn was run (raise max_tokens in [models.{model}])",
+                cut.name
+            ),
+        )),
+        (FinishReason::ContentFilter, None, []) => Some((
+            AgentState::Refused,
+            "refused: the provider's content filter withheld the answer".into(),
+        )),
+        _ => None,
     }
 }
 
@@ -309,33 +340,11 @@ impl Agent {
                 cost_usd: progress.cost_usd,
             });
             progress.text = response.message.text.clone();
-            let calls = response.message.tool_calls.clone();
-            let refusal = response.message.refusal.clone();
-            request.messages.push(Message::Assistant(response.message));
-
-            // An answer that lost its end or was withheld is not success.
-            if calls.is_empty() {
-                match (&response.finish, refusal) {
-                    (_, Some(refusal)) => {
-                        return Err((AgentState::Refused, format!("refused: {refusal}")))
-                    }
-                    (FinishReason::Length, None) => {
-                        return Err((
-                            AgentState::Truncated,
-                            format!(
-                                "truncated at max_tokens: the answer hit the model's output limit (raise max_tokens in [models.{model}])"
-                            ),
-                        ))
-                    }
-                    (FinishReason::ContentFilter, None) => {
-                        return Err((
-                            AgentState::Refused,
-                            "refused: the provider's content filter withheld the answer".into(),
-                        ))
-                    }
-                    _ => {}
-                }
+            if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
+                return Err(ended);
             }
+            let calls = response.message.tool_calls.clone();
+            request.messages.push(Message::Assistant(response.message));
 
             if calls.is_empty() {
                 let children = self.tree.children(&self.id);

@@ -240,7 +240,8 @@ struct PlainFunction<'a> {
 struct Assembly {
     text: String,
     reasoning: String,
-    refusal: Option<String>,
+    /// Refusal text as it arrived (empty or blank when the model did not refuse).
+    refusal: String,
     /// Calls in arrival order.
     calls: Vec<ToolCall>,
     /// `index` → position in `calls`, for servers that number their fragments.
@@ -277,9 +278,7 @@ impl Assembly {
             }
         }
         if let Some(refusal) = part["refusal"].as_str() {
-            self.refusal
-                .get_or_insert_with(String::new)
-                .push_str(refusal);
+            self.refusal.push_str(refusal);
         }
         for fragment in part["tool_calls"].as_array().into_iter().flatten() {
             self.tool_call(fragment);
@@ -314,9 +313,7 @@ impl Assembly {
             self.reasoning.push_str(reasoning);
         }
         if let Some(refusal) = &delta.refusal {
-            self.refusal
-                .get_or_insert_with(String::new)
-                .push_str(refusal);
+            self.refusal.push_str(refusal);
         }
         for fragment in delta.tool_calls.iter().flatten() {
             let function = fragment.function.as_ref();
@@ -402,7 +399,9 @@ impl Assembly {
             text: self.text,
             tool_calls: self.calls,
             reasoning: self.reasoning,
-            refusal: self.refusal,
+            // Snowflake Cortex and some gateways put `"refusal": ""` on every delta of
+            // an answer: an empty refusal is no refusal.
+            refusal: Some(self.refusal).filter(|refusal| !refusal.trim().is_empty()),
             provider_blocks: Vec::new(),
         };
         (message, finish, self.usage)
@@ -697,6 +696,23 @@ mod tests {
         let hint = request.json_size_hint();
         assert!(hint >= bytes.len(), "{hint} < {}", bytes.len());
         assert!(hint <= 2 * bytes.len(), "{hint} > 2 x {}", bytes.len());
+    }
+
+    /// A whole `message` with `"refusal": ""` (or blank) beside its answer is an
+    /// answer; only refusal text makes a refusal.
+    #[test]
+    fn an_empty_refusal_is_no_refusal() {
+        let refusal_of = |message: Value| {
+            let mut assembly = Assembly::default();
+            assembly.message(&message);
+            assembly.into_parts().0.refusal
+        };
+        for empty in ["", " \n"] {
+            let message = json!({"role": "assistant", "content": "4", "refusal": empty});
+            assert_eq!(refusal_of(message), None, "{empty:?}");
+        }
+        let refused = json!({"role": "assistant", "content": null, "refusal": "I can't."});
+        assert_eq!(refusal_of(refused).as_deref(), Some("I can't."));
     }
 
     /// Applies one chunk the general way (a `Value` tree), as for uncommon shapes.
