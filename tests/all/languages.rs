@@ -218,7 +218,14 @@ fn scaffolded_plugins_build_and_pass_their_own_test() {
         );
         let root = dir.path().join(&name);
         assert!(root.join("wit/plugin.wit").is_file() && root.join("test.sh").is_file());
-        let output = Command::new(root.join("test.sh"))
+        let mut test = Command::new(root.join("test.sh"));
+        if lang == "python" {
+            // As on Debian 12 or recent Ubuntu: the system's python3, whose pip refuses
+            // to install outside a virtual environment.
+            test.env("PATH", "/usr/bin:/bin")
+                .env("PIP_REQUIRE_VIRTUALENV", "1");
+        }
+        let output = test
             .env("WARREN", warren)
             .env(
                 "CARGO_TARGET_DIR",
