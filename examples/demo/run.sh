@@ -4,7 +4,7 @@
 # Run with: ./examples/demo/run.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-"$root/scripts/build-plugins" >/dev/null
-cargo build --quiet --manifest-path "$root/Cargo.toml" -p warren
+"$root/scripts/install-deps" build
+"$root/scripts/build-warren"
 exec "$root/target/debug/warren" --config "$root/examples/demo/warren.toml" run \
   "Summarise what the documents under /docs say about energy in 2025."

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The quick start: build warren and its bundled plugins, then call tools in the sandbox.
+# The quick start: build warren (with its built-in plugins), then call tools in the
+# sandbox.
 # Run with: ./examples/quickstart/run.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-"$root/scripts/build-plugins" >/dev/null
-cargo build --quiet --manifest-path "$root/Cargo.toml" -p warren
+"$root/scripts/install-deps" build
+"$root/scripts/build-warren"
 warren="$root/target/debug/warren"
 cd "$root/examples/quickstart"
 
