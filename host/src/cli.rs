@@ -667,8 +667,8 @@ fn print_tools(
 /// One line per agent: id, parent, profile, state, turns, tokens, cost, time.
 fn summary(report: &RunReport) -> String {
     let mut out = format!(
-        "\n{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}\n",
-        "agent", "parent", "profile", "state", "turns", "tokens", "cost", "time"
+        "\n{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}  {}\n",
+        "agent", "parent", "profile", "state", "turns", "tokens", "cost", "time", "description"
     );
     for job in &report.agents {
         let (state, turns, tokens, cost, time) = match &job.phase {
@@ -691,8 +691,9 @@ fn summary(report: &RunReport) -> String {
             .parent
             .as_ref()
             .map_or("-".to_string(), ToString::to_string);
+        let description = job.label.as_deref().unwrap_or("-");
         out.push_str(&format!(
-            "{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}\n",
+            "{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}  {description}\n",
             job.id, parent, job.profile, state, turns, tokens, cost, time
         ));
     }

@@ -14,6 +14,9 @@ use tokio::sync::broadcast;
 const BUS_CAPACITY: usize = 8192;
 /// Longest arguments or result excerpt carried in an event.
 const SUMMARY_CHARS: usize = 200;
+/// Longest answer carried by an `agent_finished` event (and recorded on an agent's
+/// trace span): enough for a report, bounded so one agent cannot bloat every log.
+pub const RESULT_CHARS: usize = 4000;
 
 /// Something that happened in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +46,9 @@ pub enum Event {
         profile: String,
         /// The start of its task.
         task: String,
+        /// The short label its parent gave (`description`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
     },
     /// A piece of model text, as it streamed.
     TextDelta {
@@ -115,6 +121,9 @@ pub enum Event {
         duration_ms: u64,
         /// Why it did not end well.
         error: Option<String>,
+        /// Its answer (or partial output), up to [`RESULT_CHARS`] characters.
+        #[serde(default)]
+        text: String,
     },
     /// A subscriber fell behind and lost this many events (never published by agents).
     Lagged {
@@ -244,6 +253,14 @@ impl EventStream {
             run: self.run.clone(),
             event: Event::Lagged { missed },
         }
+    }
+}
+
+/// The first `max` characters of `text`, with `…` when cut.
+pub fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 

@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::Subscriber;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -107,10 +109,49 @@ fn now_ns() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-/// The `tracing` layer that records spans for export.
+/// The `tracing` layer that gives every span its trace and span ids and, when an
+/// exporter runs, records finished spans for it. Ids are given even without an
+/// exporter: log lines name their trace either way.
 struct OtlpLayer {
-    queue: Arc<Mutex<Vec<Value>>>,
+    /// Finished spans waiting for the exporter; `None` when nothing is exported.
+    queue: Option<Arc<Mutex<Vec<Value>>>>,
     ids: AtomicU64,
+}
+
+/// The trace of the innermost current span that has one. Read from the registry, not
+/// through the log layer's context: that context hides the spans the log filter leaves
+/// out (info spans under the default `warn`), which are the agents' spans.
+fn current_trace_id() -> Option<u128> {
+    tracing::dispatcher::get_default(|dispatch| {
+        let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+        let current = dispatch.current_span();
+        let span = registry.span(current.id()?)?;
+        span.scope()
+            .find_map(|span| span.extensions().get::<SpanData>().map(|d| d.trace_id))
+    })
+}
+
+/// Log lines within an agent's work begin with the trace they belong to
+/// (`trace_id=…`), so a log line and that trace can be found from each other.
+struct WithTraceId<F>(F);
+
+impl<S, N, F> FormatEvent<S, N> for WithTraceId<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        if let Some(trace) = current_trace_id() {
+            write!(writer, "trace_id={trace:032x} ")?;
+        }
+        self.0.format_event(ctx, writer, event)
+    }
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
@@ -162,6 +203,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
         let Some(data) = span.extensions_mut().remove::<SpanData>() else {
             return;
         };
+        let Some(queue) = &self.queue else { return };
         let mut name = data.name;
         let mut attributes = Vec::new();
         for (key, value) in data.attributes {
@@ -186,7 +228,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
         if let Some(parent) = data.parent_span_id {
             record["parentSpanId"] = format!("{parent:016x}").into();
         }
-        let mut queue = self.queue.lock().expect("span queue poisoned");
+        let mut queue = queue.lock().expect("span queue poisoned");
         if queue.len() < MAX_QUEUED_SPANS {
             queue.push(record);
         }
@@ -285,17 +327,19 @@ impl Telemetry {
         extra: Option<Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>>,
     ) -> Telemetry {
         // Colours only on a terminal: a log piped to a file or a CI page stays plain.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let logs = tracing_subscriber::fmt::layer()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_ansi(ansi)
             .with_writer(|| crate::term::LiveStderr)
-            .with_target(false)
+            .event_format(WithTraceId(
+                tracing_subscriber::fmt::format()
+                    .with_ansi(ansi)
+                    .with_target(false),
+            ))
             .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
-        let Some(endpoint) = otlp_endpoint.filter(|e| !e.is_empty()) else {
-            tracing_subscriber::registry().with(extra).with(logs).init();
-            return Telemetry { exporter: None };
-        };
-        let queue: Arc<Mutex<Vec<Value>>> = Arc::default();
-        let layer = OtlpLayer {
+        let endpoint = otlp_endpoint.filter(|e| !e.is_empty());
+        let queue: Option<Arc<Mutex<Vec<Value>>>> = endpoint.as_ref().map(|_| Arc::default());
+        let spans = OtlpLayer {
             queue: queue.clone(),
             ids: AtomicU64::new(0),
         }
@@ -304,9 +348,12 @@ impl Telemetry {
         }));
         tracing_subscriber::registry()
             .with(extra)
+            .with(spans)
             .with(logs)
-            .with(layer)
             .init();
+        let (Some(endpoint), Some(queue)) = (endpoint, queue) else {
+            return Telemetry { exporter: None };
+        };
         let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
         let headers = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
             .map(|h| parse_headers(&h))

@@ -296,10 +296,11 @@ pub fn plain_line(event: &Event) -> Option<String> {
             parent,
             profile,
             task,
-            ..
+            label,
         } => {
             format!(
-                "[{agent}] queued {profile} (parent {}): {task}",
+                "[{agent}] queued {} (parent {}): {task}",
+                crate::jobs::title(profile, label.as_deref()),
                 parent.as_deref().unwrap_or("-")
             )
         }
@@ -307,8 +308,12 @@ pub fn plain_line(event: &Event) -> Option<String> {
             agent,
             profile,
             task,
+            label,
             ..
-        } => format!("[{agent}] started {profile}: {task}"),
+        } => format!(
+            "[{agent}] started {}: {task}",
+            crate::jobs::title(profile, label.as_deref())
+        ),
         Event::ToolCallFinished {
             agent,
             tool,

@@ -237,6 +237,82 @@ fn the_jsonl_log_and_json_output_match_the_run() {
         .map(|a| a["cost_usd"].as_f64().unwrap())
         .sum();
     assert!((cost - result["total_cost_usd"].as_f64().unwrap()).abs() < 1e-5);
+
+    // What each agent said is in its end event; what its parent called it is in its
+    // start event and in the JSON.
+    let root_end = finished.last().unwrap();
+    assert_eq!(root_end["text"], result["text"]);
+    assert!(finished
+        .iter()
+        .all(|f| !f["text"].as_str().unwrap().is_empty()));
+    let labels: std::collections::BTreeSet<&str> = result["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["description"].as_str())
+        .collect();
+    assert_eq!(labels, ["hydro notes", "solar notes", "wind notes"].into());
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "agent_started" && l["label"] == "solar notes"));
+
+    // The run has its own id, on every event; a second run gets another, and other
+    // job ids.
+    let run_id = result["run_id"].as_str().unwrap();
+    assert_eq!(run_id.len(), 16, "{run_id}");
+    assert!(lines.iter().all(|l| l["run"] == run_id));
+    let again: Value =
+        serde_json::from_slice(&demo(&["--json", "--progress", "none"], None).stdout).unwrap();
+    assert_ne!(again["run_id"], result["run_id"]);
+    assert_ne!(again["agents"][0]["id"], result["agents"][0]["id"]);
+}
+
+#[test]
+fn plain_progress_and_the_summary_name_each_agent_and_line_up() {
+    let output = demo(&["--progress", "plain"], None);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("started researcher (solar notes): Summarise /docs/solar.md"),
+        "{stderr}"
+    );
+    // A log line within an agent's work names its trace.
+    let denial = stderr
+        .lines()
+        .find(|l| l.contains("plugin reported a denial"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let trace = denial
+        .strip_prefix("trace_id=")
+        .unwrap_or_else(|| panic!("{denial}"));
+    assert!(
+        trace[..32].bytes().all(|b| b.is_ascii_hexdigit()),
+        "{denial}"
+    );
+    // The summary table: every column starts where its header does.
+    let table: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("agent "))
+        .take_while(|l| !l.starts_with("total cost"))
+        .collect();
+    assert_eq!(table.len(), 5, "{stderr}");
+    let header = table[0];
+    for column in ["parent", "profile", "state"] {
+        let at = header.find(column).unwrap();
+        for row in &table[1..] {
+            assert!(
+                at == 0 || row.as_bytes()[at - 1] == b' ' && row.as_bytes()[at] != b' ',
+                "`{column}` at {at} is off in\n{header}\n{row}"
+            );
+        }
+    }
+    let description = header.find("description").unwrap();
+    assert!(
+        table[1..]
+            .iter()
+            .any(|row| row.get(description..) == Some("solar notes")),
+        "{}",
+        table.join("\n")
+    );
 }
 
 #[test]
@@ -499,6 +575,21 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
             Some("researcher")
         );
         assert!(attr(researcher, "gen_ai.agent.id").is_some());
+        // What it was asked and answered, and how it ended, as trace UIs show them.
+        let input = attr(researcher, "input.value").unwrap();
+        assert!(input.starts_with("Summarise /docs/"), "{input}");
+        let messages: Value =
+            serde_json::from_str(&attr(researcher, "gen_ai.input.messages").unwrap()).unwrap();
+        assert_eq!(messages[0]["parts"][0]["content"], input.as_str());
+        assert!(!attr(researcher, "output.value").unwrap().is_empty());
+        let output: Value =
+            serde_json::from_str(&attr(researcher, "gen_ai.output.messages").unwrap()).unwrap();
+        assert_eq!(output[0]["role"], "assistant");
+        assert_eq!(
+            attr(researcher, "warren.agent.state").as_deref(),
+            Some("ok")
+        );
+        assert!(attr(researcher, "warren.run.id").is_some());
     }
     let chats = named("chat scripted");
     assert_eq!(chats.len(), 3 + 2 + 2 + 3, "one per model turn");

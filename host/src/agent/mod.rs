@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, Instrument};
 
 use crate::config::{AgentLimits, Config, Profile};
-use crate::events::{summarize, Event};
+use crate::events::{bounded, summarize, Event, RESULT_CHARS};
 use crate::jobs::{not_found_block, result_block, Backend, JobId, Phase, Tree};
 use crate::llm::{
     AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Provider, Requester,
@@ -166,16 +166,33 @@ impl Agent {
             gen_ai.agent.id = %self.id,
             warren.depth = self.depth,
             warren.traceparent = self.traceparent.as_deref(),
+            warren.run.id = %self.tree.run_id,
+            warren.agent.state = tracing::field::Empty,
+            input.value = tracing::field::Empty,
+            output.value = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
             error.type = tracing::field::Empty,
+        );
+        // What the agent was asked and what it answered go on its span (the GenAI
+        // conventions' messages, and the plain input/output trace UIs show), bounded.
+        let asked = bounded(&task, RESULT_CHARS);
+        span.record("input.value", asked.as_str());
+        span.record(
+            "gen_ai.input.messages",
+            serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": asked}]}])
+                .to_string(),
         );
         async {
             let started = Instant::now();
             warn_profile_notes_once(&self.profile);
+            let job = self.tree.job(&self.id);
             self.tree.events.publish(Event::AgentStarted {
                 agent: self.id.0.clone(),
-                parent: self.tree.job(&self.id).and_then(|j| j.parent).map(|p| p.0),
+                parent: job.as_ref().and_then(|j| j.parent.clone()).map(|p| p.0),
                 profile: self.profile.name.clone(),
                 task: summarize(&task),
+                label: job.and_then(|j| j.label),
             });
             let mut progress = Progress::default();
             let ended = {
@@ -201,17 +218,7 @@ impl Agent {
                 tracing::Span::current().record("error.type", state.as_str());
             }
             info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
-            self.tree.events.publish(Event::AgentFinished {
-                agent: self.id.0.clone(),
-                state: state.as_str().to_string(),
-                turns: progress.turns,
-                input_tokens: progress.usage.input_tokens,
-                output_tokens: progress.usage.output_tokens,
-                cost_usd: progress.cost_usd,
-                duration_ms: started.elapsed().as_millis() as u64,
-                error: error.clone(),
-            });
-            AgentOutcome {
+            let outcome = AgentOutcome {
                 state,
                 text: progress.text,
                 error,
@@ -219,7 +226,21 @@ impl Agent {
                 usage: progress.usage,
                 cost_usd: progress.cost_usd,
                 duration: started.elapsed(),
-            }
+            };
+            let span = tracing::Span::current();
+            span.record("warren.agent.state", state.as_str());
+            let answer = match &outcome.error {
+                Some(error) if outcome.text.is_empty() => error.as_str(),
+                _ => outcome.text.as_str(),
+            };
+            let answer = bounded(answer, RESULT_CHARS);
+            span.record("output.value", answer.as_str());
+            span.record(
+                "gen_ai.output.messages",
+                serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": state.as_str()}]).to_string(),
+            );
+            self.tree.events.publish(outcome.finished_event(&self.id.0));
+            outcome
         }
         .instrument(span)
         .await

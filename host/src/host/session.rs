@@ -258,6 +258,7 @@ impl Session {
                     parent,
                     profile,
                     task,
+                    label: job.label,
                 },
             });
         }

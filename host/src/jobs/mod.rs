@@ -34,7 +34,8 @@ pub struct JobId(pub String);
 
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        // `pad`, not `write_str`: a width in a table (`{:<8}`) applies.
+        f.pad(&self.0)
     }
 }
 
@@ -89,10 +90,7 @@ pub struct Job {
 impl Job {
     /// The profile, with the label when there is one: `researcher (check the docs)`.
     pub fn title(&self) -> String {
-        match &self.label {
-            Some(label) => format!("{} ({label})", self.profile),
-            None => self.profile.clone(),
-        }
+        title(&self.profile, self.label.as_deref())
     }
 
     /// Marks the result delivered; `false` when it already was (a result goes to the
@@ -356,6 +354,15 @@ fn id_seed(run_id: &str) -> u64 {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(run_id.as_bytes());
     u64::from_le_bytes(digest[..8].try_into().expect("a digest has 8 bytes"))
+}
+
+/// A profile with its spawn label, when there is one: `researcher (check the docs)`.
+/// The one rendering of an agent's title (result blocks, lists, progress lines).
+pub fn title(profile: &str, label: Option<&str>) -> String {
+    match label {
+        Some(label) => format!("{profile} ({label})"),
+        None => profile.to_string(),
+    }
 }
 
 /// Formats a number with thousands separators (`1234567` as `1,234,567`).

@@ -421,16 +421,10 @@ async fn run_remote(child: &Placement, queue: &RemoteQueue, mut data: JobData) -
         .tree
         .charge((outcome.cost_usd - mirror.charged).max(0.0));
     mirror.finish_descendants();
-    child.tree.events.publish(Event::AgentFinished {
-        agent: child.id.0.clone(),
-        state: outcome.state.as_str().to_string(),
-        turns: outcome.turns,
-        input_tokens: outcome.usage.input_tokens,
-        output_tokens: outcome.usage.output_tokens,
-        cost_usd: outcome.cost_usd,
-        duration_ms: outcome.duration.as_millis() as u64,
-        error: outcome.error.clone(),
-    });
+    child
+        .tree
+        .events
+        .publish(outcome.finished_event(&child.id.0));
     outcome
 }
 
@@ -623,6 +617,7 @@ impl Mirror {
                 cost_usd,
                 duration_ms,
                 error,
+                text,
             } => {
                 let id = self.ids.get(agent.as_str())?.clone();
                 if id == self.root {
@@ -630,7 +625,7 @@ impl Mirror {
                 }
                 let outcome = JobOutcome {
                     state: state.clone(),
-                    text: String::new(),
+                    text: text.clone(),
                     error: error.clone(),
                     turns: *turns,
                     input_tokens: *input_tokens,
