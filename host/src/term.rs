@@ -13,12 +13,26 @@ pub(crate) static DRAWN: Mutex<usize> = Mutex::new(0);
 /// redraws it below the record), so logs and the tree never overwrite each other.
 pub(crate) struct LiveStderr;
 
+/// Erases the `lines` lines above the cursor one by one and leaves the cursor on the
+/// first. Not with "erase below" (`ESC [ J`): from the top-left corner that clears the
+/// whole screen, which tmux (`scroll-on-clear`) and other terminals first push into
+/// the scrollback, where the erased tree would stand above the log record.
+fn erase_lines(lines: usize) -> String {
+    let mut erase = format!("\x1b[{lines}A\r");
+    for _ in 0..lines {
+        // Down without scrolling (`ESC [ B` stops at the last row, as `\n` would not).
+        erase.push_str("\x1b[2K\x1b[B");
+    }
+    erase.push_str(&format!("\x1b[{lines}A"));
+    erase
+}
+
 impl Write for LiveStderr {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
         let mut err = std::io::stderr().lock();
         if *drawn > 0 {
-            write!(err, "\x1b[{}A\r\x1b[J", *drawn)?;
+            err.write_all(erase_lines(*drawn).as_bytes())?;
             *drawn = 0;
         }
         err.write_all(bytes)?;

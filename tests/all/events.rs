@@ -608,3 +608,66 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
     assert_eq!(attr(denied[0], "error.type").as_deref(), Some("failed"));
     assert_eq!(denied[0]["status"]["code"], 2);
 }
+
+/// The live tree in a real terminal multiplexer: tmux, 120 columns, the demo run with
+/// the tree on. The sandbox's denial is logged while the tree is shown; the tree must
+/// be erased for it, not left standing above it (in the scrollback too), so the root
+/// shows once at every moment.
+#[test]
+fn in_tmux_a_log_line_never_leaves_a_second_tree_behind() {
+    crate::support::guests();
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", "warren-test-tree"])
+            .args(args)
+            .output()
+            .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
+    };
+    let config = crate::support::root().join("examples/demo/warren.toml");
+    let command = format!(
+        "{} --config {} run Summarise. --progress tty; sleep 60",
+        env!("CARGO_BIN_EXE_warren"),
+        config.display()
+    );
+    let _ = tmux(&["kill-server"]);
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "tree",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let root_line = |line: &&str| {
+        line.len() > 12
+            && line[..6].bytes().all(|b| b.is_ascii_hexdigit())
+            && line[6..].starts_with(" main ")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut screens = Vec::new();
+    loop {
+        let screen = tmux(&["capture-pane", "-p", "-S", "-200", "-t", "tree"]);
+        let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
+        let done = screen.contains("total cost");
+        screens.push(screen);
+        if done || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(40));
+    }
+    let _ = tmux(&["kill-server"]);
+    let last = screens.last().unwrap();
+    assert!(
+        last.contains("total cost"),
+        "the demo did not finish:\n{last}"
+    );
+    assert!(last.contains("WARN plugin reported a denial"), "{last}");
+    for screen in &screens {
+        let roots = screen.lines().filter(root_line).count();
+        assert!(roots <= 1, "the root shows {roots} times:\n{screen}");
+    }
+}
