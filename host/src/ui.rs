@@ -376,6 +376,7 @@ mod tests {
                 parent: Some("r".into()),
                 profile: "p".into(),
                 task: String::new(),
+                label: None,
             },
         ] {
             tree.apply(&event);

@@ -421,8 +421,18 @@ pub fn result_block(job: &Job) -> String {
             };
             let body = match (&outcome.state, outcome.error.as_deref()) {
                 (AgentState::Ok, _) | (_, None) => outcome.text.clone(),
-                (_, Some(error)) if outcome.text.is_empty() => error.to_string(),
-                (_, Some(error)) => format!("{error}\nPartial output: {}", outcome.text),
+                (_, Some(error)) => {
+                    // The header carries the error's first line; the body only what
+                    // the error adds to it, then any partial output.
+                    let more = error.lines().skip(1).collect::<Vec<_>>().join("\n");
+                    let partial = (!outcome.text.is_empty())
+                        .then(|| format!("Partial output: {}", outcome.text));
+                    [(!more.trim().is_empty()).then_some(more), partial]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }
             };
             format!("[{}: {tag}] {header}\n{body}", job.id)
                 .trim_end()
@@ -508,6 +518,39 @@ mod tests {
         let run = Tree::new(RunLimits::default()).run_id.clone();
         assert_eq!(run.len(), 16);
         assert_ne!(run, Tree::new(RunLimits::default()).run_id);
+    }
+
+    #[test]
+    fn a_failed_block_says_its_reason_once() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let child = tree
+            .add(Some(&root), "coder", "t", CancellationToken::new())
+            .0;
+        let failed = |error: &str, text: &str| {
+            tree.set_phase(
+                &child,
+                Phase::Done(AgentOutcome {
+                    state: AgentState::MaxTurns,
+                    error: Some(error.to_string()),
+                    text: text.to_string(),
+                    ..AgentOutcome::cancelled_before_start()
+                }),
+            );
+            result_block(&tree.job(&child).unwrap())
+        };
+        assert_eq!(
+            failed("max turns (10) reached", ""),
+            format!("[{child}: ERROR] coder · max turns (10) reached")
+        );
+        assert_eq!(
+            failed("max turns (10) reached", "half done"),
+            format!("[{child}: ERROR] coder · max turns (10) reached\nPartial output: half done")
+        );
+        assert_eq!(
+            failed("model error\nHTTP 500: busy", ""),
+            format!("[{child}: ERROR] coder · model error\nHTTP 500: busy")
+        );
     }
 
     #[test]

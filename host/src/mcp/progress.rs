@@ -129,6 +129,7 @@ mod tests {
                 parent: Some("root".into()),
                 profile: "researcher".into(),
                 task: "t".into(),
+                label: None,
             },
             Event::TurnStarted {
                 agent: agent(),
