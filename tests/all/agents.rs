@@ -845,3 +845,66 @@ async fn a_spawn_is_told_what_it_was_granted_and_the_defaults_ceiling_holds() {
     );
     assert!(!answers[1].contains("granted"), "{answers:?}");
 }
+
+/// A child whose scratch directory cannot be made (here: TMPDIR is removed after the
+/// root made its own) is a spawn error the parent reads, and nothing is left queued:
+/// the run ends.
+#[test]
+fn a_child_that_cannot_be_prepared_is_never_left_queued() {
+    let world = World::new();
+    std::fs::write(
+        world.path("script.toml"),
+        r#"
+[[turns]]
+profile = "main"
+delay_ms = 2000
+tool_calls = [{ name = "spawn_agent", arguments = { profile = "digger", task = "dig" } }]
+[[turns]]
+profile = "main"
+when = "cannot prepare the sub-agent"
+text = "the spawn failed"
+"#,
+    )
+    .unwrap();
+    world.config(
+        "[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\
+         [profiles.main]\ntools = []\n[profiles.main.capabilities]\nscratch = true\n\
+         [profiles.digger]\ntools = []\n[profiles.digger.capabilities]\nscratch = true\n",
+    );
+    let tmp = world.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "go", "--json", "--progress", "none"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the root has its scratch directory (its first turn takes 2 s), the next
+    // one cannot be made.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_dir(&tmp).unwrap().next().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the root made no scratch directory"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir_all(&tmp).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run never ended: the unprepared child stayed queued");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["text"], "the spawn failed");
+    assert_eq!(result["agents"].as_array().unwrap().len(), 1, "{result}");
+}
