@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, ProfileNote};
+use crate::config::{Config, ConfigError, ProfileNote};
 use crate::llm::{ChatRequest, LlmError, Message, ProviderKind};
 use crate::plugin::ToolRegistry;
 use crate::sandbox::Sandbox;
@@ -29,7 +29,13 @@ pub async fn run(config_path: &Path) -> usize {
             config
         }
         Err(error) => {
-            report.fail(format!("config: {error}"), "fix the file at the line named (every key is listed in the README's configuration reference)");
+            let remedy = match error {
+                ConfigError::NotFound { .. } => {
+                    "doctor checks the config that --config names (default: warren.toml in this directory)"
+                }
+                _ => "fix the file at the line named (every key is listed in the README's configuration reference)",
+            };
+            report.fail(format!("config: {error}"), remedy);
             return report.failed;
         }
     };
