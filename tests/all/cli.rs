@@ -87,6 +87,41 @@ fn call_prints_the_result_or_the_error_with_exit_code_1() {
     );
 }
 
+/// A guest's `std::io::Error` prints "(os error N)" with a WASI errno, which a reader
+/// takes for a Linux one (WASI's 63 is EPERM, Linux's 63 ENOSR): tool errors give the
+/// words right for WASI and no number.
+#[test]
+fn file_errors_are_words_without_wasi_errno_numbers() {
+    let world = World::new();
+    world.config(PROFILES);
+    for (tool, arguments, words) in [
+        ("read_file", r#"{"path":"/docs"}"#, "/docs: is a directory"),
+        (
+            "read_file",
+            r#"{"path":"/docs/notes.md/x"}"#,
+            "/docs/notes.md/x: not a directory",
+        ),
+        (
+            "list_dir",
+            r#"{"path":"/docs/notes.md"}"#,
+            "/docs/notes.md: not a directory",
+        ),
+        (
+            "write_file",
+            r#"{"path":"/docs/x","content":"x"}"#,
+            "failed: denied: /docs/x",
+        ),
+    ] {
+        let output = warren(&world, &["call", tool, arguments]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(words) && !stderr.contains("os error"),
+            "{tool} {arguments}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn configuration_errors_exit_2_naming_file_line_and_key() {
     let world = World::new();

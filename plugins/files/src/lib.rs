@@ -6,6 +6,7 @@
 //!
 //! Layout:
 //! - `lib.rs`: the tool specs, argument parsing, dispatch and I/O error mapping;
+//! - [`errno`]: an I/O error in words right for WASI, without its number;
 //! - [`read`]: `read_file` (raw or numbered) and `list_dir`;
 //! - [`edit`]: `write_file` and `edit_file` (exact string replacement);
 //! - [`search`]: `search_text` (plain text, line by line);
@@ -20,6 +21,7 @@ use serde_json::json;
 wit_bindgen::generate!({ path: "../../wit", world: "warren:plugin/plugin", generate_all });
 
 mod edit;
+mod errno;
 mod glob;
 mod grep;
 mod read;
@@ -183,20 +185,16 @@ fn invalid(message: impl Into<String>) -> ToolError {
 
 /// Turns an I/O error into a tool error, naming refusals by the sandbox as denials.
 fn io_error(path: &str, error: io::Error) -> ToolError {
-    // WASI reports a path outside every preopen as ENOTCAPABLE (76) and a write through
-    // a read-only preopen or an escape attempt as EPERM/EACCES.
+    // WASI reports a path outside every preopen as ENOTCAPABLE, and a write through a
+    // read-only preopen or an escape attempt as EPERM (a PermissionDenied kind).
     let denied = error.kind() == io::ErrorKind::PermissionDenied
-        || error.raw_os_error() == Some(76)
-        || error.raw_os_error() == Some(63);
-    if denied {
-        ToolError::Failed(format!(
-            "denied: {path} is not reachable with this profile's file capabilities ({error})"
-        ))
-    } else if error.kind() == io::ErrorKind::NotFound {
-        ToolError::Failed(format!("{path}: no such file or directory"))
+        || error.raw_os_error() == Some(errno::NOT_CAPABLE);
+    let words = errno::words(&error);
+    ToolError::Failed(if denied {
+        format!("denied: {path} is not reachable with this profile's file capabilities ({words})")
     } else {
-        ToolError::Failed(format!("{path}: {error}"))
-    }
+        format!("{path}: {words}")
+    })
 }
 
 export!(Files);
