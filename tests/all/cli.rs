@@ -122,6 +122,57 @@ fn file_errors_are_words_without_wasi_errno_numbers() {
     }
 }
 
+/// WASI answers a relative path, or one outside every grant, only with "no such file":
+/// the error names the granted directories, so the model learns where to look, and a
+/// write refused under a read-only grant says that.
+#[test]
+fn file_errors_name_the_granted_directories() {
+    let world = World::new();
+    world.config(
+        r#"
+[profiles.main.capabilities]
+fs = [{ host = "docs", guest = "/docs" }, { host = "out", guest = "/out", mode = "rw" }]
+scratch = true
+"#,
+    );
+    let grants = "/docs (read-only), /out, /scratch";
+    for (tool, arguments, message) in [
+        (
+            "read_file",
+            r#"{"path":"notes.md"}"#,
+            format!("read_file failed: notes.md: no such file or directory; paths are absolute, under the granted directories: {grants}"),
+        ),
+        (
+            "list_dir",
+            r#"{"path":"docs/nope"}"#,
+            format!("list_dir failed: docs/nope: no such file or directory; paths are absolute, under the granted directories: {grants}"),
+        ),
+        (
+            "read_file",
+            r#"{"path":"/etc/passwd"}"#,
+            format!("read_file failed: denied: /etc/passwd is outside the granted directories: {grants}"),
+        ),
+        (
+            "read_file",
+            r#"{"path":"/docs/../secret.txt"}"#,
+            format!("read_file failed: denied: /docs/../secret.txt is outside the granted directories: {grants}"),
+        ),
+        (
+            "write_file",
+            r#"{"path":"/docs/new.md","content":"x"}"#,
+            "write_file failed: denied: /docs/new.md: /docs is read-only for this profile".to_string(),
+        ),
+    ] {
+        let output = warren(&world, &["call", tool, arguments]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("error: {message}\n")),
+            "{tool} {arguments}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn configuration_errors_exit_2_naming_file_line_and_key() {
     let world = World::new();
