@@ -205,10 +205,11 @@ struct ToolsArgs {
 
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
-    /// Scaffold a working plugin: the WIT contract, one example tool (`greet`), a build
-    /// script, a test script (./test.sh) and a warren.toml to try it with. With
-    /// `--typed`, a typed component instead: its own WIT, no warren interface, each
-    /// exported function a tool.
+    /// Scaffold a working plugin: the WIT contract, one example tool (`NAME_greet`,
+    /// named after the plugin so two plugins' tools never clash), a build script, a test
+    /// script (./test.sh) and a warren.toml to try it with. With `--typed`, a typed
+    /// component instead: its own WIT, no warren interface, each exported function a
+    /// tool.
     New {
         /// The plugin's name (a-z, 0-9, `_`, `-`); also the directory created.
         name: String,
@@ -418,7 +419,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let lang = lang.unwrap_or(crate::scaffold::Language::Rust);
             let files = crate::scaffold::new_plugin(dir, name, lang, *typed)?;
             let root = dir.join(name);
-            let tool = if *typed { "greeter_greet" } else { "greet" };
+            let tool = crate::scaffold::example_tool(name);
             println!("created {} ({} files)", root.display(), files.len());
             println!(
                 "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",
