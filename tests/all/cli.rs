@@ -173,6 +173,44 @@ scratch = true
     }
 }
 
+/// Two plugins offering the same tool: the error names both files and the
+/// `[plugins.NAME]` keys that settle it, and the keys it suggests work.
+#[test]
+fn a_tool_name_clash_names_both_plugins_and_the_fix() {
+    let world = World::new();
+    for copy in ["web-a.wasm", "web-b.wasm"] {
+        std::fs::copy(&crate::support::guests().http, world.path(copy)).unwrap();
+    }
+    let plugins = format!(
+        "[plugins]\nfiles = [\"web-a.wasm\", \"web-b.wasm\"]\nbuiltins = false\ncache_dir = {:?}\n",
+        crate::support::cache_dir()
+    );
+    std::fs::write(world.path("warren.toml"), &plugins).unwrap();
+    let output = warren(&world, &["tools"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool `http_get` is offered by both web-a.wasm and web-b.wasm")
+            && stderr.contains(
+            r#"leave it out of web-b with `[plugins.web-b] hide = ["http_get"]`, or rename it with `[plugins.web-b] rename = { http_get = "web-b_http_get" }`"#
+        ),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        world.path("warren.toml"),
+        format!("{plugins}[plugins.web-b]\nhide = [\"fetch\"]\nrename = {{ http_get = \"web-b_http_get\" }}\n"),
+    )
+    .unwrap();
+    let output = warren(&world, &["tools"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("web-b_http_get  [web-b]"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
 #[test]
 fn configuration_errors_exit_2_naming_file_line_and_key() {
     let world = World::new();
