@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
+use crate::config::{Config, ConfigError, ProfileSource, DEFAULT_PROFILE};
 use crate::events::{Event, EventStream};
 use crate::host::{Host, RunReport};
 use crate::jobs::Phase;
@@ -198,7 +198,8 @@ struct ToolsArgs {
     #[arg(long, short, default_value = DEFAULT_PROFILE)]
     profile: String,
     /// Print JSON (an array of {name, plugin, builtin, typed, description,
-    /// input_schema}).
+    /// input_schema}, one per tool the profile gets). The text listing ends with the
+    /// loaded tools it does not get.
     #[arg(long)]
     json: bool,
 }
@@ -628,7 +629,6 @@ fn print_tools(
             profile.name,
             registry.plugins().len()
         );
-        return Ok(());
     }
     for (spec, plugin) in tools {
         let origin = if plugin.builtin {
@@ -641,6 +641,26 @@ fn print_tools(
         println!(
             "{}  [{origin}]\n  {}\n  arguments: {}\n",
             spec.name, spec.description, spec.input_schema
+        );
+    }
+    // A tool that is loaded but missing above is most often a selection the user
+    // forgot, so the listing names it and where the selection is written.
+    let left_out: Vec<&str> = registry
+        .tool_names()
+        .filter(|name| !profile.tools.allows(name))
+        .collect();
+    if !left_out.is_empty() {
+        let selection = match &profile.source {
+            ProfileSource::Config => "`tools` and `disallowed_tools`".to_string(),
+            ProfileSource::AgentFile { path, .. } => format!(
+                "`tools`, `disallowedTools` and `permissionMode` in {}",
+                path.display()
+            ),
+        };
+        println!(
+            "not for profile `{}`: {} (left out by its {selection})",
+            profile.name,
+            left_out.join(", ")
         );
     }
     Ok(())
