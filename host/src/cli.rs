@@ -1,6 +1,7 @@
 //! The `warren` command line: argument parsing and the subcommands.
 //!
-//! Exit codes: 0 success; 1 the tool (or agent) failed; 2 bad usage or configuration.
+//! Exit codes: 0 success (or the reader of stdout stopped early, `| head -1`); 1 the
+//! tool (or agent) failed; 2 bad usage or configuration.
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::outcome::AgentState;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
 use crate::telemetry::Telemetry;
+use crate::term::{outln, StdoutClosed};
 use crate::ui::{plain_line, AgentTree, ProgressMode};
 
 /// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
@@ -333,6 +335,10 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }
+        // The reader of stdout has all it wanted (`warren tools | head -1`).
+        Err(Failure::Run(error)) if error.chain().any(|cause| cause.is::<StdoutClosed>()) => {
+            ExitCode::SUCCESS
+        }
         Err(Failure::Run(error)) => {
             eprintln!("error: {error:#}");
             ExitCode::from(1)
@@ -377,30 +383,30 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Init(args) => {
             let done = crate::init::init(&args.dir, args.provider).await?;
             let (provider, why) = &done.provider;
-            println!("model: {provider:?} ({why})");
+            outln!("model: {provider:?} ({why})")?;
             for path in &done.written {
-                println!("wrote {}", path.display());
+                outln!("wrote {}", path.display())?;
             }
             for path in &done.kept {
-                println!("kept  {} (already there)", path.display());
+                outln!("kept  {} (already there)", path.display())?;
             }
             let cd = if args.dir == std::path::Path::new(".") {
                 String::new()
             } else {
                 format!("cd {} && ", args.dir.display())
             };
-            println!("\nnext:");
-            println!(
+            outln!("\nnext:")?;
+            outln!(
                 "  {cd}warren doctor                       # checks the config, tools and model"
-            );
-            println!(
+            )?;
+            outln!(
                 "  {cd}warren agents                       # the profiles and the tools each gets"
-            );
-            println!("  {cd}warren run \"What is in this project?\"");
+            )?;
+            outln!("  {cd}warren run \"What is in this project?\"")?;
             return Ok(());
         }
         Command::Doctor => {
-            let failed = crate::doctor::run(&cli.config).await;
+            let failed = crate::doctor::run(&cli.config).await?;
             if failed > 0 {
                 return Err(Failure::Run(anyhow::anyhow!("{failed} check(s) failed")));
             }
@@ -408,7 +414,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Plugin(PluginCommand::Componentize { module, output }) => {
             let size = crate::plugin::componentize::componentize(module, output)?;
-            println!("wrote {} ({size} bytes)", output.display());
+            outln!("wrote {} ({size} bytes)", output.display())?;
             return Ok(());
         }
         Command::Plugin(PluginCommand::New {
@@ -421,11 +427,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let files = crate::scaffold::new_plugin(dir, name, lang, *typed)?;
             let root = dir.join(name);
             let tool = crate::scaffold::example_tool(name);
-            println!("created {} ({} files)", root.display(), files.len());
-            println!(
+            outln!("created {} ({} files)", root.display(), files.len())?;
+            outln!(
                 "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",
                 root.display()
-            );
+            )?;
             return Ok(());
         }
         _ => {}
@@ -511,11 +517,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             });
             let report = run.wait().await;
             progress.await.context("the progress task failed")??;
-            if args.json {
-                println!("{:#}", report_json(&report));
+            // A reader gone from stdout does not hide how the run ended: the answer is
+            // written first and its failure reported after the agent's.
+            let shown = if args.json {
+                outln!("{:#}", report_json(&report))
             } else {
-                println!("{}", report.root.text);
-            }
+                outln!("{}", report.root.text)
+            };
             if !args.quiet && !args.json {
                 eprint!("{}", summary(&report));
             }
@@ -526,6 +534,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     report.root.reason()
                 )));
             }
+            shown?;
         }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
@@ -548,7 +557,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .call(&access, &args.tool, &arguments)
                 .await
                 .map_err(anyhow::Error::from)?;
-            println!("{output}");
+            outln!("{output}")?;
         }
     }
     Ok(())
@@ -620,15 +629,15 @@ fn print_tools(
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?)?;
         return Ok(());
     }
     if tools.is_empty() {
-        println!(
+        outln!(
             "profile `{}` has no tools (plugins loaded: {})",
             profile.name,
             registry.plugins().len()
-        );
+        )?;
     }
     for (spec, plugin) in tools {
         let origin = if plugin.builtin {
@@ -638,10 +647,12 @@ fn print_tools(
         } else {
             plugin.name.clone()
         };
-        println!(
+        outln!(
             "{}  [{origin}]\n  {}\n  arguments: {}\n",
-            spec.name, spec.description, spec.input_schema
-        );
+            spec.name,
+            spec.description,
+            spec.input_schema
+        )?;
     }
     // A tool that is loaded but missing above is most often a selection the user
     // forgot, so the listing names it and where the selection is written.
@@ -657,11 +668,11 @@ fn print_tools(
                 path.display()
             ),
         };
-        println!(
+        outln!(
             "not for profile `{}`: {} (left out by its {selection})",
             profile.name,
             left_out.join(", ")
-        );
+        )?;
     }
     Ok(())
 }
@@ -799,14 +810,14 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
     let cache = crate::plugin::CompileCache::at(crate::config::default_cache_dir());
     let (component, _) = cache.load(sandbox.engine(), file)?;
     let ty = component.component_type();
-    println!("{}", file.display());
-    println!("imports:");
+    outln!("{}", file.display())?;
+    outln!("imports:")?;
     for (name, _) in ty.imports(sandbox.engine()) {
-        println!("  {name}");
+        outln!("  {name}")?;
     }
-    println!("exports:");
+    outln!("exports:")?;
     for (name, _) in ty.exports(sandbox.engine()) {
-        println!("  {name}");
+        outln!("  {name}")?;
     }
     let name = file
         .file_stem()
@@ -826,17 +837,20 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
                         file.display()
                     )
                 })?;
-        println!("kind: typed component (each exported function is a tool)");
-        println!("tools:");
+        outln!("kind: typed component (each exported function is a tool)")?;
+        outln!("tools:")?;
         for (tool, function) in tools.iter().zip(typed.functions()) {
-            println!(
+            outln!(
                 "  {} ({}): {}\n    arguments: {}",
-                tool.name, function.wit_name, tool.description, tool.input_schema
-            );
+                tool.name,
+                function.wit_name,
+                tool.description,
+                tool.input_schema
+            )?;
         }
         return Ok(());
     }
-    println!("kind: warren:plugin/plugin component (it lists its tools)");
+    outln!("kind: warren:plugin/plugin component (it lists its tools)")?;
     let pre = sandbox.prepare(&component).map_err(|error| {
         anyhow::anyhow!(
             "{} does not implement the warren:plugin/plugin world (see wit/plugin.wit): {error:#}",
@@ -844,12 +858,14 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
         )
     })?;
     let tools = sandbox.list_tools(&pre, &name).await?;
-    println!("tools:");
+    outln!("tools:")?;
     for tool in tools {
-        println!(
+        outln!(
             "  {}: {}\n    arguments: {}",
-            tool.name, tool.description, tool.input_schema
-        );
+            tool.name,
+            tool.description,
+            tool.input_schema
+        )?;
     }
     Ok(())
 }

@@ -291,6 +291,38 @@ fn configuration_errors_exit_2_naming_file_line_and_key() {
     );
 }
 
+/// A reader that stops early (`warren tools | head -1`) ends the command quietly, as
+/// with other Unix tools, instead of a panic on the closed pipe. The pipe's read end is
+/// closed before warren starts, so every write meets it closed, with no race.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let world = World::new();
+    let config = world.config(PROFILES);
+    let config = config.to_str().unwrap();
+    let files = crate::support::guests().files.to_str().unwrap();
+    for args in [
+        &["--config", config, "tools"][..],
+        &["--config", config, "doctor"],
+        &["--config", config, "agents"],
+        &["plugin", "inspect", files],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(args)
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env("RUST_LOG", "warn")
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = text(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn every_command_has_help() {
     let world = World::new();
