@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::config::{Config, Profile, ProfileSource, SPAWN_TOOLS};
 use crate::plugin::ToolRegistry;
+use crate::term::outln;
 
 /// Prints the report (text or JSON) to stdout.
 pub(crate) fn print(config: &Config, registry: &ToolRegistry, as_json: bool) -> anyhow::Result<()> {
@@ -78,7 +79,7 @@ pub(crate) fn print(config: &Config, registry: &ToolRegistry, as_json: bool) -> 
             })).collect::<Vec<_>>(),
             "not_agent_files": files.not_agent_files.iter().map(|p| shown(p)).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
     for row in &rows {
@@ -94,42 +95,42 @@ pub(crate) fn print(config: &Config, registry: &ToolRegistry, as_json: bool) -> 
             (Some(model), false) => model.clone(),
             (None, false) => "none".to_string(),
         };
-        println!("{name}");
-        println!("  source: {}", row.source);
-        println!(
+        outln!("{name}")?;
+        outln!("  source: {}", row.source)?;
+        outln!(
             "  model:  {model}   max_turns: {}",
             row.profile.limits.max_turns
-        );
+        )?;
         let tools = if row.tools.is_empty() {
             "none".to_string()
         } else {
             row.tools.join(", ")
         };
-        println!("  tools:  {tools}");
+        outln!("  tools:  {tools}")?;
         if !row.unmatched.is_empty() {
-            println!(
+            outln!(
                 "  note:   names that match no loaded tool: {}",
                 row.unmatched.join(", ")
-            );
+            )?;
         }
         for note in &row.profile.notes {
-            println!("  note:   {note}");
+            outln!("  note:   {note}")?;
         }
     }
     if !files.skipped.is_empty() {
-        println!("\nskipped {} agent file(s):", files.skipped.len());
+        outln!("\nskipped {} agent file(s):", files.skipped.len())?;
         for skipped in &files.skipped {
-            println!(
+            outln!(
                 "  {}:{}: {}",
                 shown(&skipped.path),
                 skipped.line,
                 skipped.reason
-            );
+            )?;
         }
     }
     if !files.not_agent_files.is_empty() {
         let names: Vec<String> = files.not_agent_files.iter().map(|p| shown(p)).collect();
-        println!("\nnot agent files (no front matter): {}", names.join(", "));
+        outln!("\nnot agent files (no front matter): {}", names.join(", "))?;
     }
     Ok(())
 }

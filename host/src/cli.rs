@@ -1,6 +1,7 @@
 //! The `warren` command line: argument parsing and the subcommands.
 //!
-//! Exit codes: 0 success; 1 the tool (or agent) failed; 2 bad usage or configuration.
+//! Exit codes: 0 success (or the reader of stdout stopped early, `| head -1`); 1 the
+//! tool (or agent) failed; 2 bad usage or configuration.
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Config, ConfigError, DEFAULT_PROFILE};
+use crate::config::{Config, ConfigError, ProfileSource, DEFAULT_PROFILE};
 use crate::events::{Event, EventStream};
 use crate::host::{Host, RunReport};
 use crate::jobs::Phase;
@@ -18,6 +19,7 @@ use crate::outcome::AgentState;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::sandbox::Sandbox;
 use crate::telemetry::Telemetry;
+use crate::term::{outln, StdoutClosed};
 use crate::ui::{plain_line, AgentTree, ProgressMode};
 
 /// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
@@ -198,17 +200,19 @@ struct ToolsArgs {
     #[arg(long, short, default_value = DEFAULT_PROFILE)]
     profile: String,
     /// Print JSON (an array of {name, plugin, builtin, typed, description,
-    /// input_schema}).
+    /// input_schema}, one per tool the profile gets). The text listing ends with the
+    /// loaded tools it does not get.
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
-    /// Scaffold a working plugin: the WIT contract, one example tool (`greet`), a build
-    /// script, a test script (./test.sh) and a warren.toml to try it with. With
-    /// `--typed`, a typed component instead: its own WIT, no warren interface, each
-    /// exported function a tool.
+    /// Scaffold a working plugin: the WIT contract, one example tool (`NAME_greet`,
+    /// named after the plugin so two plugins' tools never clash), a build script, a test
+    /// script (./test.sh) and a warren.toml to try it with. With `--typed`, a typed
+    /// component instead: its own WIT, no warren interface, each exported function a
+    /// tool.
     New {
         /// The plugin's name (a-z, 0-9, `_`, `-`); also the directory created.
         name: String,
@@ -336,6 +340,10 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(2)
         }
+        // The reader of stdout has all it wanted (`warren tools | head -1`).
+        Err(Failure::Run(error)) if error.chain().any(|cause| cause.is::<StdoutClosed>()) => {
+            ExitCode::SUCCESS
+        }
         Err(Failure::Run(error)) => {
             eprintln!("error: {error:#}");
             ExitCode::from(1)
@@ -380,30 +388,30 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Init(args) => {
             let done = crate::init::init(&args.dir, args.provider).await?;
             let (provider, why) = &done.provider;
-            println!("model: {provider:?} ({why})");
+            outln!("model: {provider:?} ({why})")?;
             for path in &done.written {
-                println!("wrote {}", path.display());
+                outln!("wrote {}", path.display())?;
             }
             for path in &done.kept {
-                println!("kept  {} (already there)", path.display());
+                outln!("kept  {} (already there)", path.display())?;
             }
             let cd = if args.dir == std::path::Path::new(".") {
                 String::new()
             } else {
                 format!("cd {} && ", args.dir.display())
             };
-            println!("\nnext:");
-            println!(
+            outln!("\nnext:")?;
+            outln!(
                 "  {cd}warren doctor                       # checks the config, tools and model"
-            );
-            println!(
+            )?;
+            outln!(
                 "  {cd}warren agents                       # the profiles and the tools each gets"
-            );
-            println!("  {cd}warren run \"What is in this project?\"");
+            )?;
+            outln!("  {cd}warren run \"What is in this project?\"")?;
             return Ok(());
         }
         Command::Doctor => {
-            let failed = crate::doctor::run(&cli.config).await;
+            let failed = crate::doctor::run(&cli.config).await?;
             if failed > 0 {
                 return Err(Failure::Run(anyhow::anyhow!("{failed} check(s) failed")));
             }
@@ -411,7 +419,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Plugin(PluginCommand::Componentize { module, output }) => {
             let size = crate::plugin::componentize::componentize(module, output)?;
-            println!("wrote {} ({size} bytes)", output.display());
+            outln!("wrote {} ({size} bytes)", output.display())?;
             return Ok(());
         }
         Command::Plugin(PluginCommand::New {
@@ -423,12 +431,12 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let lang = lang.unwrap_or(crate::scaffold::Language::Rust);
             let files = crate::scaffold::new_plugin(dir, name, lang, *typed)?;
             let root = dir.join(name);
-            let tool = if *typed { "greeter_greet" } else { "greet" };
-            println!("created {} ({} files)", root.display(), files.len());
-            println!(
+            let tool = crate::scaffold::example_tool(name);
+            outln!("created {} ({} files)", root.display(), files.len())?;
+            outln!(
                 "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",
                 root.display()
-            );
+            )?;
             return Ok(());
         }
         _ => {}
@@ -528,11 +536,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             });
             let report = run.wait().await;
             progress.await.context("the progress task failed")??;
-            if args.json {
-                println!("{:#}", report_json(&report));
+            // A reader gone from stdout does not hide how the run ended: the answer is
+            // written first and its failure reported after the agent's.
+            let shown = if args.json {
+                outln!("{:#}", report_json(&report))
             } else {
-                println!("{}", report.root.text);
-            }
+                outln!("{}", report.root.text)
+            };
             if !args.quiet && !args.json {
                 eprint!("{}", summary(&report));
             }
@@ -543,6 +553,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     report.root.reason()
                 )));
             }
+            shown?;
         }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
@@ -565,7 +576,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .call(&access, &args.tool, &arguments)
                 .await
                 .map_err(anyhow::Error::from)?;
-            println!("{output}");
+            outln!("{output}")?;
         }
     }
     Ok(())
@@ -637,16 +648,15 @@ fn print_tools(
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?)?;
         return Ok(());
     }
     if tools.is_empty() {
-        println!(
+        outln!(
             "profile `{}` has no tools (plugins loaded: {})",
             profile.name,
             registry.plugins().len()
-        );
-        return Ok(());
+        )?;
     }
     for (spec, plugin) in tools {
         let origin = if plugin.builtin {
@@ -656,10 +666,32 @@ fn print_tools(
         } else {
             plugin.name.clone()
         };
-        println!(
+        outln!(
             "{}  [{origin}]\n  {}\n  arguments: {}\n",
-            spec.name, spec.description, spec.input_schema
-        );
+            spec.name,
+            spec.description,
+            spec.input_schema
+        )?;
+    }
+    // A tool that is loaded but missing above is most often a selection the user
+    // forgot, so the listing names it and where the selection is written.
+    let left_out: Vec<&str> = registry
+        .tool_names()
+        .filter(|name| !profile.tools.allows(name))
+        .collect();
+    if !left_out.is_empty() {
+        let selection = match &profile.source {
+            ProfileSource::Config => "`tools` and `disallowed_tools`".to_string(),
+            ProfileSource::AgentFile { path, .. } => format!(
+                "`tools`, `disallowedTools` and `permissionMode` in {}",
+                path.display()
+            ),
+        };
+        outln!(
+            "not for profile `{}`: {} (left out by its {selection})",
+            profile.name,
+            left_out.join(", ")
+        )?;
     }
     Ok(())
 }
@@ -800,14 +832,14 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
     let cache = crate::plugin::CompileCache::at(crate::config::default_cache_dir());
     let (component, _) = cache.load(sandbox.engine(), file)?;
     let ty = component.component_type();
-    println!("{}", file.display());
-    println!("imports:");
+    outln!("{}", file.display())?;
+    outln!("imports:")?;
     for (name, _) in ty.imports(sandbox.engine()) {
-        println!("  {name}");
+        outln!("  {name}")?;
     }
-    println!("exports:");
+    outln!("exports:")?;
     for (name, _) in ty.exports(sandbox.engine()) {
-        println!("  {name}");
+        outln!("  {name}")?;
     }
     let name = file
         .file_stem()
@@ -827,17 +859,20 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
                         file.display()
                     )
                 })?;
-        println!("kind: typed component (each exported function is a tool)");
-        println!("tools:");
+        outln!("kind: typed component (each exported function is a tool)")?;
+        outln!("tools:")?;
         for (tool, function) in tools.iter().zip(typed.functions()) {
-            println!(
+            outln!(
                 "  {} ({}): {}\n    arguments: {}",
-                tool.name, function.wit_name, tool.description, tool.input_schema
-            );
+                tool.name,
+                function.wit_name,
+                tool.description,
+                tool.input_schema
+            )?;
         }
         return Ok(());
     }
-    println!("kind: warren:plugin/plugin component (it lists its tools)");
+    outln!("kind: warren:plugin/plugin component (it lists its tools)")?;
     let pre = sandbox.prepare(&component).map_err(|error| {
         anyhow::anyhow!(
             "{} does not implement the warren:plugin/plugin world (see wit/plugin.wit): {error:#}",
@@ -845,12 +880,14 @@ async fn inspect(file: &std::path::Path, wit: Option<&std::path::Path>) -> anyho
         )
     })?;
     let tools = sandbox.list_tools(&pre, &name).await?;
-    println!("tools:");
+    outln!("tools:")?;
     for tool in tools {
-        println!(
+        outln!(
             "  {}: {}\n    arguments: {}",
-            tool.name, tool.description, tool.input_schema
-        );
+            tool.name,
+            tool.description,
+            tool.input_schema
+        )?;
     }
     Ok(())
 }

@@ -7,16 +7,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, ProfileNote};
+use crate::config::{Config, ConfigError, ProfileNote};
 use crate::llm::{ChatRequest, LlmError, Message, ProviderKind};
 use crate::plugin::ToolRegistry;
 use crate::sandbox::Sandbox;
+use crate::term::outln;
 
 /// How long one model check may take before it counts as failed.
 const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs every check, printing a line each; returns how many failed.
-pub async fn run(config_path: &Path) -> usize {
+pub async fn run(config_path: &Path) -> anyhow::Result<usize> {
     let mut report = Report::default();
     let config = match Config::load(config_path) {
         Ok(config) => {
@@ -25,12 +26,18 @@ pub async fn run(config_path: &Path) -> usize {
                 config_path.display(),
                 config.profiles.len().max(1),
                 config.models.len()
-            ));
+            ))?;
             config
         }
         Err(error) => {
-            report.fail(format!("config: {error}"), "fix the file at the line named (every key is listed in the README's configuration reference)");
-            return report.failed;
+            let remedy = match error {
+                ConfigError::NotFound { .. } => {
+                    "doctor checks the config that --config names (default: warren.toml in this directory)"
+                }
+                _ => "fix the file at the line named (every key is listed in the README's configuration reference)",
+            };
+            report.fail(format!("config: {error}"), remedy)?;
+            return Ok(report.failed);
         }
     };
     let sandbox = match Sandbox::new() {
@@ -39,8 +46,8 @@ pub async fn run(config_path: &Path) -> usize {
             report.fail(
                 format!("sandbox: {error:#}"),
                 "the wasmtime engine could not start on this machine",
-            );
-            return report.failed;
+            )?;
+            return Ok(report.failed);
         }
     };
     match ToolRegistry::for_config(sandbox, &config).await {
@@ -51,13 +58,13 @@ pub async fn run(config_path: &Path) -> usize {
                 builtin,
                 registry.plugins().len() - builtin,
                 registry.tool_names().count()
-            ));
-            check_profiles(&config, &registry, &mut report);
+            ))?;
+            check_profiles(&config, &registry, &mut report)?;
         }
         Err(error) => report.fail(
             format!("plugins: {error:#}"),
             "rebuild or remove the plugin named (warren plugin inspect FILE shows what it offers)",
-        ),
+        )?,
     }
     for skipped in &config.agent_files.skipped {
         report.fail(
@@ -68,16 +75,16 @@ pub async fn run(config_path: &Path) -> usize {
                 skipped.reason
             ),
             "fix the file or move it out of agents/ (warren agents lists every file)",
-        );
+        )?;
     }
     for (name, model) in &config.models {
-        check_model(name, model, &mut report).await;
+        check_model(name, model, &mut report).await?;
     }
     if config.models.is_empty() {
         report.fail(
             "models: none configured".into(),
             "add a [models.NAME] table (warren init writes one for OpenAI, Anthropic, Ollama or an offline script)",
-        );
+        )?;
     }
     if config.queue.redis.is_some() {
         let shown = config.queue.redacted_url();
@@ -90,28 +97,32 @@ pub async fn run(config_path: &Path) -> usize {
             Ok(Ok(_)) => report.ok(format!(
                 "queue: Redis at {shown} reachable (queue `{}`)",
                 config.queue.name
-            )),
+            ))?,
             Ok(Err(error)) => report.fail(
                 format!("queue: {error:#}"),
                 "start redis-server there, or fix [queue] redis / --redis",
-            ),
+            )?,
             Err(_) => report.fail(
                 format!("queue: Redis at {shown} did not answer in 10 s"),
                 "check the address and the network",
-            ),
+            )?,
         }
     }
-    report.summary();
-    report.failed
+    report.summary()?;
+    Ok(report.failed)
 }
 
-fn check_profiles(config: &Config, registry: &ToolRegistry, report: &mut Report) {
+fn check_profiles(
+    config: &Config,
+    registry: &ToolRegistry,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     for profile in config.all_profiles() {
         if let Err(error) = registry.check_profile(&profile, &config.plugin_limits) {
             report.fail(
                 format!("profile {}: {error:#}", profile.name),
                 "narrow its `tools`",
-            );
+            )?;
             continue;
         }
         let tools = registry.tools_for(&profile).count();
@@ -125,24 +136,29 @@ fn check_profiles(config: &Config, registry: &ToolRegistry, report: &mut Report)
             report.fail(
                 format!("profile {}: no model", profile.name),
                 "add `model = \"NAME\"` to it or [defaults] model",
-            );
+            )?;
         } else if warnings.is_empty() {
             report.ok(format!(
                 "profile {}: {tools} tools, model {}",
                 profile.name,
                 profile.model.as_deref().unwrap_or("-")
-            ));
+            ))?;
         } else {
             report.warn(format!(
                 "profile {}: {tools} tools; {}",
                 profile.name,
                 warnings.join("; ")
-            ));
+            ))?;
         }
     }
+    Ok(())
 }
 
-async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut Report) {
+async fn check_model(
+    name: &str,
+    model: &crate::llm::ModelConfig,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     let what = match model.provider {
         ProviderKind::Scripted => format!(
             "scripted, {}",
@@ -161,13 +177,13 @@ async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut R
     };
     if model.provider == ProviderKind::Scripted {
         match crate::llm::connect(name, model) {
-            Ok(_) => report.ok(format!("model {name} ({what}): script loads")),
+            Ok(_) => report.ok(format!("model {name} ({what}): script loads"))?,
             Err(error) => report.fail(
                 format!("model {name}: {error}"),
                 "fix the script file named",
-            ),
+            )?,
         }
-        return;
+        return Ok(());
     }
     let provider = match crate::llm::connect(name, model) {
         Ok(provider) => provider,
@@ -175,8 +191,8 @@ async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut R
             report.fail(
                 format!("model {name} ({what}): {error}"),
                 remedy(&error, model),
-            );
-            return;
+            )?;
+            return Ok(());
         }
     };
     let request = ChatRequest {
@@ -195,19 +211,20 @@ async fn check_model(name: &str, model: &crate::llm::ModelConfig, report: &mut R
             "model {name} ({what}): answered in {} ms, {} tokens",
             started.elapsed().as_millis(),
             response.usage.total()
-        )),
+        ))?,
         Ok(Err(error)) => report.fail(
             format!("model {name} ({what}): {error}"),
             remedy(&error, model),
-        ),
+        )?,
         Err(_) => report.fail(
             format!(
                 "model {name} ({what}): no answer in {} s",
                 MODEL_TIMEOUT.as_secs()
             ),
             "check base_url and that the server is running",
-        ),
+        )?,
     }
+    Ok(())
 }
 
 /// What to do about a model error.
@@ -234,26 +251,28 @@ struct Report {
 }
 
 impl Report {
-    fn ok(&mut self, line: String) {
+    fn ok(&mut self, line: String) -> anyhow::Result<()> {
         self.passed += 1;
-        println!("ok    {line}");
+        outln!("ok    {line}")
     }
 
-    fn warn(&mut self, line: String) {
+    fn warn(&mut self, line: String) -> anyhow::Result<()> {
         self.warned += 1;
-        println!("warn  {line}");
+        outln!("warn  {line}")
     }
 
-    fn fail(&mut self, line: String, remedy: &str) {
+    fn fail(&mut self, line: String, remedy: &str) -> anyhow::Result<()> {
         self.failed += 1;
-        println!("FAIL  {line}");
-        println!("      → {remedy}");
+        outln!("FAIL  {line}")?;
+        outln!("      → {remedy}")
     }
 
-    fn summary(&self) {
-        println!(
+    fn summary(&self) -> anyhow::Result<()> {
+        outln!(
             "\n{} ok, {} warning(s), {} failed",
-            self.passed, self.warned, self.failed
-        );
+            self.passed,
+            self.warned,
+            self.failed
+        )
     }
 }

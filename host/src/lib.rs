@@ -19,6 +19,9 @@
 //!   terminal view), [`init`], [`doctor`], `agents_report`, [`scaffold`], then [`cli`];
 //! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
 
+// Results go to stdout through `term::outln!`, which ends quietly on a closed pipe.
+#![warn(clippy::print_stdout)]
+
 pub mod agent;
 mod agents_report;
 pub mod builtin;

@@ -1,6 +1,6 @@
 //! `warren plugin new NAME --lang rust|python|js`: a working plugin to start from,
-//! with the WIT contract copied in, one example tool (`greet`), a build script, a test
-//! script that checks the tool through warren, and a `warren.toml` to try it with.
+//! with the WIT contract copied in, one example tool (`NAME_greet`), a build script, a
+//! test script that checks the tool through warren, and a `warren.toml` to try it with.
 //! `--typed`: a typed component instead (Rust), with its own WIT and no warren
 //! interface; its exported functions are the tools.
 
@@ -92,6 +92,32 @@ const JS: &[(&str, &str)] = &[
     ("build.sh", include_str!("../templates/js/build.sh")),
 ];
 
+/// The longest example tool name after the plugin's prefix (the typed scaffold's
+/// second function), so the prefix can be cut to keep every tool name within 64.
+const LONGEST_EXAMPLE_SUFFIX: &str = "_greet_person";
+
+/// What the example tools' names start with: the plugin's name as one snake_case word
+/// (`my-tool` → `my_tool`), so the tools of two scaffolded plugins never clash. A word
+/// that starts with a digit joins the one before it (`tool-2x` → `tool2x`), since the
+/// typed scaffold's WIT function names may not start a word with one; the prefix is cut
+/// so the longest example stays within the 64 characters of a tool name.
+fn tool_prefix(name: &str) -> String {
+    let mut prefix = String::new();
+    for word in name.split(['-', '_']).filter(|word| !word.is_empty()) {
+        if !prefix.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit()) {
+            prefix.push('_');
+        }
+        prefix.push_str(word);
+    }
+    prefix.truncate(64 - LONGEST_EXAMPLE_SUFFIX.len());
+    prefix.trim_end_matches('_').to_string()
+}
+
+/// The example tool of a plugin scaffolded as `name`, for `warren plugin new` to name.
+pub fn example_tool(name: &str) -> String {
+    format!("{}_greet", tool_prefix(name))
+}
+
 /// Writes a new plugin called `name` in `dir/name`; returns the files written. A
 /// `typed` plugin is a typed component (Rust only for now).
 pub fn new_plugin(
@@ -123,6 +149,7 @@ pub fn new_plugin(
         Language::Python => WIT.iter().chain(COMMON).chain(PYTHON).collect(),
         Language::Js => WIT.iter().chain(COMMON).chain(JS).collect(),
     };
+    let prefix = tool_prefix(name);
     let mut written = Vec::new();
     for (path, template) in files {
         let target = root.join(path);
@@ -130,7 +157,9 @@ pub fn new_plugin(
             .with_context(|| format!("creating {}", root.display()))?;
         let text = template
             .replace("{{name}}", name)
-            .replace("{{crate}}", &name.replace('-', "_"));
+            .replace("{{crate}}", &name.replace('-', "_"))
+            .replace("{{prefix}}", &prefix)
+            .replace("{{wit_prefix}}", &prefix.replace('_', "-"));
         std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
         if path.ends_with(".sh") {
             use std::os::unix::fs::PermissionsExt;
@@ -139,4 +168,19 @@ pub fn new_plugin(
         written.push(target);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_tools_are_named_after_the_plugin_within_the_name_limit() {
+        assert_eq!(example_tool("weather"), "weather_greet");
+        assert_eq!(example_tool("my-tool_2x"), "my_tool2x_greet");
+        let long = format!("a{}", "-bc".repeat(30));
+        let longest = format!("{}{LONGEST_EXAMPLE_SUFFIX}", tool_prefix(&long));
+        assert!(crate::config::is_valid_name(&longest), "{longest}");
+        assert!(!tool_prefix(&long).ends_with('_'));
+    }
 }

@@ -1,6 +1,9 @@
-//! stderr as a terminal shared by two writers: the live agent tree (`ui`) and log
-//! records (`telemetry`). Log records erase the tree's frame before they are written,
-//! so the two never overwrite each other.
+//! The standard streams. stdout carries results, each line written through [`outln!`]
+//! so that a reader who stops early (`warren tools | head -1`) ends the command quietly,
+//! as with other Unix tools, where `println!` would panic. stderr is a terminal shared
+//! by two writers: the live agent tree (`ui`) and log records (`telemetry`). Log records
+//! erase the tree's frame before they are written, so the two never overwrite each
+//! other.
 
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -52,3 +55,32 @@ pub(crate) fn terminal_width() -> usize {
         .filter(|cols| *cols > 0)
         .unwrap_or(80)
 }
+
+/// stdout's reader went away (a closed pipe): nobody is left to read the rest, so the
+/// command stops and exits with success, without a message.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub(crate) struct StdoutClosed;
+
+/// Writes one line of results to stdout. A closed pipe is [`StdoutClosed`]; any other
+/// failure (a full disk behind `>`) is an error naming stdout.
+pub(crate) fn write_line(line: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|error| {
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                anyhow::Error::new(StdoutClosed)
+            } else {
+                anyhow::Error::new(error).context("writing to stdout")
+            }
+        })
+}
+
+/// `println!` for results, returning an `anyhow::Result` (see [`write_line`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::term::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;

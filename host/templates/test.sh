@@ -6,12 +6,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 warren="${WARREN:-warren}"
 ./build.sh
 "$warren" plugin inspect {{name}}.wasm
-got="$("$warren" --config warren.toml call greet '{"name":"warren"}')"
+got="$("$warren" --config warren.toml call {{prefix}}_greet '{"name":"warren"}')"
 if [ "$got" != "Hello, warren!" ]; then
-  echo "FAIL: greet returned: $got" >&2
+  echo "FAIL: {{prefix}}_greet returned: $got" >&2
   exit 1
 fi
-if "$warren" --config warren.toml call greet '{"name":5}' 2>/dev/null; then
+if "$warren" --config warren.toml call {{prefix}}_greet '{"name":5}' 2>/dev/null; then
   echo "FAIL: a bad argument was accepted" >&2
   exit 1
 fi

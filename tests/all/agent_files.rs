@@ -177,8 +177,9 @@ fn disallowed_tools_and_plan_mode_are_enforced() {
     let before = tree_digest(&world.path("docs"));
 
     // `disallowedTools` subtracts from every tool: write_file and symlink are gone.
-    let listed = warren(&world, &["tools", "--profile", "reader"]);
-    let listed = text(&listed.stdout);
+    let output = warren(&world, &["tools", "--profile", "reader"]);
+    let output = text(&output.stdout);
+    let (listed, left_out) = output.split_once("\nnot for profile `reader`: ").unwrap();
     assert!(
         listed.contains("read_file") && listed.contains("list_dir"),
         "{listed}"
@@ -186,6 +187,13 @@ fn disallowed_tools_and_plan_mode_are_enforced() {
     assert!(
         !listed.contains("write_file") && !listed.contains("symlink"),
         "{listed}"
+    );
+    assert!(
+        left_out.contains("symlink")
+            && left_out.contains("write_file")
+            && left_out
+                .contains("(left out by its `tools`, `disallowedTools` and `permissionMode` in "),
+        "{left_out}"
     );
     let write = warren(
         &world,
@@ -206,11 +214,13 @@ fn disallowed_tools_and_plan_mode_are_enforced() {
 
     // Plan mode: write tools withheld even when listed, and every grant read-only, so a
     // tool that writes some other way is refused by the sandbox.
-    let listed = text(&warren(&world, &["tools", "--profile", "planner"]).stdout);
+    let output = text(&warren(&world, &["tools", "--profile", "planner"]).stdout);
+    let (listed, left_out) = output.split_once("\nnot for profile `planner`: ").unwrap();
     assert!(
         listed.contains("read_file") && !listed.contains("write_file"),
         "{listed}"
     );
+    assert!(left_out.contains("write_file"), "{left_out}");
     let symlink = warren(
         &world,
         &[

@@ -216,6 +216,12 @@ fn scaffolded_plugins_build_and_pass_their_own_test() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
+        let tool = format!("{}_greet", name.replace('-', "_"));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(&format!("calls its `{tool}` tool")),
+            "{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
         let root = dir.path().join(&name);
         assert!(root.join("wit/plugin.wit").is_file() && root.join("test.sh").is_file());
         let mut test = Command::new(root.join("test.sh"));
@@ -242,6 +248,45 @@ fn scaffolded_plugins_build_and_pass_their_own_test() {
         );
         assert!(String::from_utf8_lossy(&output.stdout)
             .contains(&format!("ok: {name} works under warren")));
+    }
+    // Each example tool is named after its plugin, so the three load side by side.
+    let config = dir.path().join("warren.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\nfiles = [\"hello-rust/hello-rust.wasm\", \"hello-python/hello-python.wasm\", \"hello-js/hello-js.wasm\"]\nbuiltins = false\ncache_dir = {:?}\n",
+            cache_dir()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let output = Command::new(warren)
+        .args(["--config", config, "tools", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let tools: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["hello_js_greet", "hello_python_greet", "hello_rust_greet"]
+    );
+    for tool in names {
+        let output = Command::new(warren)
+            .args(["--config", config, "call", tool, r#"{"name":"Ada"}"#])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "Hello, Ada!\n",
+            "{tool}"
+        );
     }
     let output = Command::new(warren)
         .args(["plugin", "new", "hello-rust", "--lang", "rust", "--dir"])

@@ -128,6 +128,30 @@ fn init_gives_a_project_that_runs_offline_with_built_in_tools() {
     );
 }
 
+/// Outside a project every command that needs a config says that there is none and
+/// how to make one or name another, rather than only "cannot read".
+#[test]
+fn outside_a_project_the_error_points_at_init_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["run", "hello"][..], &["tools"], &["call", "read_file"]] {
+        let output = warren(dir.path(), args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot read warren.toml: no such file; `warren init` creates a project in this directory, `--config PATH` uses another config file"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let doctor = warren(dir.path(), &["doctor"]);
+    let report = text(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("FAIL  config: cannot read warren.toml: no such file; `warren init`")
+            && report.contains("→ doctor checks the config that --config names"),
+        "{report}"
+    );
+}
+
 /// Doctor names what is wrong and what to do: a rejected key, a model the server does
 /// not know, a working model, and a config error at its line.
 #[tokio::test]

@@ -1004,34 +1004,72 @@ async fn a_typed_tool_in_an_agent_run() {
 }
 
 /// `warren plugin new --typed`: a Rust typed component that builds and passes its own
-/// test through warren.
+/// test through warren; two of them load side by side, their tools named after each.
 #[test]
 fn scaffolded_typed_component_builds_and_passes_its_own_test() {
     guests();
     let dir = tempfile::tempdir().unwrap();
     let warren = env!("CARGO_BIN_EXE_warren");
+    for name in ["hello-typed", "other-typed"] {
+        let output = Command::new(warren)
+            .args(["plugin", "new", name, "--typed", "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let tool = format!("{}_greet", name.replace('-', "_"));
+        assert!(
+            text(&output.stdout).contains(&format!("calls its `{tool}` tool")),
+            "{}",
+            text(&output.stdout)
+        );
+        let root_dir = dir.path().join(name);
+        assert!(root_dir.join("wit/world.wit").is_file());
+        assert!(!root_dir.join("wit/plugin.wit").exists());
+        let output = Command::new(root_dir.join("test.sh"))
+            .env("WARREN", warren)
+            .env("CARGO_TARGET_DIR", root().join("target/wasm"))
+            .env("XDG_CACHE_HOME", cache_dir())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "typed scaffold test failed:\n{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+        assert!(text(&output.stdout).contains(&format!("ok: {name} works under warren")));
+    }
+    let config = dir.path().join("warren.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins]\nfiles = [\"hello-typed/hello-typed.wasm\", \"other-typed/other-typed.wasm\"]\nbuiltins = false\ncache_dir = {:?}\n",
+            cache_dir()
+        ),
+    )
+    .unwrap();
     let output = Command::new(warren)
-        .args(["plugin", "new", "hello-typed", "--typed", "--dir"])
-        .arg(dir.path())
+        .args(["--config", config.to_str().unwrap(), "tools", "--json"])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let root_dir = dir.path().join("hello-typed");
-    assert!(root_dir.join("wit/world.wit").is_file());
-    assert!(!root_dir.join("wit/plugin.wit").exists());
-    let output = Command::new(root_dir.join("test.sh"))
-        .env("WARREN", warren)
-        .env("CARGO_TARGET_DIR", root().join("target/wasm"))
-        .env("XDG_CACHE_HOME", cache_dir())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "typed scaffold test failed:\n{}{}",
-        text(&output.stdout),
-        text(&output.stderr)
+    let tools: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hello_typed_greet",
+            "hello_typed_greet_person",
+            "other_typed_greet",
+            "other_typed_greet_person"
+        ]
     );
-    assert!(text(&output.stdout).contains("ok: hello-typed works under warren"));
 }
 
 /// Random values of every parameter and result type the Rust fixture exports (every

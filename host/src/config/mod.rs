@@ -36,7 +36,14 @@ pub const DEFAULT_PROFILE: &str = "main";
 /// A configuration that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file could not be read.
+    /// There is no config file at the path: most often warren was started outside a
+    /// project, so the message says how to make one or name another.
+    #[error("cannot read {}: no such file; `warren init` creates a project in this directory, `--config PATH` uses another config file", path.display())]
+    NotFound {
+        /// The config file.
+        path: PathBuf,
+    },
+    /// The file exists but could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
         /// The config file.
@@ -326,9 +333,13 @@ pub struct Config {
 impl Config {
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            let path = path.to_path_buf();
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ConfigError::NotFound { path }
+            } else {
+                ConfigError::Read { path, source }
+            }
         })?;
         Config::parse(path, &text)
     }

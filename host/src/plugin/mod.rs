@@ -111,6 +111,25 @@ impl ToolAccess {
     }
 }
 
+/// How to take plugin `plugin`'s tool `tool` (as the plugin offers it) out of a clash:
+/// its `[plugins.NAME]` table hides it or renames it.
+fn clash_remedy(plugin: &str, tool: &str) -> String {
+    let key = if crate::config::is_valid_name(plugin) {
+        plugin.to_string()
+    } else {
+        format!("{plugin:?}")
+    };
+    let renamed = format!("{plugin}_{tool}");
+    let renamed = if crate::config::is_valid_name(&renamed) {
+        renamed
+    } else {
+        "new_name".to_string()
+    };
+    format!(
+        "leave it out of {plugin} with `[plugins.{key}] hide = [\"{tool}\"]`, or rename it with `[plugins.{key}] rename = {{ {tool} = \"{renamed}\" }}`"
+    )
+}
+
 impl ToolRegistry {
     /// Loads `files` in order with the default [`PluginLimits`].
     pub async fn load(
@@ -227,6 +246,8 @@ impl ToolRegistry {
                 })?;
                 (PluginKind::Typed(typed), tools)
             };
+            // The names as the plugin offers them: what `[plugins.NAME]` keys refer to.
+            let own_names: Vec<String> = own.iter().map(|spec| spec.name.clone()).collect();
             let offered = overrides::offer(table, own, matches!(kind, PluginKind::Wit { .. }))
                 .with_context(|| format!("[plugins.{name}] ({})", path.display()))?;
             let (sources, tools): (Vec<usize>, Vec<ToolSpec>) = offered.into_iter().unzip();
@@ -297,10 +318,11 @@ impl ToolRegistry {
                         String::new()
                     };
                     anyhow::bail!(
-                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins{hint}",
+                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins: {}{hint}",
                         spec.name,
                         plugins[other].path.display(),
-                        path.display()
+                        path.display(),
+                        clash_remedy(&name, &own_names[sources[position]])
                     );
                 }
             }

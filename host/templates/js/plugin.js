@@ -1,10 +1,13 @@
 // {{name}}: a warren tool plugin. Edit listTools and callTool.
 
+// The example tool, named after the plugin so it cannot clash with another plugin's.
+const GREET = "{{prefix}}_greet";
+
 export const tool = {
   listTools() {
     return [
       {
-        name: "greet",
+        name: GREET,
         description: "Greet someone by name.",
         inputSchema: JSON.stringify({
           type: "object",
@@ -17,7 +20,7 @@ export const tool = {
   },
   callTool(name, argumentsJson) {
     const args = JSON.parse(argumentsJson);
-    if (name !== "greet") throw { tag: "invalid-input", val: `unknown tool \`${name}\`` };
+    if (name !== GREET) throw { tag: "invalid-input", val: `unknown tool \`${name}\`` };
     if (typeof args.name !== "string") throw { tag: "invalid-input", val: "`name` must be a string" };
     return `Hello, ${args.name}!`;
   },

@@ -6,21 +6,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 warren="${WARREN:-warren}"
 ./build.sh
 "$warren" plugin inspect {{name}}.wasm --wit wit
-got="$("$warren" --config warren.toml call greeter_greet '{"name":"warren"}')"
+got="$("$warren" --config warren.toml call {{prefix}}_greet '{"name":"warren"}')"
 if [ "$got" != "Hello, warren!" ]; then
-  echo "FAIL: greeter_greet returned: $got" >&2
+  echo "FAIL: {{prefix}}_greet returned: $got" >&2
   exit 1
 fi
-got="$("$warren" --config warren.toml call greeter_greet_person '{"person":{"name":"Ada","title":"Dr"},"volume":"loud"}')"
+got="$("$warren" --config warren.toml call {{prefix}}_greet_person '{"person":{"name":"Ada","title":"Dr"},"volume":"loud"}')"
 if [ "$got" != "HELLO, DR ADA!" ]; then
-  echo "FAIL: greeter_greet_person returned: $got" >&2
+  echo "FAIL: {{prefix}}_greet_person returned: $got" >&2
   exit 1
 fi
-if "$warren" --config warren.toml call greeter_greet '{"name":5}' 2>/dev/null; then
+if "$warren" --config warren.toml call {{prefix}}_greet '{"name":5}' 2>/dev/null; then
   echo "FAIL: a bad argument was accepted" >&2
   exit 1
 fi
-if "$warren" --config warren.toml call greeter_greet_person '{"person":{"name":" "},"volume":"quiet"}' 2>/dev/null; then
+if "$warren" --config warren.toml call {{prefix}}_greet_person '{"person":{"name":" "},"volume":"quiet"}' 2>/dev/null; then
   echo "FAIL: an error result was not a tool error" >&2
   exit 1
 fi

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::exports::warren::plugin::tool::ToolError;
 use crate::read::plural;
-use crate::{invalid, io_error};
+use crate::{invalid, io_error, write_error};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,7 +38,7 @@ struct Edit {
 }
 
 pub(crate) fn write_file(args: &WriteArgs) -> Result<String, ToolError> {
-    fs::write(&args.path, &args.content).map_err(|e| io_error(&args.path, e))?;
+    fs::write(&args.path, &args.content).map_err(|e| write_error(&args.path, e))?;
     Ok(format!(
         "wrote {} bytes to {}",
         args.content.len(),
@@ -115,7 +115,7 @@ pub(crate) fn edit_file(args: EditArgs) -> Result<String, ToolError> {
         };
         replacements += count;
     }
-    fs::write(&path, &text).map_err(|e| io_error(&path, e))?;
+    fs::write(&path, &text).map_err(|e| write_error(&path, e))?;
     let mut summary = format!(
         "edited {path}: {replacements} replacement{}",
         plural(replacements)

@@ -6,6 +6,8 @@
 //!
 //! Layout:
 //! - `lib.rs`: the tool specs, argument parsing, dispatch and I/O error mapping;
+//! - [`errno`]: an I/O error in words right for WASI, without its number;
+//! - [`mounts`]: the granted directories (preopens), which file errors name;
 //! - [`read`]: `read_file` (raw or numbered) and `list_dir`;
 //! - [`edit`]: `write_file` and `edit_file` (exact string replacement);
 //! - [`search`]: `search_text` (plain text, line by line);
@@ -20,8 +22,10 @@ use serde_json::json;
 wit_bindgen::generate!({ path: "../../wit", world: "warren:plugin/plugin", generate_all });
 
 mod edit;
+mod errno;
 mod glob;
 mod grep;
+mod mounts;
 mod read;
 mod search;
 mod walk;
@@ -181,22 +185,60 @@ fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::InvalidInput(message.into())
 }
 
-/// Turns an I/O error into a tool error, naming refusals by the sandbox as denials.
+/// The answer when the profile grants no directory at all.
+const NO_GRANTS: &str = "denied: this profile grants no directories (capabilities.fs)";
+
+/// Turns an I/O error on `path` into a tool error.
 fn io_error(path: &str, error: io::Error) -> ToolError {
-    // WASI reports a path outside every preopen as ENOTCAPABLE (76) and a write through
-    // a read-only preopen or an escape attempt as EPERM/EACCES.
-    let denied = error.kind() == io::ErrorKind::PermissionDenied
-        || error.raw_os_error() == Some(76)
-        || error.raw_os_error() == Some(63);
-    if denied {
-        ToolError::Failed(format!(
-            "denied: {path} is not reachable with this profile's file capabilities ({error})"
-        ))
-    } else if error.kind() == io::ErrorKind::NotFound {
-        ToolError::Failed(format!("{path}: no such file or directory"))
-    } else {
-        ToolError::Failed(format!("{path}: {error}"))
+    file_error(path, error, false)
+}
+
+/// [`io_error`] for a write, where a refusal under a read-only grant says so.
+fn write_error(path: &str, error: io::Error) -> ToolError {
+    file_error(path, error, true)
+}
+
+/// Refusals by the sandbox are denials. WASI answers a path outside every grant as if
+/// nothing were there, and a relative path resolves against `/`, so both answers name
+/// the granted directories: that is where the model may look.
+fn file_error(path: &str, error: io::Error, writing: bool) -> ToolError {
+    let mounts = mounts::granted();
+    if mounts.is_empty() {
+        return ToolError::Failed(NO_GRANTS.into());
     }
+    // WASI reports a path outside every preopen as ENOTCAPABLE, and a write through a
+    // read-only preopen or an escape attempt as EPERM (a PermissionDenied kind).
+    let refused = error.kind() == io::ErrorKind::PermissionDenied
+        || error.raw_os_error() == Some(errno::NOT_CAPABLE);
+    let missing = error.kind() == io::ErrorKind::NotFound;
+    let relative = !path.starts_with('/');
+    let words = errno::words(&error);
+    let message = match mounts::under(&mounts, path) {
+        None if !relative && (refused || missing) => {
+            return ToolError::Failed(format!(
+                "denied: {path} is outside the granted directories: {}",
+                mounts::shown(&mounts)
+            ))
+        }
+        Some(mount) if refused && writing && !mount.writable => {
+            format!(
+                "denied: {path}: {} is read-only for this profile",
+                mount.path
+            )
+        }
+        _ if refused => format!(
+            "denied: {path} is not reachable with this profile's file capabilities ({words})"
+        ),
+        _ => format!("{path}: {words}"),
+    };
+    ToolError::Failed(if relative {
+        format!(
+            "{message}; paths are absolute, under the granted directories: {}",
+            mounts::shown(&mounts)
+        )
+    } else {
+        message
+    })
 }
 
 export!(Files);

@@ -3,19 +3,15 @@
 //! symlinks and stops after a fixed number of entries.
 
 use std::fs;
-use std::io;
 use std::time::SystemTime;
 
 use crate::exports::warren::plugin::tool::ToolError;
-use crate::wasi::filesystem::preopens;
-use crate::{invalid, io_error};
+use crate::mounts;
+use crate::{invalid, io_error, NO_GRANTS};
 
 /// A walk visits at most this many entries (files and directories, over every root),
 /// so a huge tree ends with a note rather than at the call's time limit.
 const MAX_WALK_ENTRIES: usize = 100_000;
-
-/// The answer when the profile grants no directory at all.
-const NO_GRANTS: &str = "denied: this profile grants no directories (capabilities.fs)";
 
 /// A regular file the walk reached.
 pub(crate) struct Found<'a> {
@@ -46,53 +42,22 @@ pub(crate) fn roots(path: Option<&str>) -> Result<Vec<String>, ToolError> {
             format!("/{trimmed}")
         }]);
     }
-    let names = granted();
+    let names: Vec<String> = mounts::granted()
+        .into_iter()
+        .map(|mount| mount.path)
+        .collect();
     // A preopen inside another is walked with its parent; listing it twice would
     // repeat its files.
     let nested = |name: &String| {
         names
             .iter()
-            .any(|other| other != name && contains(other, name))
+            .any(|other| other != name && mounts::contains(other, name))
     };
     let roots: Vec<String> = names.iter().filter(|n| !nested(n)).cloned().collect();
     if roots.is_empty() {
         return Err(ToolError::Failed(NO_GRANTS.into()));
     }
     Ok(roots)
-}
-
-/// The guest paths of the preopened directories, sorted.
-fn granted() -> Vec<String> {
-    let mut names: Vec<String> = preopens::get_directories()
-        .into_iter()
-        .map(|(_, name)| name)
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// A root that cannot be read: outside every grant, WASI only says it does not exist,
-/// so the answer says what is granted instead.
-fn root_error(root: &str, error: io::Error) -> ToolError {
-    let names = granted();
-    let inside = names.iter().any(|name| contains(name, root));
-    if error.kind() == io::ErrorKind::NotFound && !inside {
-        return ToolError::Failed(if names.is_empty() {
-            NO_GRANTS.to_string()
-        } else {
-            format!(
-                "denied: {root} is outside the granted directories ({})",
-                shown(&names)
-            )
-        });
-    }
-    io_error(root, error)
-}
-
-/// Whether `path` is `dir` or below it.
-fn contains(dir: &str, path: &str) -> bool {
-    dir == "/" || path == dir || path.starts_with(&format!("{dir}/"))
 }
 
 /// The roots as the answer names them: `/docs, /out`.
@@ -118,7 +83,7 @@ impl Walker {
         root: &str,
         visit: &mut dyn FnMut(&Found<'_>),
     ) -> Result<(), ToolError> {
-        let meta = fs::metadata(root).map_err(|e| root_error(root, e))?;
+        let meta = fs::metadata(root).map_err(|e| io_error(root, e))?;
         if meta.is_file() {
             let name = root.rsplit('/').next().unwrap_or(root);
             visit(&found(root, name, &meta));
@@ -129,7 +94,7 @@ impl Walker {
         }
         // Popping takes the smallest name first, so children are pushed in reverse.
         let mut pending = Vec::new();
-        fs::read_dir(root).map_err(|e| root_error(root, e))?;
+        fs::read_dir(root).map_err(|e| io_error(root, e))?;
         push_children(root, "", &mut pending);
         while let Some((relative, is_dir)) = pending.pop() {
             if self.visited >= MAX_WALK_ENTRIES {

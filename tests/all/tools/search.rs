@@ -248,7 +248,7 @@ async fn search_tools_stay_inside_the_grants() {
     .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "grep failed: denied: / is outside the granted directories (/docs, /out)"
+        "grep failed: denied: / is outside the granted directories: /docs (read-only), /out"
     );
     let error = call(
         &registry,

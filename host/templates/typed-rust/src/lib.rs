@@ -3,16 +3,14 @@
 
 wit_bindgen::generate!({ path: "wit", world: "tools" });
 
-use exports::local::tools::greeter::{Guest, Person, Volume};
-
 struct Tools;
 
 impl Guest for Tools {
-    fn greet(name: String) -> String {
+    fn {{prefix}}_greet(name: String) -> String {
         format!("Hello, {name}!")
     }
 
-    fn greet_person(person: Person, volume: Volume) -> Result<String, String> {
+    fn {{prefix}}_greet_person(person: Person, volume: Volume) -> Result<String, String> {
         if person.name.trim().is_empty() {
             return Err("the name is empty".into());
         }
