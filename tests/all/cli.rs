@@ -360,7 +360,7 @@ fn run_executes_the_offline_demo() {
         .collect();
     assert_eq!(rows.len(), 3, "{stderr}");
     assert!(
-        stderr.contains("] started researcher: Summarise /docs/solar.md"),
+        stderr.contains("] started researcher (solar notes): Summarise /docs/solar.md"),
         "plain progress when not a terminal: {stderr}"
     );
     assert!(rows.iter().all(|r| r.contains(" ok ")), "{stderr}");
