@@ -413,6 +413,8 @@ fn render(raw: &str) -> Vec<String> {
                 let n: usize = arg.parse().unwrap_or(1);
                 match command {
                     'A' => row = row.saturating_sub(n),
+                    // Down, stopping at the last row (a terminal's bottom).
+                    'B' => row = (row + n).min(rows.len() - 1),
                     'K' => rows[row].clear(),
                     'J' => rows.truncate(row + 1),
                     _ => {}
