@@ -43,6 +43,18 @@ struct SpanData {
 
 struct Fields<'a>(&'a mut Vec<(String, Value)>);
 
+/// Reads only `warren.traceparent` from a span's fields.
+struct Traceparent(Option<String>);
+
+impl Visit for Traceparent {
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "warren.traceparent" {
+            self.0 = Some(value.to_string());
+        }
+    }
+}
+
 impl Visit for Fields<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         self.0.push((
@@ -173,15 +185,23 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
             start_ns: now_ns(),
             attributes: Vec::new(),
         };
-        attributes.record(&mut Fields(&mut data.attributes));
-        // A root span that carries a remote parent's trace context joins its trace.
-        if parent.is_none() {
-            let remote = data
+        // Attributes are kept only for export; without it only a remote parent's trace
+        // context is read (every agent's spans pass here, so this stays cheap).
+        let mut traceparent = Traceparent(None);
+        if self.queue.is_some() {
+            attributes.record(&mut Fields(&mut data.attributes));
+            traceparent.0 = data
                 .attributes
                 .iter()
                 .find(|(key, _)| key == "warren.traceparent")
                 .and_then(|(_, value)| value["stringValue"].as_str())
-                .and_then(parse_traceparent);
+                .map(str::to_string);
+        } else if parent.is_none() {
+            attributes.record(&mut traceparent);
+        }
+        // A root span that carries a remote parent's trace context joins its trace.
+        if parent.is_none() {
+            let remote = traceparent.0.as_deref().and_then(parse_traceparent);
             if let Some((trace_id, span_id)) = remote {
                 data.trace_id = trace_id;
                 data.parent_span_id = Some(span_id);
@@ -191,6 +211,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if self.queue.is_none() {
+            return;
+        }
         if let Some(span) = ctx.span(id) {
             if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
                 values.record(&mut Fields(&mut data.attributes));
