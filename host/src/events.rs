@@ -270,10 +270,7 @@ pub fn summarize(text: &str) -> String {
         .chars()
         .map(|c| if c == '\n' { ' ' } else { c })
         .collect();
-    match flat.char_indices().nth(SUMMARY_CHARS) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
+    bounded(&flat, SUMMARY_CHARS)
 }
 
 #[cfg(test)]

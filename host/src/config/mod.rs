@@ -460,25 +460,12 @@ impl Config {
         for table in plugin_tables.values_mut() {
             table.wit = table.wit.take().map(|wit| base.join(wit));
         }
-        let default_profile = raw.queue.as_ref().and_then(|q| q.default_profile.as_ref());
-        if let Some(name) = default_profile {
-            let known =
-                name.get_ref().0 == DEFAULT_PROFILE || profiles.contains_key(&name.get_ref().0);
-            if !known {
-                let mut names: Vec<String> = profiles.keys().cloned().collect();
-                names.insert(0, DEFAULT_PROFILE.to_string());
-                return cx.invalid(
-                    name.span(),
-                    "queue.default_profile",
-                    format!(
-                        "no profile `{}` (defined: {})",
-                        name.get_ref().0,
-                        names.join(", ")
-                    ),
-                );
-            }
-        }
-        Ok(Config {
+        let default_profile_at = raw
+            .queue
+            .as_ref()
+            .and_then(|q| q.default_profile.as_ref())
+            .map(Spanned::span);
+        let config = Config {
             path: path.to_path_buf(),
             plugin_files,
             cache_dir,
@@ -514,7 +501,22 @@ impl Config {
                 .unwrap_or_default(),
             agent_files,
             implicit,
-        })
+        };
+        // Checked against the loaded profiles by the one lookup jobs use (the implicit
+        // `main` included), not at the first job.
+        if let (Some(at), Some(name)) = (default_profile_at, &config.queue.default_profile) {
+            if config.profile(name).is_err() {
+                return cx.invalid(
+                    at,
+                    "queue.default_profile",
+                    format!(
+                        "no profile `{name}` (defined: {})",
+                        config.profile_names().join(", ")
+                    ),
+                );
+            }
+        }
+        Ok(config)
     }
 
     /// The profile called `name`. Unless the configuration defines its own, `main`
