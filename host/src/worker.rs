@@ -161,7 +161,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             }
         }
     }
-    let Ok(base) = config.profile(&data.profile) else {
+    let Some(base) = config.find_profile(&data.profile) else {
         let reason = format!(
             "unknown profile `{}` on worker {worker} (it has: {})",
             data.profile,
@@ -170,7 +170,6 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         tracing::warn!(job = %id, "{reason}");
         return Err(bullmq::Error::Unrecoverable(reason));
     };
-    let base = &base;
     let queue = &shared.queue;
     if queue.cancel_requested(&id).await {
         return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);

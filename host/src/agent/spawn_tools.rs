@@ -164,18 +164,14 @@ impl Agent {
         let config = &self.runtime.config;
         // No profile: the parent's own (its prompt, tools and model; capabilities
         // already its effective ones), as other sub-agent systems spawn by default.
-        let named;
         let base = match &asked_profile {
             None => &self.profile,
-            Some(name) => {
-                named = config.profile(name).map_err(|_| {
-                    format!(
-                        "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",
-                        config.profile_names().join(", ")
-                    )
-                })?;
-                &named
-            }
+            Some(name) => config.find_profile(name).ok_or_else(|| {
+                format!(
+                    "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",
+                    config.profile_names().join(", ")
+                )
+            })?,
         };
         let profile_name = base.name.clone();
         let ask = ChildAsk {

@@ -505,7 +505,7 @@ impl Config {
         // Checked against the loaded profiles by the one lookup jobs use (the implicit
         // `main` included), not at the first job.
         if let (Some(at), Some(name)) = (default_profile_at, &config.queue.default_profile) {
-            if config.profile(name).is_err() {
+            if config.find_profile(name).is_none() {
                 return cx.invalid(
                     at,
                     "queue.default_profile",
@@ -524,17 +524,21 @@ impl Config {
     /// root's profile by default: `[profiles]` and agent files are for sub-agents and
     /// need not define it).
     pub fn profile(&self, name: &str) -> Result<Profile, ConfigError> {
-        if let Some(profile) = self.profiles.get(name) {
-            return Ok(profile.clone());
-        }
-        if name == DEFAULT_PROFILE {
-            return Ok(self.implicit.clone());
-        }
-        Err(ConfigError::UnknownProfile {
-            path: self.path.clone(),
-            name: name.to_string(),
-            available: self.profile_names(),
-        })
+        self.find_profile(name)
+            .cloned()
+            .ok_or_else(|| ConfigError::UnknownProfile {
+                path: self.path.clone(),
+                name: name.to_string(),
+                available: self.profile_names(),
+            })
+    }
+
+    /// The profile called `name`, borrowed (for each spawn and queue job, which
+    /// narrow a copy of it anyway), with the same implicit `main` as [`Config::profile`].
+    pub(crate) fn find_profile(&self, name: &str) -> Option<&Profile> {
+        self.profiles
+            .get(name)
+            .or_else(|| (name == DEFAULT_PROFILE).then_some(&self.implicit))
     }
 
     /// Every profile name, the implicit `main` included.
