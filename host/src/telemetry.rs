@@ -26,6 +26,15 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+/// Whether spans are exported (set once, when the exporter starts): what only an
+/// exporter reads (an agent's input and output on its span) is built only then.
+static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether spans are exported.
+pub(crate) fn exporting() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
+
 /// Finished spans waiting to be sent, at most this many (older ones are dropped).
 const MAX_QUEUED_SPANS: usize = 100_000;
 /// How often queued spans are sent.
@@ -377,6 +386,7 @@ impl Telemetry {
         let (Some(endpoint), Some(queue)) = (endpoint, queue) else {
             return Telemetry { exporter: None };
         };
+        EXPORTING.store(true, Ordering::Relaxed);
         let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
         let headers = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
             .map(|h| parse_headers(&h))

@@ -149,6 +149,33 @@ fn unusable_turn(
     }
 }
 
+/// What an agent was asked, on its span: the GenAI conventions' messages and the plain
+/// input trace UIs show, bounded. Only built when spans are exported.
+fn record_input(span: &tracing::Span, task: &str) {
+    let asked = bounded(task, RESULT_CHARS);
+    span.record("input.value", asked.as_str());
+    span.record(
+        "gen_ai.input.messages",
+        serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": asked}]}])
+            .to_string(),
+    );
+}
+
+/// What an agent answered (or why it failed), on its span, as [`record_input`].
+fn record_output(span: &tracing::Span, outcome: &AgentOutcome) {
+    let answer = match &outcome.error {
+        Some(error) if outcome.text.is_empty() => error.as_str(),
+        _ => outcome.text.as_str(),
+    };
+    let answer = bounded(answer, RESULT_CHARS);
+    span.record("output.value", answer.as_str());
+    span.record(
+        "gen_ai.output.messages",
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": outcome.state.as_str()}])
+            .to_string(),
+    );
+}
+
 impl Agent {
     /// Whether this agent gets the spawn tools.
     pub(crate) fn can_spawn(&self) -> bool {
@@ -174,15 +201,9 @@ impl Agent {
             gen_ai.output.messages = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        // What the agent was asked and what it answered go on its span (the GenAI
-        // conventions' messages, and the plain input/output trace UIs show), bounded.
-        let asked = bounded(&task, RESULT_CHARS);
-        span.record("input.value", asked.as_str());
-        span.record(
-            "gen_ai.input.messages",
-            serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": asked}]}])
-                .to_string(),
-        );
+        if crate::telemetry::exporting() {
+            record_input(&span, &task);
+        }
         async {
             let started = Instant::now();
             warn_profile_notes_once(&self.profile);
@@ -229,16 +250,9 @@ impl Agent {
             };
             let span = tracing::Span::current();
             span.record("warren.agent.state", state.as_str());
-            let answer = match &outcome.error {
-                Some(error) if outcome.text.is_empty() => error.as_str(),
-                _ => outcome.text.as_str(),
-            };
-            let answer = bounded(answer, RESULT_CHARS);
-            span.record("output.value", answer.as_str());
-            span.record(
-                "gen_ai.output.messages",
-                serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": state.as_str()}]).to_string(),
-            );
+            if crate::telemetry::exporting() {
+                record_output(&span, &outcome);
+            }
             self.tree.events.publish(outcome.finished_event(&self.id.0));
             outcome
         }
