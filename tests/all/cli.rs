@@ -487,3 +487,17 @@ fn plugin_componentize_names_a_bad_input() {
     );
     assert!(!world.path("out.wasm").exists());
 }
+
+#[test]
+fn a_bad_run_id_is_named() {
+    let world = World::new();
+    world.config(PROFILES);
+    let output = warren(&world, &["run", "go", "--run-id", "no spaces!"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("--run-id: use letters, digits, `_` and `-` (at most 64), got `no spaces!`"),
+        "{stderr}"
+    );
+}
