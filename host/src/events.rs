@@ -5,10 +5,13 @@
 //! is told how many (`Lagged`), so a slow consumer never slows an agent down.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
+
+use crate::llm::Usage;
+use crate::outcome::{AgentOutcome, AgentState};
 
 /// Events kept for slow subscribers before they start losing the oldest.
 const BUS_CAPACITY: usize = 8192;
@@ -107,8 +110,8 @@ pub enum Event {
     AgentFinished {
         /// Its id.
         agent: String,
-        /// How (`ok`, `error`, `cancelled`, `timed_out`, `max_turns`, `budget_exceeded`).
-        state: String,
+        /// How it ended (`ok`, `error`, `cancelled`, `timed_out`, …).
+        state: AgentState,
         /// Turns used.
         turns: u32,
         /// Prompt tokens.
@@ -133,6 +136,54 @@ pub enum Event {
 }
 
 impl Event {
+    /// The `agent_finished` event of agent `agent` that ended with `outcome`: the one
+    /// mapping of an outcome to that event, its text bounded to [`RESULT_CHARS`].
+    pub fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Event {
+        Event::AgentFinished {
+            agent: agent.to_string(),
+            state: outcome.state,
+            turns: outcome.turns,
+            input_tokens: outcome.usage.input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd: outcome.cost_usd,
+            duration_ms: outcome.duration.as_millis() as u64,
+            error: outcome.error.clone(),
+            text: bounded(&outcome.text, RESULT_CHARS),
+        }
+    }
+
+    /// The outcome an `agent_finished` event reports (as far as the event carries it:
+    /// its text is bounded, cached tokens are not counted); `None` for other events.
+    pub fn outcome(&self) -> Option<AgentOutcome> {
+        let Event::AgentFinished {
+            state,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            duration_ms,
+            error,
+            text,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(AgentOutcome {
+            state: *state,
+            text: text.clone(),
+            error: error.clone(),
+            turns: *turns,
+            usage: Usage {
+                input_tokens: *input_tokens,
+                cached_input_tokens: 0,
+                output_tokens: *output_tokens,
+            },
+            cost_usd: *cost_usd,
+            duration: Duration::from_millis(*duration_ms),
+        })
+    }
+
     /// The agent the event is about, if any.
     pub fn agent(&self) -> Option<&str> {
         match self {

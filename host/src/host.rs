@@ -16,15 +16,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, Runtime};
+use crate::agent::{Agent, Delivery, Role, Runtime};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
 use crate::events::EventStream;
-use crate::jobs::{Backend, Job, JobId, Phase, Tree};
+use crate::jobs::{Backend, Job, JobHandle, JobId, Tree};
 use crate::llm;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -109,7 +108,7 @@ impl Host {
         };
         Ok(Host {
             parts: Arc::new(Runtime {
-                spawn_tools: crate::agent::spawn_tool_definitions(&config),
+                spawn_tools: crate::agent::spawn_tool_definitions(&config, Delivery::Notified),
                 config,
                 registry: Arc::new(registry),
                 providers,
@@ -213,32 +212,24 @@ impl Host {
             job.queue_job,
             job.run_id,
         );
-        let cancel = tree.cancel.clone();
-        let (id, done) = tree.add(None, &job.profile.name, &job.task, cancel.clone());
-        tree.set_phase(&id, Phase::Running(Instant::now()));
-        let root = Agent {
-            runtime: self.parts.clone(),
-            tree: tree.clone(),
-            id: id.clone(),
-            limits: job.limits,
-            access: ToolAccess::new(job.profile.clone())?,
+        // Its scratch directory before the job exists, as for every agent.
+        let access = ToolAccess::new(job.profile.clone())?;
+        let handle = JobHandle::root(&tree, &job.profile.name, &job.task);
+        let id = handle.id().clone();
+        let role = Role {
             profile: job.profile,
+            limits: job.limits,
             extra_prompt: job.extra_prompt,
-            parent_span: None,
-            traceparent: job.traceparent,
             depth: job.depth,
-            children_cancel: cancel.child_token(),
-            cancel,
+            traceparent: job.traceparent,
         };
+        let root = Agent::new(self.parts.clone(), handle.place(), role, access, None);
+        // Subscribed before the root starts: the first caller of `Run::events` sees
+        // its `agent_started`.
         let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
+        handle.start();
         let task = job.task;
-        let record = tree.clone();
-        let handle = tokio::spawn(async move {
-            let outcome = root.run(task).await;
-            record.set_phase(&root.id, Phase::Done(outcome.clone()));
-            done.send_replace(true);
-            outcome
-        });
+        let handle = tokio::spawn(async move { handle.finish(root.run(task).await) });
         Ok(Run {
             tree,
             root: id,

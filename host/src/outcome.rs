@@ -65,6 +65,12 @@ impl AgentState {
     }
 }
 
+impl std::fmt::Display for AgentState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// What an agent produced and used.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentOutcome {
@@ -85,22 +91,6 @@ pub struct AgentOutcome {
 }
 
 impl AgentOutcome {
-    /// The `agent_finished` event of agent `agent` that ended so: the one mapping of an
-    /// outcome to that event, for agents run here and on workers alike.
-    pub(crate) fn finished_event(&self, agent: &str) -> crate::events::Event {
-        crate::events::Event::AgentFinished {
-            agent: agent.to_string(),
-            state: self.state.as_str().to_string(),
-            turns: self.turns,
-            input_tokens: self.usage.input_tokens,
-            output_tokens: self.usage.output_tokens,
-            cost_usd: self.cost_usd,
-            duration_ms: self.duration.as_millis() as u64,
-            error: self.error.clone(),
-            text: crate::events::bounded(&self.text, crate::events::RESULT_CHARS),
-        }
-    }
-
     /// A short reason for a result header: the error's first line, or the state.
     pub fn reason(&self) -> String {
         match &self.error {

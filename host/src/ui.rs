@@ -18,6 +18,7 @@ use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use crate::events::Event;
+use crate::outcome::AgentState;
 use crate::term::{terminal_width, DRAWN};
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -58,7 +59,7 @@ struct AgentLine {
     tokens: u64,
     cost: f64,
     started: Option<Instant>,
-    finished: Option<(String, Duration)>,
+    finished: Option<(AgentState, Duration)>,
 }
 
 /// The state of every agent, fed by events.
@@ -146,21 +147,12 @@ impl AgentTree {
                     line.cost = *cost_usd;
                 }
             }
-            Event::AgentFinished {
-                agent,
-                state,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_ms,
-                ..
-            } => {
-                if let Some(line) = self.agents.get_mut(agent) {
-                    line.turns = *turns;
-                    line.tokens = input_tokens.saturating_add(*output_tokens);
-                    line.cost = *cost_usd;
-                    line.finished = Some((state.clone(), Duration::from_millis(*duration_ms)));
+            Event::AgentFinished { agent, .. } => {
+                if let (Some(line), Some(outcome)) = (self.agents.get_mut(agent), event.outcome()) {
+                    line.turns = outcome.turns;
+                    line.tokens = outcome.usage.total();
+                    line.cost = outcome.cost_usd;
+                    line.finished = Some((outcome.state, outcome.duration));
                 }
             }
             Event::Lagged { .. } => {}
@@ -206,7 +198,7 @@ impl AgentTree {
         };
         let status = match &line.finished {
             Some((state, duration)) => {
-                let mark = if state == crate::outcome::AgentState::Ok.as_str() {
+                let mark = if *state == AgentState::Ok {
                     '✓'
                 } else {
                     '✗'

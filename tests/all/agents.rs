@@ -908,3 +908,86 @@ text = "the spawn failed"
     assert_eq!(result["text"], "the spawn failed");
     assert_eq!(result["agents"].as_array().unwrap().len(), 1, "{result}");
 }
+
+/// A session's caller (an MCP client) is answered in its own terms, spawned jobs are
+/// known by the id the spawn returns, and every job's end is an event, a job cancelled
+/// while it still waited for its slot included.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_is_told_to_await_and_every_job_it_starts_ends_with_an_event() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route("SLOW-TASK", delayed(1500, answer("slow done")));
+    server.route("FG-TASK", answer("fg done"));
+    let text = config(&server, "max_concurrent = 1\nmax_turns = 5", "");
+    let host = Host::load(Config::load(&world.config(&text)).unwrap())
+        .await
+        .unwrap();
+    let session = host.session(None).unwrap();
+    let mut events = session.events();
+    let spawn = |task: &str| json!({"profile": "worker", "task": task}).to_string();
+
+    let started = session
+        .call("spawn_agent", &spawn("SLOW-TASK"))
+        .await
+        .unwrap();
+    assert!(
+        started.ends_with(
+            "in the background; get its result with await_agents (list_agents shows where it is)."
+        ),
+        "{started}"
+    );
+    let queued = session
+        .call("spawn_agent", &spawn("WAITING-TASK"))
+        .await
+        .unwrap();
+    assert!(queued.starts_with("Queued job "), "{queued}");
+    assert!(
+        queued.ends_with("Get its result with await_agents (list_agents shows where it is).")
+            && !queued.contains("notified"),
+        "{queued}"
+    );
+    let waiting = queued.split_whitespace().nth(2).unwrap().to_string();
+    let cancelled = session
+        .call("cancel_agent", &json!({"job_id": waiting}).to_string())
+        .await
+        .unwrap();
+    assert!(
+        cancelled.starts_with(&format!("Cancelled job {waiting}")),
+        "{cancelled}"
+    );
+
+    // A foreground spawn waits its turn, and hears what it was not granted.
+    let foreground = session
+        .call(
+            "spawn_agent",
+            &json!({"profile": "worker", "task": "FG-TASK", "max_turns": 50, "background": false})
+                .to_string(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        foreground.starts_with("max_turns 50 was asked, 5 granted"),
+        "{foreground}"
+    );
+    assert!(
+        foreground.contains(": OK] worker") && foreground.ends_with("fg done"),
+        "{foreground}"
+    );
+
+    let mut finished = BTreeMap::new();
+    while finished.len() < 3 {
+        let record = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("every job's end is an event")
+            .unwrap();
+        if let warren::events::Event::AgentFinished { agent, state, .. } = record.event {
+            finished.insert(agent, state);
+        }
+    }
+    assert_eq!(finished[&waiting], AgentState::Cancelled, "{finished:?}");
+    assert_eq!(
+        finished.values().filter(|s| **s == AgentState::Ok).count(),
+        2,
+        "{finished:?}"
+    );
+}

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use warren::events::Event;
-use warren::{Config, Host};
+use warren::{AgentState, Config, Host};
 
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::World;
@@ -128,7 +128,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
             position(&|e| matches!(e, Event::AgentFinished { agent, .. } if agent == id));
         assert!(started < finished, "{id}");
         if let Event::AgentFinished { state, .. } = &events[finished] {
-            states.insert(id.clone(), state.clone());
+            states.insert(id.clone(), *state);
         }
         if id != &ids[0] {
             let queued =
@@ -136,11 +136,11 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
             assert!(queued < started, "{id}");
         }
     }
-    assert_eq!(states[&ids[0]], "ok");
-    assert_eq!(states[mid], "ok");
-    assert_eq!(states[leaf], "ok");
-    assert_eq!(states[fail], "error");
-    assert_eq!(states[hang], "cancelled");
+    assert_eq!(states[&ids[0]], AgentState::Ok);
+    assert_eq!(states[mid], AgentState::Ok);
+    assert_eq!(states[leaf], AgentState::Ok);
+    assert_eq!(states[fail], AgentState::Error);
+    assert_eq!(states[hang], AgentState::Cancelled);
     assert!(
         matches!(events.iter().find(|e| matches!(e, Event::AgentQueued { agent, .. } if agent == leaf)), Some(Event::AgentQueued { parent: Some(p), .. }) if p == mid)
     );

@@ -12,15 +12,15 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     // L0: vocabularies and engines that know nothing of agents.
     ("builtin", 0),
-    ("events", 0),
     ("llm", 0),
     ("sandbox", 0),
     ("term", 0),
     // L1: how an agent ended; logs and traces.
     ("outcome", 1),
     ("telemetry", 1),
-    // L2: the configuration as plain validated data.
+    // L2: the configuration as plain validated data; the event bus.
     ("config", 2),
+    ("events", 2),
     // L3: loaded tools; the job tree, the narrowing rule and the Backend seam.
     ("plugin", 3),
     ("jobs", 3),
@@ -310,7 +310,10 @@ fn no_module_has_a_ring_among_its_files() {
             continue;
         }
         let name = |node: &Option<String>| match node {
-            Some(child) => format!("`{}`", [dir.clone(), vec![child.clone()]].concat().join("::")),
+            Some(child) => format!(
+                "`{}`",
+                [dir.clone(), vec![child.clone()]].concat().join("::")
+            ),
             None => format!("`{}`", dir.join("::")),
         };
         // Edges between this directory's nodes, each with one place that makes it.
@@ -423,9 +426,13 @@ fn the_scanner_sees_grouped_relative_and_inline_paths() {
     );
     let parent = ["jobs".to_string()];
     let children: BTreeSet<String> = ["child".to_string()].into();
-    let named: Vec<String> = named_paths("pub use child::narrow;\nuse self::child::X;", &parent, &children)
-        .into_iter()
-        .map(|n| n.segments.join("::"))
-        .collect();
+    let named: Vec<String> = named_paths(
+        "pub use child::narrow;\nuse self::child::X;",
+        &parent,
+        &children,
+    )
+    .into_iter()
+    .map(|n| n.segments.join("::"))
+    .collect();
     assert_eq!(named, ["jobs::child::narrow", "jobs::child::X"]);
 }

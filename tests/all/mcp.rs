@@ -425,7 +425,9 @@ async fn sub_agents_with_progress_and_logs(transport: Transport) {
     let logs = report["logs"].as_array().unwrap();
     assert!(
         logs.iter().any(|l| l["level"] == "info"
-            && l["logger"] == "warren::agent"
+            && l["logger"]
+                .as_str()
+                .is_some_and(|logger| logger.starts_with("warren::agent"))
             && l["data"]
                 .as_str()
                 .unwrap_or_default()

@@ -4,23 +4,111 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Agent;
-use crate::config::{Config, SPAWN_TOOLS};
-use crate::events::{summarize, Event};
+use super::runtime::{Agent, Role};
+use crate::config::{Config, RunLimits, SPAWN_TOOLS};
 use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{
-    clamp_notes, compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobId, Phase,
-    Placement,
+    clamp_notes, compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobHandle, JobId,
+    JobSelection, Phase,
 };
 use crate::llm::ToolDefinition;
 use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
+
+/// How whoever spawned a background child learns that it finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Its result is pushed into the parent model's next turn.
+    Notified,
+    /// The caller gets it with `await_agents` (a session's caller has no turns to
+    /// push into).
+    Awaited,
+}
+
+impl Delivery {
+    /// What the spawn tool's description promises.
+    fn promise(self) -> &'static str {
+        match self {
+            Delivery::Notified => "you are notified when it finishes",
+            Delivery::Awaited => "you get its result with await_agents",
+        }
+    }
+
+    /// What a background spawn's answer ends with, as a clause.
+    fn next_step(self) -> &'static str {
+        match self {
+            Delivery::Notified => "you will be notified when it finishes.",
+            Delivery::Awaited => {
+                "get its result with await_agents (list_agents shows where it is)."
+            }
+        }
+    }
+}
+
+/// What a `spawn_agent` call did, before it is put in words for whoever asked.
+#[derive(Clone, Debug)]
+pub(crate) struct Spawned {
+    /// The child's job id.
+    pub(crate) id: JobId,
+    /// Its profile's name.
+    pub(crate) profile: String,
+    /// Whether it waits for a slot (otherwise it started).
+    pub(crate) queued: bool,
+    /// Each limit asked for and not granted, in a sentence.
+    pub(crate) notes: Vec<String>,
+}
+
+impl Spawned {
+    /// The answer to a background spawn.
+    pub(crate) fn background_answer(&self, delivery: Delivery, limits: &RunLimits) -> String {
+        let (id, profile) = (&self.id, &self.profile);
+        let next = delivery.next_step();
+        let mut answer = if self.queued {
+            let (first, rest) = next.split_at(1);
+            format!(
+                "Queued job {id} ({profile}) in the background. It is queued: as many sub-agents as allowed are running (max_concurrent = {} per run, max_concurrent_total = {} per host); it starts when a slot frees, after the jobs queued before it. {}{rest}",
+                limits.max_concurrent,
+                limits.max_concurrent_total,
+                first.to_uppercase()
+            )
+        } else {
+            format!("Started job {id} ({profile}) in the background; {next}")
+        };
+        for note in &self.notes {
+            answer.push(' ');
+            answer.push_str(note);
+        }
+        answer
+    }
+
+    /// The answer to a foreground spawn: what was not granted, then the result block.
+    pub(crate) fn foreground_answer(&self, block: String) -> String {
+        match self.notes.join(" ") {
+            notes if notes.is_empty() => block,
+            notes => format!("{notes}\n\n{block}"),
+        }
+    }
+}
+
+/// The arguments of a `spawn_agent` call, read and checked; an `Err` is a tool error.
+pub(crate) fn spawn_request(arguments: &str) -> Result<SpawnRequest, String> {
+    SpawnRequest::parse(&arguments_object(arguments)?)
+}
+
+/// `arguments` as a JSON object; an `Err` is a tool error.
+fn arguments_object(arguments: &str) -> Result<Value, String> {
+    let args: Value = serde_json::from_str(arguments)
+        .map_err(|e| format!("arguments are not valid JSON: {e}"))?;
+    if !args.is_object() {
+        return Err("arguments must be a JSON object".into());
+    }
+    Ok(args)
+}
 
 /// Whether `name` is one of the spawn tools.
 pub(crate) fn is_spawn_tool(name: &str) -> bool {
@@ -28,7 +116,7 @@ pub(crate) fn is_spawn_tool(name: &str) -> bool {
 }
 
 /// The four tool definitions; `profile` is an enum of the configured profile names.
-pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
+pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefinition> {
     let names: Vec<&String> = config.profiles.keys().collect();
     // With no profiles configured, a child runs under its parent's profile: no
     // empty enum for the model to trip over.
@@ -42,7 +130,7 @@ pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
     vec![
         ToolDefinition {
             name: "spawn_agent".into(),
-            description: "Hand a scoped task to a sub-agent with a fresh conversation. It sees only the task, context and constraints you give. Background (default): returns a job id at once and you are notified when it finishes; background=false waits and returns its result.".into(),
+            description: format!("Hand a scoped task to a sub-agent with a fresh conversation. It sees only the task, context and constraints you give. Background (default): returns a job id at once and {}; background=false waits and returns its result.", delivery.promise()),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -91,15 +179,15 @@ pub(crate) fn definitions(config: &Config) -> Vec<ToolDefinition> {
 
 type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Runs a child: waits for the slots reserved at its spawn (or a cancellation), runs
-/// it here or, with a queue, on a worker, and records the outcome.
-/// Boxed, because a child is an agent that may itself spawn children.
+/// Runs a child as `job`: waits for the slots reserved at its spawn (or a
+/// cancellation), runs it here or, with a queue, on a worker, and finishes the job
+/// with its outcome. Boxed, because a child is an agent that may itself spawn children.
 fn run_child(
     child: Agent,
+    job: JobHandle,
     task: String,
     spec: ChildSpec,
     slots: Reservation,
-    done: tokio::sync::watch::Sender<bool>,
 ) -> BoxedRun {
     Box::pin(async move {
         let remote = child.runtime.remote.clone();
@@ -109,45 +197,44 @@ fn run_child(
             permit = slots.wait() => Some(permit),
         };
         let outcome = match (permit, remote) {
-            (Some(_permit), Some(backend)) => {
-                let place = Placement {
-                    tree: child.tree.clone(),
-                    id: child.id.clone(),
-                    cancel: child.cancel.clone(),
-                    children_cancel: child.children_cancel.clone(),
-                };
-                backend.run(&place, spec).await
-            }
+            (Some(_permit), Some(backend)) => backend.run(&job, spec).await,
             (Some(_permit), None) => {
-                child
-                    .tree
-                    .set_phase(&child.id, Phase::Running(Instant::now()));
+                job.start();
                 child.run(task).await
             }
             (None, _) => AgentOutcome::cancelled_before_start(),
         };
-        child.tree.set_phase(&child.id, Phase::Done(outcome));
-        done.send_replace(true);
+        job.finish(outcome);
     })
 }
 
 impl Agent {
     /// Runs spawn tool `name`; an `Err` is a tool error for the model.
     pub(crate) async fn spawn_tool(&self, name: &str, arguments: &str) -> Result<String, String> {
-        let args: Value = serde_json::from_str(arguments)
-            .map_err(|e| format!("arguments are not valid JSON: {e}"))?;
-        if !args.is_object() {
-            return Err("arguments must be a JSON object".into());
-        }
+        let args = arguments_object(arguments)?;
         match name {
-            "spawn_agent" => self.spawn_agent(&args).await,
+            "spawn_agent" => {
+                let request = SpawnRequest::parse(&args)?;
+                let background = request.background;
+                let spawned = self.spawn(request)?;
+                if background {
+                    return Ok(spawned.background_answer(Delivery::Notified, &self.tree.limits));
+                }
+                let block = self
+                    .await_jobs(std::slice::from_ref(&spawned.id), None, false)
+                    .await;
+                Ok(spawned.foreground_answer(block))
+            }
             "await_agents" => Ok(self.await_agents(&args).await),
             "cancel_agent" => self.cancel_agent(&args),
             _ => Ok(self.list_agents()),
         }
     }
 
-    async fn spawn_agent(&self, args: &Value) -> Result<String, String> {
+    /// Spawns the child `request` asks for, in the background: narrowed from its
+    /// profile and this agent's own capabilities, registered as a child job, its slots
+    /// reserved in spawn order. An `Err` is a tool error for the model.
+    pub(crate) fn spawn(&self, request: SpawnRequest) -> Result<Spawned, String> {
         let SpawnRequest {
             task,
             description,
@@ -159,8 +246,8 @@ impl Agent {
             max_turns,
             max_cost_usd: max_cost,
             timeout_s,
-            background,
-        } = SpawnRequest::parse(args)?;
+            background: _,
+        } = request;
         let config = &self.runtime.config;
         // No profile: the parent's own (its prompt, tools and model; capabilities
         // already its effective ones), as other sub-agent systems spawn by default.
@@ -182,10 +269,7 @@ impl Agent {
             ceiling: Some(&self.profile.capabilities),
         };
         let (mut profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
-        let granted_note: String = clamp_notes(base, &ask, &limits)
-            .iter()
-            .map(|note| format!(" {note}"))
-            .collect();
+        let notes = clamp_notes(base, &ask, &limits);
         if base.inherit_model {
             profile.model = self.profile.model.clone();
         }
@@ -240,84 +324,43 @@ impl Agent {
         // registered, so it cannot stay queued forever.
         let access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
-        let cancel = self.children_cancel.child_token();
-        let (id, done) = self
-            .tree
-            .add(Some(&self.id), &profile_name, &task, cancel.clone());
-        if let Some(label) = &description {
-            self.tree.set_label(&id, label);
-        }
-        self.tree.events.publish(Event::AgentQueued {
-            agent: id.0.clone(),
-            parent: Some(self.id.0.clone()),
-            profile: profile_name.clone(),
-            task: summarize(&task),
-            label: description.clone(),
-        });
-        // The slots are asked for now, in spawn order: what the model is told below
-        // (started or queued) is what happens.
+        let job = self
+            .place()
+            .child(&profile_name, &task, description.as_deref());
+        // The slots are asked for now, in spawn order: what the caller is told (started
+        // or queued) is what happens.
         let slots = self
             .runtime
             .slots
             .reserve(&self.tree.slots, self.runtime.remote.is_none());
-        let queued = slots.is_queued();
-        let child = Agent {
-            runtime: self.runtime.clone(),
-            tree: Arc::clone(&self.tree),
-            id: id.clone(),
+        let spawned = Spawned {
+            id: job.id().clone(),
+            profile: profile_name,
+            queued: slots.is_queued(),
+            notes,
+        };
+        let role = Role {
             profile,
+            limits,
             extra_prompt,
             depth: self.depth + 1,
-            limits,
-            children_cancel: cancel.child_token(),
-            cancel,
-            access,
-            parent_span: Some(tracing::Span::current()),
             traceparent: None,
         };
-        tokio::spawn(run_child(child, message, spec, slots, done));
-        if !background {
-            let block = self
-                .await_jobs(std::slice::from_ref(&id), None, false)
-                .await;
-            return Ok(match granted_note.trim() {
-                "" => block,
-                note => format!("{note}\n\n{block}"),
-            });
-        }
-        let mut answer = if queued {
-            format!(
-                "Queued job {id} ({profile_name}) in the background. It is queued: as many sub-agents as allowed are running (max_concurrent = {} per run, max_concurrent_total = {} per host); it starts when a slot frees, after the jobs queued before it. You will be notified when it finishes.",
-                self.tree.limits.max_concurrent, self.tree.limits.max_concurrent_total
-            )
-        } else {
-            format!("Started job {id} ({profile_name}) in the background; you will be notified when it finishes.")
-        };
-        answer.push_str(&granted_note);
-        Ok(answer)
+        let child = Agent::new(
+            self.runtime.clone(),
+            job.place(),
+            role,
+            access,
+            Some(tracing::Span::current()),
+        );
+        tokio::spawn(run_child(child, job, message, spec, slots));
+        Ok(spawned)
     }
 
     async fn await_agents(&self, args: &Value) -> String {
-        let mine: Vec<JobId> = self
+        let ids = self
             .tree
-            .children(&self.id)
-            .into_iter()
-            .map(|j| j.id)
-            .collect();
-        let ids: Vec<JobId> = match &args["job_ids"] {
-            Value::String(s) if s.trim() == "*" => mine,
-            Value::String(s) => s
-                .split(',')
-                .map(|p| JobId(p.trim().to_string()))
-                .filter(|id| !id.0.is_empty())
-                .collect(),
-            Value::Array(items) => items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|s| JobId(s.trim().to_string()))
-                .collect(),
-            _ => Vec::new(),
-        };
+            .select(&self.id, &JobSelection::parse(&args["job_ids"]));
         if ids.is_empty() {
             return "No jobs found.".into();
         }

@@ -6,39 +6,19 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::agent::{Agent, Runtime};
-use crate::events::{summarize, Event, EventStream};
-use crate::jobs::spawn_request::SpawnRequest;
-use crate::jobs::{JobId, Phase, Tree};
+use crate::agent::{spawn_request, spawn_tool_definitions, Agent, Delivery, Role, Runtime};
+use crate::events::{Event, EventStream};
+use crate::jobs::{JobHandle, JobId, JobSelection, Phase, Tree};
 use crate::llm::{ToolCall, ToolDefinition};
+use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
 
 /// What a session's root job says its task is (there is no task: the caller drives).
 const SESSION_TASK: &str = "(session: tools called by an outside client)";
-/// What the spawn tools promise an agent about background children, and what a
-/// session's caller gets instead: it has no model turns to push results into.
-const PUSHED: [(&str, &str); 2] = [
-    (
-        "and you are notified when it finishes",
-        "and you get its result with await_agents",
-    ),
-    (
-        "you will be notified when it finishes.",
-        "get its result with await_agents (list_agents shows where it is).",
-    ),
-];
-
-/// `text` with the promise of pushed results replaced by what a caller must do.
-fn without_push(text: String) -> String {
-    PUSHED
-        .iter()
-        .fold(text, |text, (agent, caller)| text.replace(agent, caller))
-}
 
 /// An outside caller's connection: a job tree whose root is the caller.
 ///
@@ -50,10 +30,11 @@ pub struct Session {
     /// its plugin tools under this agent's profile and scratch directory. Its loop
     /// never runs, so no model is ever called for it.
     root: Agent,
-    /// Held while a `spawn_agent` call registers its child, so the one child that
-    /// appears under the root meanwhile is known to be this call's (to follow and
-    /// cancel it).
-    spawning: tokio::sync::Mutex<()>,
+    /// The root job's life: running while the session is open, finished (cancelled)
+    /// when it closes. `None` only while being dropped.
+    job: Option<JobHandle>,
+    /// The spawn tools as a caller sees them: results are awaited, not pushed.
+    spawn_tools: Vec<ToolDefinition>,
     /// Numbers the session's tool calls in events.
     calls: AtomicU64,
 }
@@ -83,27 +64,16 @@ impl Session {
     pub(super) fn new(runtime: Arc<Runtime>, profile: &str) -> anyhow::Result<Session> {
         let profile = runtime.config.profile(profile)?;
         let tree = Tree::new(runtime.config.run_limits);
-        let cancel = tree.cancel.clone();
-        let (id, _done) = tree.add(None, &profile.name, SESSION_TASK, cancel.clone());
-        tree.set_phase(&id, Phase::Running(Instant::now()));
-        let root = Agent {
-            runtime,
-            tree: tree.clone(),
-            id,
-            limits: profile.limits,
-            access: ToolAccess::new(profile.clone())?,
-            profile,
-            extra_prompt: None,
-            parent_span: None,
-            traceparent: None,
-            depth: 0,
-            children_cancel: cancel.child_token(),
-            cancel,
-        };
+        let access = ToolAccess::new(profile.clone())?;
+        let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
+        let spawn_tools = spawn_tool_definitions(&runtime.config, Delivery::Awaited);
+        let root = Agent::new(runtime, job.place(), Role::root(profile), access, None);
+        job.start();
         Ok(Session {
             tree,
             root,
-            spawning: tokio::sync::Mutex::new(()),
+            job: Some(job),
+            spawn_tools,
             calls: AtomicU64::new(0),
         })
     }
@@ -126,14 +96,7 @@ impl Session {
     /// The tools the session may call: the profile's plugin tools, then the spawn tools
     /// when the profile may spawn (`spawn` in its tools, `max_depth` above 0).
     pub fn tools(&self) -> Vec<ToolDefinition> {
-        self.root
-            .tool_definitions()
-            .into_iter()
-            .map(|tool| ToolDefinition {
-                description: without_push(tool.description),
-                ..tool
-            })
-            .collect()
+        self.root.tool_definitions_with(&self.spawn_tools)
     }
 
     /// Every event of the session's agents published from now on.
@@ -180,50 +143,37 @@ impl Session {
         arguments: &str,
         watch: Option<UnboundedSender<Event>>,
     ) -> Result<String, String> {
-        let args: Option<Value> = serde_json::from_str(arguments).ok();
         match name {
             "spawn_agent" => {
+                let request = spawn_request(arguments)?;
+                let foreground = !request.background;
+                // Subscribed before the spawn: the child's first events are followed.
+                let events = watch.as_ref().filter(|_| foreground).map(|_| self.events());
+                let spawned = self.root.spawn(request)?;
+                if !foreground {
+                    return Ok(spawned.background_answer(Delivery::Awaited, &self.tree.limits));
+                }
                 // A foreground spawn is a background spawn and an await of its child,
-                // as inside warren; split here so the child is known (to follow its
-                // events, and to cancel it should the caller give up).
-                let foreground = args
-                    .as_ref()
-                    .and_then(|args| SpawnRequest::parse(args).ok())
-                    .is_some_and(|request| !request.background);
-                // Every spawn registers under the lock, so the one new child is this
-                // call's.
-                let registering = self.spawning.lock().await;
-                let Some(mut args) = args.filter(|_| foreground) else {
-                    return self
-                        .root
-                        .spawn_tool(name, arguments)
-                        .await
-                        .map(without_push);
-                };
-                args["background"] = Value::Bool(true);
-                let events = watch.as_ref().map(|_| self.events());
-                let child = {
-                    let _registering = registering;
-                    let before = self.child_ids();
-                    self.root.spawn_tool(name, &args.to_string()).await?;
-                    self.child_ids().difference(&before).next().cloned()
-                };
-                let Some(child) = child else {
-                    return Err("the sub-agent was not registered (a bug in warren)".into());
-                };
+                // as inside warren; split here so the child's events are followed, and
+                // so it is cancelled should the caller give up.
                 let mut started = StartedAgents {
                     tree: self.tree.clone(),
-                    ids: vec![child.clone()],
+                    ids: vec![spawned.id.clone()],
                 };
                 let wait = self
                     .root
-                    .await_jobs(std::slice::from_ref(&child), None, false);
-                let result = follow(wait, events.zip(watch), vec![child.clone()]).await;
+                    .await_jobs(std::slice::from_ref(&spawned.id), None, false);
+                let block = follow(wait, events.zip(watch), vec![spawned.id.clone()]).await;
                 started.ids.clear();
-                Ok(result)
+                Ok(spawned.foreground_answer(block))
             }
             "await_agents" => {
-                let ids = args.as_ref().map_or_else(Vec::new, |a| self.named_jobs(a));
+                let ids = serde_json::from_str::<Value>(arguments)
+                    .map(|args| {
+                        self.tree
+                            .select(&self.root.id, &JobSelection::parse(&args["job_ids"]))
+                    })
+                    .unwrap_or_default();
                 let events = watch.as_ref().map(|_| self.events());
                 if let Some(sink) = &watch {
                     self.announce(&ids, sink);
@@ -236,57 +186,13 @@ impl Session {
     }
 
     /// Sends, for each of `ids` under way, the event that introduced it (its
-    /// `AgentQueued`, or `AgentStarted` once it runs), so a watcher that joins late
+    /// `agent_queued`, or `agent_started` once it runs), so a watcher that joins late
     /// knows what each agent is.
     fn announce(&self, ids: &[JobId], sink: &UnboundedSender<Event>) {
         for job in ids.iter().filter_map(|id| self.tree.job(id)) {
-            if matches!(job.phase, Phase::Done(_)) {
-                continue;
+            if !matches!(job.phase, Phase::Done(_)) {
+                let _ = sink.send(job.introduction());
             }
-            let (agent, parent) = (job.id.0, job.parent.map(|p| p.0));
-            let (profile, task) = (job.profile, summarize(&job.task));
-            let _ = sink.send(match job.phase {
-                Phase::Queued => Event::AgentQueued {
-                    agent,
-                    parent,
-                    profile,
-                    task,
-                    label: job.label,
-                },
-                Phase::Running(_) | Phase::Done(_) => Event::AgentStarted {
-                    agent,
-                    parent,
-                    profile,
-                    task,
-                    label: job.label,
-                },
-            });
-        }
-    }
-
-    /// The ids of the root's children.
-    fn child_ids(&self) -> BTreeSet<JobId> {
-        self.tree
-            .children(&self.root.id)
-            .into_iter()
-            .map(|job| job.id)
-            .collect()
-    }
-
-    /// The jobs an `await_agents` call names (`"*"`: every child of the root).
-    fn named_jobs(&self, args: &Value) -> Vec<JobId> {
-        match &args["job_ids"] {
-            Value::String(all) if all.trim() == "*" => self.child_ids().into_iter().collect(),
-            Value::String(list) => list
-                .split(',')
-                .map(|id| JobId(id.trim().to_string()))
-                .collect(),
-            Value::Array(items) => items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|id| JobId(id.trim().to_string()))
-                .collect(),
-            _ => Vec::new(),
         }
     }
 }
@@ -294,6 +200,12 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.cancel();
+        if let Some(job) = self.job.take() {
+            job.finish(AgentOutcome {
+                error: Some("the session ended".into()),
+                ..AgentOutcome::cancelled_before_start()
+            });
+        }
     }
 }
 

@@ -4,12 +4,10 @@
 //! child needs to run anywhere; and [`Backend`], the seam through which a child runs
 //! somewhere other than this process (the Redis queue implements it).
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use super::{JobId, Tree};
+use super::handle::JobHandle;
+use super::tree::JobId;
 use crate::config::{AgentLimits, Profile};
 use crate::outcome::AgentOutcome;
 use crate::sandbox::CapabilitySet;
@@ -144,27 +142,15 @@ pub struct ChildSpec {
     pub traceparent: Option<String>,
 }
 
-/// A child's place in its parent's tree: where a backend records its progress.
-#[derive(Clone)]
-pub struct Placement {
-    /// The parent's tree.
-    pub tree: Arc<Tree>,
-    /// The child's job id there.
-    pub id: JobId,
-    /// Cancels the child.
-    pub cancel: CancellationToken,
-    /// Parent token of the child's own children.
-    pub children_cancel: CancellationToken,
-}
-
 /// Somewhere other than this process that runs children.
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync {
-    /// Runs `spec` as job `place.id` to its end and returns its outcome once: the
-    /// events of its agents (and of their children) are published in `place.tree`
-    /// under this run's ids, their cost charged to its budget, and cancelling
-    /// `place.cancel` cancels the child and everything below it.
-    async fn run(&self, place: &Placement, spec: ChildSpec) -> AgentOutcome;
+    /// Runs `spec` as `job` to its end and returns its outcome once: the job is
+    /// started (`job.start()`) when its agent starts there; its agents' events (and
+    /// their children's, registered under `job`) are published in its tree under this
+    /// run's ids, their cost charged to its budget; cancelling the job cancels the
+    /// child and everything below it. The caller finishes the job with the outcome.
+    async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome;
 }
 
 #[cfg(test)]

@@ -11,11 +11,13 @@ use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::transport::{api_key, json_offset, malformed, Transport};
-use super::{
+use super::chat::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
-    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
+    Message, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
+use super::error::LlmError;
+use super::model::ModelConfig;
+use super::transport::{api_key, json_offset, malformed, Transport};
 
 /// The API version header this code speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -475,7 +477,7 @@ fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result
 }
 
 #[async_trait::async_trait]
-impl super::Provider for Anthropic {
+impl super::chat::Provider for Anthropic {
     fn model(&self) -> &str {
         &self.transport.model
     }

@@ -184,7 +184,7 @@ impl LlmError {
             .as_u64()
             .or_else(|| error["status"].as_u64())
             .or_else(|| code.parse().ok());
-        let excerpt = super::transport::excerpt(&format!(
+        let excerpt = excerpt(&format!(
             "in-stream error{}{}: {message}",
             if kind.is_empty() {
                 String::new()
@@ -280,4 +280,19 @@ impl LlmError {
             LlmError::ScriptExhausted { .. } => "script_exhausted",
         }
     }
+}
+
+/// Longest body excerpt quoted in an error.
+const EXCERPT_BYTES: usize = 400;
+
+/// The start of a response body, for error messages.
+pub(crate) fn excerpt(body: &str) -> String {
+    let trimmed = body.trim();
+    if trimmed.len() <= EXCERPT_BYTES {
+        return trimmed.to_string();
+    }
+    format!(
+        "{}…",
+        &trimmed[..trimmed.floor_char_boundary(EXCERPT_BYTES)]
+    )
 }

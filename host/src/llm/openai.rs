@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::transport::{api_key, json_offset, malformed, Transport};
-use super::{
+use super::chat::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
-    LlmError, Message, ModelConfig, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
+    Message, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
+use super::error::LlmError;
+use super::model::ModelConfig;
+use super::transport::{api_key, json_offset, malformed, Transport};
 
 /// A model behind an OpenAI-compatible API.
 pub struct OpenAi {
@@ -558,7 +560,7 @@ fn calls_wire<S: Serializer>(calls: &&[ToolCall], serializer: S) -> Result<S::Ok
 }
 
 #[async_trait::async_trait]
-impl super::Provider for OpenAi {
+impl super::chat::Provider for OpenAi {
     fn model(&self) -> &str {
         &self.transport.model
     }

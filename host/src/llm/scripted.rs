@@ -19,10 +19,12 @@ use std::sync::Mutex;
 
 use serde::Deserialize;
 
-use super::{
-    emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError,
-    Message, ModelConfig, Price, ToolCall, Usage,
+use super::chat::{
+    emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message,
+    Price, ToolCall, Usage,
 };
+use super::error::LlmError;
+use super::model::ModelConfig;
 
 /// A model that replays a script.
 pub struct Scripted {
@@ -118,7 +120,7 @@ fn latest_input(request: &ChatRequest) -> &str {
 }
 
 #[async_trait::async_trait]
-impl super::Provider for Scripted {
+impl super::chat::Provider for Scripted {
     fn model(&self) -> &str {
         &self.name
     }

@@ -14,10 +14,9 @@ use std::time::Duration;
 
 use tracing::{debug, warn};
 
-use super::{LlmError, ModelConfig};
+use super::error::{excerpt, LlmError};
+use super::model::ModelConfig;
 
-/// Longest body excerpt quoted in an error.
-const EXCERPT_BYTES: usize = 400;
 /// Longest wait honoured from a `Retry-After` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Longest backoff between retries.
@@ -191,10 +190,10 @@ impl Transport {
         &self,
         body: bytes::Bytes,
         read: F,
-    ) -> Result<super::ChatResponse, LlmError>
+    ) -> Result<super::chat::ChatResponse, LlmError>
     where
         F: Fn(reqwest::Response) -> Fut,
-        Fut: std::future::Future<Output = Result<super::ChatResponse, LlmError>>,
+        Fut: std::future::Future<Output = Result<super::chat::ChatResponse, LlmError>>,
     {
         self.with_stream_retries(|| async {
             let response = self.post_json(&body).await?;
@@ -211,10 +210,12 @@ impl Transport {
     pub(crate) async fn with_stream_retries<F, Fut>(
         &self,
         attempt: F,
-    ) -> Result<super::ChatResponse, LlmError>
+    ) -> Result<super::chat::ChatResponse, LlmError>
     where
         F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<Result<super::ChatResponse, LlmError>, LlmError>>,
+        Fut: std::future::Future<
+            Output = Result<Result<super::chat::ChatResponse, LlmError>, LlmError>,
+        >,
     {
         let mut retries = 0;
         loop {
@@ -488,18 +489,6 @@ fn describe(error: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// The start of a response body, for error messages.
-pub(crate) fn excerpt(body: &str) -> String {
-    let trimmed = body.trim();
-    if trimmed.len() <= EXCERPT_BYTES {
-        return trimmed.to_string();
-    }
-    format!(
-        "{}…",
-        &trimmed[..trimmed.floor_char_boundary(EXCERPT_BYTES)]
-    )
 }
 
 /// Reads the key from the configured variable. With the default variable, a missing

@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use super::WarrenServer;
+use super::server::WarrenServer;
 use crate::host::Host;
 
 /// The path MCP is served at.

@@ -16,8 +16,9 @@
 //! This module uses only the [`Session`] API and the public `Host`, `Config` and event
 //! types: the agents, jobs and queue behind them are not its business.
 //!
-//! Layout: `logging` (records to clients), `progress` (progress messages), `http`
-//! (the Streamable HTTP listener).
+//! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
+//! `logging` (records to clients), `progress` (progress messages), `http` (the
+//! Streamable HTTP listener); this file serves stdio or HTTP.
 
 // `logging/setLevel` is deprecated from MCP 2026-07-28 on (SEP-2577); warren speaks
 // the session-based revisions up to 2025-11-25, where it is current.
@@ -26,30 +27,18 @@
 mod http;
 mod logging;
 mod progress;
+mod server;
 
 pub(crate) use self::logging::layer as log_layer;
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context as _;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
-};
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
-use tokio::sync::mpsc;
-use tracing::Instrument as _;
+use rmcp::ServiceExt as _;
 
-use self::logging::LogSink;
-use self::progress::CallProgress;
-use crate::host::{Host, Session};
+use self::server::WarrenServer;
+use crate::host::Host;
 
 /// How to serve.
 #[derive(Clone, Debug)]
@@ -59,9 +48,6 @@ pub struct McpOptions {
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
 }
-
-/// Numbers sessions, in logs and for routing log records.
-static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 /// Serves MCP until the client leaves (stdio) or `shutdown` resolves; every session's
 /// agents are cancelled when it ends.
@@ -108,205 +94,4 @@ async fn serve_stdio(
     };
     session.cancel();
     outcome
-}
-
-/// One MCP session: its warren [`Session`] and where its log records go.
-struct WarrenServer {
-    /// Names the session in logs and routes its log records.
-    id: u64,
-    /// The tree, tools and spawn tools of this client.
-    session: Arc<Session>,
-    /// The client's log level.
-    logs: LogSink,
-    /// Log records waiting for the client, until the first message that gives a way to
-    /// send them (the client's `initialized`, or any request).
-    pending_logs: Mutex<Option<mpsc::Receiver<LoggingMessageNotificationParam>>>,
-}
-
-impl WarrenServer {
-    fn new(host: &Host, profile: Option<&str>) -> anyhow::Result<WarrenServer> {
-        let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        let session = Arc::new(host.session(profile)?);
-        let (logs, receiver) = LogSink::register(id);
-        tracing::info!(
-            session = id,
-            profile = session.profile(),
-            "MCP session opened"
-        );
-        Ok(WarrenServer {
-            id,
-            session,
-            logs,
-            pending_logs: Mutex::new(Some(receiver)),
-        })
-    }
-
-    /// Starts sending this session's log records to `peer` (once).
-    fn forward_logs(&self, peer: &Peer<RoleServer>) {
-        let receiver = self
-            .pending_logs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let Some(mut receiver) = receiver else { return };
-        let peer = peer.clone();
-        // Ends when the session does (its sink is dropped). A record that cannot be
-        // sent (an HTTP client with no stream open for it) is skipped, not fatal.
-        tokio::spawn(async move {
-            while let Some(record) = receiver.recv().await {
-                let _ = peer.notify_logging_message(record).await;
-            }
-        });
-    }
-
-    /// Runs one tool call, reporting progress when the client asked for it, until it
-    /// ends or the client cancels it.
-    async fn call(
-        &self,
-        name: &str,
-        arguments: String,
-        context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let token = context.meta.get_progress_token();
-        let (watch, mut events) = match token {
-            Some(_) => {
-                let (sender, receiver) = mpsc::unbounded_channel();
-                (Some(sender), Some(receiver))
-            }
-            None => (None, None),
-        };
-        let span = tracing::info_span!(logging::CALL_SPAN, mcp.session = self.id, tool = %name);
-        let call = self.session.call_watched(name, &arguments, watch);
-        let report = async {
-            let (Some(token), Some(events)) = (token, events.as_mut()) else {
-                return;
-            };
-            let mut progress = CallProgress::default();
-            while let Some(event) = events.recv().await {
-                if let Some((value, message)) = progress.update(&event) {
-                    let notification =
-                        ProgressNotificationParam::new(token.clone(), value).with_message(message);
-                    // A client that stopped listening still gets its result.
-                    let _ = context.peer.notify_progress(notification).await;
-                }
-            }
-        };
-        let work = async {
-            let (result, ()) = tokio::join!(call, report);
-            result
-        }
-        .instrument(span);
-        let result = tokio::select! {
-            biased;
-            () = context.ct.cancelled() => {
-                tracing::info!(session = self.id, tool = name, "call cancelled by the client");
-                Err("cancelled by the client (notifications/cancelled); the agents it started were cancelled".to_string())
-            }
-            result = work => result,
-        };
-        match result {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),
-        }
-    }
-}
-
-impl Drop for WarrenServer {
-    fn drop(&mut self) {
-        tracing::info!(
-            session = self.id,
-            "MCP session closed; cancelling its agents"
-        );
-        self.session.cancel();
-    }
-}
-
-/// What `initialize` tells the client.
-fn server_config(profile: &str) -> ServerConfig {
-    let capabilities = ServerCapabilities::builder()
-        .enable_logging()
-        .enable_tools()
-        .build();
-    ServerConfig::new(capabilities)
-        .with_server_info(
-            Implementation::new("warren", env!("CARGO_PKG_VERSION"))
-                .with_title("warren: sandboxed tools and sub-agents"),
-        )
-        .with_instructions(format!(
-            "warren runs every tool in a fresh WebAssembly sandbox under profile `{profile}`'s \
-             capabilities; a refused access comes back as a tool error saying why. spawn_agent \
-             hands a self-contained task to a sub-agent with its own conversation, tools and \
-             limits (background by default: you get a job id; background=false waits for the \
-             result); await_agents, cancel_agent and list_agents manage them. All agents of \
-             this session share one budget and are cancelled when the session ends."
-        ))
-}
-
-impl ServerHandler for WarrenServer {
-    fn get_info(&self) -> ServerConfig {
-        server_config(self.session.profile())
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // A session holds a job tree, and MCP 2026-07-28 has no sessions: offer the
-        // revisions that do.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.forward_logs(&context.peer);
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.logs.set_level(request.level);
-        self.forward_logs(&context.peer);
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self
-            .session
-            .tools()
-            .into_iter()
-            .map(|tool| {
-                let schema = match &*tool.input_schema {
-                    serde_json::Value::Object(schema) => schema.clone(),
-                    _ => serde_json::Map::new(),
-                };
-                Tool::new(tool.name, tool.description, Arc::new(schema))
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.forward_logs(&context.peer);
-        let name = request.name.to_string();
-        if !self.session.tools().iter().any(|tool| tool.name == name) {
-            let available: Vec<String> = self.session.tools().into_iter().map(|t| t.name).collect();
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{name}` for profile `{}` (available: {})",
-                    self.session.profile(),
-                    available.join(", ")
-                ),
-                None,
-            ));
-        }
-        let arguments =
-            serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string();
-        Ok(self.call(&name, arguments, context).await.into())
-    }
 }

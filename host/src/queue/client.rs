@@ -16,12 +16,11 @@ use anyhow::Context as _;
 use bullmq::{
     JobOptions, JobState, Queue, QueueEvent, QueueEvents, QueueEventsOptions, QueueOptions,
 };
-use tokio::sync::{mpsc, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc;
 
 use super::{JobData, JobOutcome, QueueConfig, JOB_NAME};
 use crate::events::Event;
-use crate::jobs::{Backend, ChildSpec, JobId, Phase, Placement, Tree};
+use crate::jobs::{Backend, ChildSpec, JobHandle, JobId};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 
@@ -395,17 +394,18 @@ async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
 /// mirrored into the parent's tree, and the job's outcome is returned once.
 #[async_trait::async_trait]
 impl Backend for RemoteQueue {
-    async fn run(&self, place: &Placement, spec: ChildSpec) -> AgentOutcome {
-        run_remote(place, self, JobData::from_spec(spec)).await
+    async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome {
+        run_remote(job, self, JobData::from_spec(spec)).await
     }
 }
 
-async fn run_remote(child: &Placement, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
+async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
     data.heartbeat = Some(queue.heartbeat.clone());
     let started = Instant::now();
+    let child = job.place();
     let id = format!("{}-{}", child.tree.run_id, child.id);
     let mut notices = queue.watch(&id);
-    let mut mirror = Mirror::new(child);
+    let mut mirror = Mirror::new(job);
     let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;
     queue.unwatch(&id);
     // Events that arrived with the result reach the view before the end.
@@ -421,20 +421,16 @@ async fn run_remote(child: &Placement, queue: &RemoteQueue, mut data: JobData) -
         .tree
         .charge((outcome.cost_usd - mirror.charged).max(0.0));
     mirror.finish_descendants();
-    child
-        .tree
-        .events
-        .publish(outcome.finished_event(&child.id.0));
     outcome
 }
 
 async fn wait_remote(
-    child: &Placement,
+    child: &crate::jobs::Placement,
     queue: &RemoteQueue,
     id: &str,
     data: &JobData,
     notices: &mut mpsc::UnboundedReceiver<Notice>,
-    mirror: &mut Mirror,
+    mirror: &mut Mirror<'_>,
 ) -> AgentOutcome {
     if let Err(error) = queue
         .enqueue(id, data, child.tree.queue_job.as_deref())
@@ -517,28 +513,29 @@ fn budget_outcome(outcome: AgentOutcome, over_budget: Option<String>) -> AgentOu
     }
 }
 
-/// Maps a worker's agent ids onto this run's: the remote root becomes the child,
-/// each remote descendant a new job in this tree under its mapped parent.
-struct Mirror {
-    tree: Arc<Tree>,
-    root: JobId,
-    cancel: CancellationToken,
+/// Maps a worker's agent ids onto this run's: the remote root is the child's own job,
+/// each remote descendant a job registered in this tree under its mapped parent. The
+/// remote agents' starts and ends go through their jobs' handles here, as a local
+/// agent's do; their other events are republished under the mapped ids.
+struct Mirror<'a> {
+    /// The child's job (the remote root).
+    job: &'a JobHandle,
+    /// Remote agent id → this run's job id.
     ids: HashMap<String, JobId>,
-    done: HashMap<JobId, watch::Sender<bool>>,
+    /// The mirrored descendants not yet finished.
+    descendants: HashMap<JobId, JobHandle>,
     /// Each remote agent's cost so far (its `usage` events are cumulative).
     costs: HashMap<String, f64>,
     /// What this attempt's agents have cost, charged to the tree as it was spent.
     charged: f64,
 }
 
-impl Mirror {
-    fn new(child: &Placement) -> Mirror {
+impl<'a> Mirror<'a> {
+    fn new(job: &'a JobHandle) -> Mirror<'a> {
         Mirror {
-            tree: child.tree.clone(),
-            root: child.id.clone(),
-            cancel: child.children_cancel.clone(),
+            job,
             ids: HashMap::new(),
-            done: HashMap::new(),
+            descendants: HashMap::new(),
             costs: HashMap::new(),
             charged: 0.0,
         }
@@ -551,18 +548,20 @@ impl Mirror {
     fn apply(&mut self, events: Vec<Event>) {
         for event in events {
             if let Some(event) = self.map(event) {
-                self.tree.events.publish(event);
+                self.job.place().tree.events.publish(event);
             }
         }
     }
 
-    /// The event with this run's ids, or `None` for one that concerns no agent of
-    /// this subtree (or the child's own end, published once with the job's result).
+    /// The event with this run's ids, to republish; `None` for one that concerns no
+    /// agent of this subtree, or a start or end (recorded through the job's handle,
+    /// which publishes it; the child's own end is its caller's to record).
     fn map(&mut self, mut event: Event) -> Option<Event> {
+        let root = self.job.id();
         match &mut event {
             Event::AgentStarted {
                 agent,
-                parent: parent @ None,
+                parent: None,
                 ..
             } => {
                 // A (re)started remote root: a retry on another worker starts afresh.
@@ -570,15 +569,9 @@ impl Mirror {
                 self.ids.clear();
                 self.costs.clear();
                 self.charged = 0.0;
-                self.ids.insert(std::mem::take(agent), self.root.clone());
-                self.tree
-                    .set_phase(&self.root, Phase::Running(Instant::now()));
-                *agent = self.root.0.clone();
-                *parent = self
-                    .tree
-                    .job(&self.root)
-                    .and_then(|j| j.parent)
-                    .map(|p| p.0);
+                self.ids.insert(std::mem::take(agent), root.clone());
+                self.job.start();
+                return None;
             }
             Event::AgentQueued {
                 agent,
@@ -587,67 +580,36 @@ impl Mirror {
                 task,
                 label,
             } => {
-                let under = parent
-                    .as_ref()
-                    .and_then(|p| self.ids.get(p).cloned())
-                    .unwrap_or_else(|| self.root.clone());
-                let (id, done) =
-                    self.tree
-                        .add(Some(&under), profile, task, self.cancel.child_token());
-                if let Some(label) = label {
-                    self.tree.set_label(&id, label);
-                }
-                self.ids.insert(std::mem::take(agent), id.clone());
-                self.done.insert(id.clone(), done);
-                *agent = id.0;
-                *parent = Some(under.0);
+                let under = parent.as_ref().and_then(|p| self.ids.get(p));
+                let place = match under.and_then(|id| self.descendants.get(id)) {
+                    Some(parent) => parent.place(),
+                    None => self.job.place(),
+                };
+                let child = place.child(profile, task, label.as_deref());
+                self.ids.insert(std::mem::take(agent), child.id().clone());
+                self.descendants.insert(child.id().clone(), child);
+                return None;
             }
-            Event::AgentStarted { agent, parent, .. } => {
-                let id = self.ids.get(agent.as_str())?.clone();
-                self.tree.set_phase(&id, Phase::Running(Instant::now()));
-                *parent = self.tree.job(&id).and_then(|j| j.parent).map(|p| p.0);
-                *agent = id.0;
+            Event::AgentStarted { agent, .. } => {
+                let id = self.ids.get(agent.as_str())?;
+                self.descendants.get(id)?.start();
+                return None;
             }
-            Event::AgentFinished {
-                agent,
-                state,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_ms,
-                error,
-                text,
-            } => {
-                let id = self.ids.get(agent.as_str())?.clone();
-                if id == self.root {
-                    return None;
+            Event::AgentFinished { agent, .. } => {
+                let id = self.ids.get(agent.as_str())?;
+                if let (Some(descendant), Some(outcome)) =
+                    (self.descendants.remove(id), event.outcome())
+                {
+                    descendant.finish(outcome);
                 }
-                let outcome = JobOutcome {
-                    state: state.clone(),
-                    text: text.clone(),
-                    error: error.clone(),
-                    turns: *turns,
-                    input_tokens: *input_tokens,
-                    cached_input_tokens: 0,
-                    output_tokens: *output_tokens,
-                    cost_usd: *cost_usd,
-                    duration_ms: *duration_ms,
-                    worker: String::new(),
-                }
-                .into_outcome();
-                self.tree.set_phase(&id, Phase::Done(outcome));
-                if let Some(done) = self.done.remove(&id) {
-                    done.send_replace(true);
-                }
-                *agent = id.0;
+                return None;
             }
             Event::Usage {
                 agent, cost_usd, ..
             } => {
                 let before = self.costs.insert(agent.clone(), *cost_usd).unwrap_or(0.0);
                 let spent = (*cost_usd - before).max(0.0);
-                self.tree.charge(spent);
+                self.job.place().tree.charge(spent);
                 self.charged += spent;
                 *agent = self.local(agent)?;
             }
@@ -660,24 +622,14 @@ impl Mirror {
         Some(event)
     }
 
-    /// Marks mirrored descendants whose end was never seen (their worker died, or
+    /// Ends mirrored descendants whose end was never seen (their worker died, or
     /// events were lost) as cancelled, so no job stays "running" in the report.
     fn finish_descendants(&mut self) {
-        let tree = &self.tree;
-        for (id, done) in self.done.drain() {
-            if tree
-                .job(&id)
-                .is_some_and(|j| !matches!(j.phase, Phase::Done(_)))
-            {
-                tree.set_phase(
-                    &id,
-                    Phase::Done(AgentOutcome {
-                        error: Some("its end was not reported by the worker".into()),
-                        ..AgentOutcome::cancelled_before_start()
-                    }),
-                );
-            }
-            done.send_replace(true);
+        for (_, descendant) in self.descendants.drain() {
+            descendant.finish(AgentOutcome {
+                error: Some("its end was not reported by the worker".into()),
+                ..AgentOutcome::cancelled_before_start()
+            });
         }
     }
 }

@@ -5,13 +5,24 @@
 use anyhow::Context as _;
 use tracing::warn;
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
-use wasmtime::component::{Component, ResourceType};
+use wasmtime::component::{Component, ComponentExportIndex, ResourceType};
 use wasmtime::Engine;
 
 use super::docs::WitDocs;
 use super::schema::{self, SchemaBuilder};
-use super::TypedFunction;
 use crate::sandbox::ToolSpec;
+
+/// One exported function offered as a tool.
+pub struct TypedFunction {
+    /// How WIT names it: `interface.function` or `function`.
+    pub wit_name: String,
+    /// Where it is in an instance, found once at load.
+    pub(super) export: ComponentExportIndex,
+    /// Parameter names and types, in order.
+    pub(super) params: Vec<(String, Type)>,
+    /// The result type, if it returns one.
+    pub(super) result: Option<Type>,
+}
 
 /// Imports a typed component may have: WASI 0.2 and warren's `host-log`, the same
 /// interfaces a `warren:plugin` component gets (the linker, not this list, decides in

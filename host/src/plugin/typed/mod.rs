@@ -27,13 +27,13 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 use wasmtime::component::types::Type;
-use wasmtime::component::{Component, ComponentExportIndex, Instance, Val};
+use wasmtime::component::{Component, Instance, Val};
 use wasmtime::Store;
 
 pub use self::convert::{args_from_json, from_json, to_json, InvalidArgument};
 use self::docs::WitDocs;
-pub use self::exports::tool_name;
 use self::exports::Export;
+pub use self::exports::{tool_name, TypedFunction};
 use self::schema::SchemaBuilder;
 use crate::config::PluginLimits;
 use crate::sandbox::{
@@ -52,18 +52,6 @@ pub fn is_plugin(component: &Component, sandbox: &Sandbox) -> bool {
         .component_type()
         .exports(sandbox.engine())
         .any(|(name, _)| name.starts_with("warren:plugin/tool@"))
-}
-
-/// One exported function offered as a tool.
-pub struct TypedFunction {
-    /// How WIT names it: `interface.function` or `function`.
-    pub wit_name: String,
-    /// Where it is in an instance, found once at load.
-    export: ComponentExportIndex,
-    /// Parameter names and types, in order.
-    params: Vec<(String, Type)>,
-    /// The result type, if it returns one.
-    result: Option<Type>,
 }
 
 /// A typed component: linked like any plugin, with the functions it offers.

@@ -1,0 +1,542 @@
+//! The loop of one agent: model turns, tool calls (several in one turn run
+//! concurrently), children's results pushed in before each turn, and the outcome.
+
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use tracing::{info, info_span, Instrument};
+
+use crate::events::{bounded, summarize, Event, RESULT_CHARS};
+use crate::jobs::{not_found_block, result_block, JobId, Phase};
+use crate::llm::{
+    AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Requester, StreamEvent,
+    ToolCall, ToolDefinition, Usage,
+};
+use crate::outcome::{AgentOutcome, AgentState};
+
+use super::runtime::Agent;
+use super::spawn_tools;
+
+/// The system prompt of a sub-agent whose profile has none.
+pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
+use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do \
+and why. Your final message is all your parent will see.";
+
+/// What the loop has done so far (kept outside it, so a timeout or a cancellation
+/// still reports turns, usage and the last text).
+#[derive(Default)]
+struct Progress {
+    turns: u32,
+    usage: Usage,
+    cost_usd: f64,
+    text: String,
+}
+
+/// Logs what a user must know about a profile (tools with no sandboxed equivalent, a
+/// model name that means nothing here) once per process, when its first agent starts,
+/// rather than at every load of a large agent collection.
+fn warn_profile_notes_once(profile: &crate::config::Profile) {
+    static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let notes: Vec<String> = profile
+        .notes
+        .iter()
+        .filter(|n| n.warns())
+        .map(ToString::to_string)
+        .collect();
+    if notes.is_empty() {
+        return;
+    }
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warned.insert(profile.name.clone()) {
+        for note in notes {
+            tracing::warn!(profile = %profile.name, "{note}");
+        }
+    }
+}
+
+/// How a turn's response ends the agent, if it does: an answer that lost its end or
+/// was withheld is not success, and no call of a turn cut by the output limit is run,
+/// since the limit falls wherever it falls, mid-arguments included (half the arguments
+/// of a `write_file` would write half a file).
+fn unusable_turn(
+    finish: &FinishReason,
+    message: &AssistantMessage,
+    model: &str,
+) -> Option<(AgentState, String)> {
+    match (finish, &message.refusal, message.tool_calls.as_slice()) {
+        (_, Some(refusal), []) => Some((AgentState::Refused, format!("refused: {refusal}"))),
+        (FinishReason::Length, _, []) => Some((
+            AgentState::Truncated,
+            format!("truncated at max_tokens: the answer hit the model's output limit (raise max_tokens in [models.{model}])"),
+        )),
+        // Generation stops at the limit, so the call it cut is the last one made.
+        (FinishReason::Length, _, [.., cut]) => Some((
+            AgentState::Truncated,
+            format!(
+                "truncated at max_tokens: the arguments of the `{}` call were cut at the model's output limit, so no tool of that turn was run (raise max_tokens in [models.{model}])",
+                cut.name
+            ),
+        )),
+        (FinishReason::ContentFilter, None, []) => Some((
+            AgentState::Refused,
+            "refused: the provider's content filter withheld the answer".into(),
+        )),
+        _ => None,
+    }
+}
+
+/// What an agent was asked, on its span: the GenAI conventions' messages and the plain
+/// input trace UIs show, bounded. Only built when spans are exported.
+fn record_input(span: &tracing::Span, task: &str) {
+    let asked = bounded(task, RESULT_CHARS);
+    span.record("input.value", asked.as_str());
+    span.record(
+        "gen_ai.input.messages",
+        serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": asked}]}])
+            .to_string(),
+    );
+}
+
+/// What an agent answered (or why it failed), on its span, as [`record_input`].
+fn record_output(span: &tracing::Span, outcome: &AgentOutcome) {
+    let answer = match &outcome.error {
+        Some(error) if outcome.text.is_empty() => error.as_str(),
+        _ => outcome.text.as_str(),
+    };
+    let answer = bounded(answer, RESULT_CHARS);
+    span.record("output.value", answer.as_str());
+    span.record(
+        "gen_ai.output.messages",
+        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": outcome.state.as_str()}])
+            .to_string(),
+    );
+}
+
+impl Agent {
+    /// Runs the loop to its end. The job's start and finish are its owner's to record
+    /// ([`JobHandle`](crate::jobs::JobHandle)).
+    pub(crate) async fn run(&self, task: String) -> AgentOutcome {
+        let span = info_span!(
+            parent: self.parent_span.as_ref().and_then(tracing::Span::id),
+            "invoke_agent",
+            otel.name = format!("invoke_agent {}", self.profile.name),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %self.profile.name,
+            gen_ai.agent.id = %self.id,
+            warren.depth = self.depth,
+            warren.traceparent = self.traceparent.as_deref(),
+            warren.run.id = %self.tree.run_id,
+            warren.agent.state = tracing::field::Empty,
+            input.value = tracing::field::Empty,
+            output.value = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        if crate::telemetry::exporting() {
+            record_input(&span, &task);
+        }
+        async {
+            let started = Instant::now();
+            warn_profile_notes_once(&self.profile);
+            let mut progress = Progress::default();
+            let ended = {
+                let body = self.converse(task, &mut progress);
+                tokio::pin!(body);
+                let limit = Duration::from_secs(self.limits.timeout_s);
+                tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
+                    ended = tokio::time::timeout(limit, &mut body) => ended.unwrap_or_else(|_| Err((
+                        AgentState::TimedOut,
+                        format!("timed out after {} s (timeout_s)", self.limits.timeout_s),
+                    ))),
+                }
+            };
+            // Whatever ended this agent ends its remaining children too.
+            self.children_cancel.cancel();
+            let (state, error) = match ended {
+                Ok(()) => (AgentState::Ok, None),
+                Err((state, error)) => (state, Some(error)),
+            };
+            if state != AgentState::Ok {
+                tracing::Span::current().record("error.type", state.as_str());
+            }
+            info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
+            let outcome = AgentOutcome {
+                state,
+                text: progress.text,
+                error,
+                turns: progress.turns,
+                usage: progress.usage,
+                cost_usd: progress.cost_usd,
+                duration: started.elapsed(),
+            };
+            let span = tracing::Span::current();
+            span.record("warren.agent.state", state.as_str());
+            if crate::telemetry::exporting() {
+                record_output(&span, &outcome);
+            }
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn converse(
+        &self,
+        task: String,
+        progress: &mut Progress,
+    ) -> Result<(), (AgentState, String)> {
+        let model = self.profile.model.as_deref().ok_or_else(|| {
+            (
+                AgentState::Error,
+                format!(
+                    "profile `{}` has no model: add a [models.NAME] table and set `model`",
+                    self.profile.name
+                ),
+            )
+        })?;
+        let provider = self
+            .runtime
+            .providers
+            .get(model)
+            .cloned()
+            .ok_or_else(|| (AgentState::Error, format!("no model `{model}`")))?;
+        // The history lives in the request, which every turn sends as it stands.
+        let mut request = ChatRequest {
+            system: self.system_prompt(),
+            messages: vec![Message::User(task)],
+            tools: self.tool_definitions(),
+            requester: Requester {
+                profile: self.profile.name.clone(),
+                agent_id: self.id.0.clone(),
+            },
+        };
+        loop {
+            let notes = self.finished_children_notes();
+            if !notes.is_empty() {
+                request.messages.push(Message::User(format!(
+                    "<agent_notifications>\nThese background sub-agents finished:\n\n{}\n</agent_notifications>",
+                    notes.join("\n\n")
+                )));
+            }
+            if progress.turns >= self.limits.max_turns {
+                return Err((
+                    AgentState::MaxTurns,
+                    format!("max turns ({}) reached", self.limits.max_turns),
+                ));
+            }
+            if let Some(budget) = self
+                .tree
+                .limits
+                .budget_usd
+                .filter(|_| self.tree.over_budget())
+            {
+                return Err((
+                    AgentState::BudgetExceeded,
+                    format!("the run's budget of ${budget:.4} is used up (spent ${:.4}; defaults.budget_usd)", self.tree.spent()),
+                ));
+            }
+            if let Some(cap) = self
+                .limits
+                .max_cost_usd
+                .filter(|cap| progress.cost_usd >= *cap)
+            {
+                return Err((
+                    AgentState::BudgetExceeded,
+                    format!("this agent's cost cap of ${cap:.4} is used up (spent ${:.4}; max_cost_usd)", progress.cost_usd),
+                ));
+            }
+            progress.turns += 1;
+            self.tree.events.publish(Event::TurnStarted {
+                agent: self.id.0.clone(),
+                turn: progress.turns,
+            });
+            // Streamed text goes to the event bus as it arrives.
+            let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
+            let sink = EventSink::new(move |event| {
+                if let StreamEvent::TextDelta(text) = event {
+                    bus.publish(Event::TextDelta {
+                        agent: agent.clone(),
+                        text,
+                    });
+                }
+            });
+            let chat_span = info_span!(
+                "chat",
+                otel.name = format!("chat {}", provider.model()),
+                gen_ai.operation.name = "chat",
+                gen_ai.request.model = provider.model(),
+                gen_ai.agent.id = %self.id,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+            );
+            let response = provider
+                .chat(&request, &sink)
+                .instrument(chat_span.clone())
+                .await;
+            match &response {
+                Ok(response) => {
+                    chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+                    chat_span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+                }
+                Err(error) => {
+                    chat_span.record("error.type", error.kind());
+                }
+            }
+            let response = response.map_err(|e| (AgentState::Error, e.to_string()))?;
+            progress.usage = progress.usage + response.usage;
+            progress.cost_usd += response.cost_usd;
+            self.tree.charge(response.cost_usd);
+            self.tree.events.publish(Event::Usage {
+                agent: self.id.0.clone(),
+                turns: progress.turns,
+                input_tokens: progress.usage.input_tokens,
+                output_tokens: progress.usage.output_tokens,
+                cost_usd: progress.cost_usd,
+            });
+            progress.text = response.message.text.clone();
+            if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
+                return Err(ended);
+            }
+            let calls = response.message.tool_calls.clone();
+            request.messages.push(Message::Assistant(response.message));
+
+            if calls.is_empty() {
+                let children = self.tree.children(&self.id);
+                let running: Vec<JobId> = children
+                    .iter()
+                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
+                    .map(|job| job.id.clone())
+                    .collect();
+                if running.is_empty() {
+                    return Ok(());
+                }
+                // Report the running children and any finished ones not yet reported,
+                // in one message, so no separate notification follows.
+                let pending: Vec<JobId> = children
+                    .into_iter()
+                    .filter(|job| !job.delivered)
+                    .map(|job| job.id)
+                    .collect();
+                let names = running
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let blocks = self.await_jobs(&pending, None, false).await;
+                request.messages.push(Message::User(format!(
+                    "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
+                     these are their results. Take them into account and give your final answer.\n\n{blocks}"
+                )));
+                continue;
+            }
+            let results = join_all(calls.iter().map(|call| self.execute(call))).await;
+            for (call, result) in calls.into_iter().zip(results) {
+                let (content, is_error) = match result {
+                    Ok(output) => (output, false),
+                    Err(error) => (error, true),
+                };
+                request.messages.push(Message::ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content,
+                    is_error,
+                });
+            }
+        }
+    }
+
+    async fn execute(&self, call: &ToolCall) -> Result<String, String> {
+        self.traced_call(call, self.spawn_tool(&call.name, &call.arguments))
+            .await
+    }
+
+    /// Runs one tool call inside its `execute_tool` span, between its start and finish
+    /// events: a spawn tool (when this agent may spawn) is answered by `spawn`, any
+    /// other name goes to the registry under this agent's capabilities. `spawn` is
+    /// not polled for other tools.
+    pub(crate) async fn traced_call(
+        &self,
+        call: &ToolCall,
+        spawn: impl std::future::Future<Output = Result<String, String>>,
+    ) -> Result<String, String> {
+        let span = info_span!(
+            "execute_tool",
+            otel.name = format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            error.type = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        self.tree.events.publish(Event::ToolCallStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: summarize(&call.arguments),
+        });
+        let (result, outcome) = async {
+            if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
+                let result = spawn.await;
+                let outcome = if result.is_ok() {
+                    "ok"
+                } else {
+                    "invalid_input"
+                };
+                return (result, outcome);
+            }
+            match self
+                .runtime
+                .registry
+                .call(&self.access, &call.name, &call.arguments)
+                .await
+            {
+                Ok(output) => (Ok(output), "ok"),
+                Err(error) => (Err(error.to_string()), error.kind()),
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        if outcome != "ok" {
+            span.record("error.type", outcome);
+        }
+        self.tree.events.publish(Event::ToolCallFinished {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome: outcome.to_string(),
+            summary: summarize(match &result {
+                Ok(text) | Err(text) => text,
+            }),
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        result
+    }
+
+    /// Result blocks of children that finished and were not yet reported.
+    fn finished_children_notes(&self) -> Vec<String> {
+        self.tree
+            .take_finished_undelivered(&self.id)
+            .iter()
+            .map(result_block)
+            .collect()
+    }
+
+    /// Waits for `ids` (all, or the first with `any`), up to `timeout`, and returns
+    /// their result blocks.
+    pub(crate) async fn await_jobs(
+        &self,
+        ids: &[JobId],
+        timeout: Option<Duration>,
+        any: bool,
+    ) -> String {
+        let mut waits = Vec::new();
+        for id in ids {
+            if let Some(job) = self
+                .tree
+                .job(id)
+                .filter(|j| j.parent.as_ref() == Some(&self.id))
+            {
+                let mut done = job.done.clone();
+                waits.push(Box::pin(async move {
+                    let _ = done.wait_for(|finished| *finished).await;
+                }));
+            }
+        }
+        if !waits.is_empty() {
+            let wait = async move {
+                if any {
+                    futures_util::future::select_all(waits).await;
+                } else {
+                    join_all(waits).await;
+                }
+            };
+            match timeout {
+                Some(limit) => {
+                    let _ = tokio::time::timeout(limit, wait).await;
+                }
+                None => wait.await,
+            }
+        }
+        ids.iter()
+            .map(|id| {
+                match self
+                    .tree
+                    .job(id)
+                    .filter(|j| j.parent.as_ref() == Some(&self.id))
+                {
+                    Some(job) => {
+                        if matches!(job.phase, Phase::Done(_)) {
+                            self.tree.mark_delivered(id);
+                        }
+                        result_block(&job)
+                    }
+                    None => not_found_block(&id.0),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    fn system_prompt(&self) -> String {
+        // A sub-agent whose profile has no prompt of its own still learns its role.
+        let own = if self.profile.system_prompt.trim().is_empty() && self.depth > 0 {
+            SUBAGENT_PROMPT.to_string()
+        } else {
+            self.profile.system_prompt.clone()
+        };
+        let mut parts = vec![own];
+        parts.extend(self.extra_prompt.clone());
+        let profiles = &self.runtime.config.profiles;
+        if self.can_spawn() && !profiles.is_empty() {
+            let lines: Vec<String> = profiles
+                .values()
+                .map(|p| {
+                    format!(
+                        "- {}: {} (tools: {})",
+                        p.name,
+                        p.description.as_deref().unwrap_or("no description"),
+                        p.tools.describe()
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "<available_spawn_profiles>\nYou can hand scoped tasks to sub-agents with spawn_agent. Profiles:\n{}\n</available_spawn_profiles>",
+                lines.join("\n")
+            ));
+        }
+        parts
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// The tools this agent's model is offered: its profile's plugin tools, then the spawn
+    /// tools when it may spawn.
+    pub(crate) fn tool_definitions(&self) -> Vec<ToolDefinition> {
+        self.tool_definitions_with(&self.runtime.spawn_tools)
+    }
+
+    /// The profile's plugin tools, then `spawn_tools` when this agent may spawn.
+    pub(crate) fn tool_definitions_with(
+        &self,
+        spawn_tools: &[ToolDefinition],
+    ) -> Vec<ToolDefinition> {
+        let mut tools: Vec<ToolDefinition> = self
+            .runtime
+            .registry
+            .definitions_for(&self.profile)
+            .collect();
+        if self.can_spawn() {
+            tools.extend_from_slice(spawn_tools);
+        }
+        tools
+    }
+}

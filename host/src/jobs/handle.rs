@@ -1,0 +1,180 @@
+//! [`JobHandle`]: the one owner of a job's life. A job is registered (queued), started
+//! and finished through its handle and nowhere else, for the root of a run, a child run
+//! here, a child run on a worker (and the worker's agents mirrored below it) and an
+//! MCP session alike; each transition updates the tree and publishes its event in one
+//! step, so whatever observes jobs (the live view, the event log, traces, a journal)
+//! hooks in here once.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::tree::{JobId, Phase, Tree};
+use crate::events::Event;
+use crate::outcome::{AgentOutcome, AgentState};
+
+/// Where a job sits: its tree, its id and its cancellation tokens. Cheap to clone;
+/// what an agent or a backend needs to work as that job, without the right to end it.
+#[derive(Clone)]
+pub struct Placement {
+    /// The run's tree.
+    pub tree: Arc<Tree>,
+    /// The job's id there.
+    pub id: JobId,
+    /// Cancels the job (and, through `children_cancel`, its descendants).
+    pub cancel: CancellationToken,
+    /// Parent token of the job's own children; cancelled when the job ends.
+    pub children_cancel: CancellationToken,
+}
+
+impl Placement {
+    /// Registers a child of this job, queued, and announces it (`agent_queued`).
+    pub(crate) fn child(&self, profile: &str, task: &str, label: Option<&str>) -> JobHandle {
+        let tree = &self.tree;
+        let cancel = self.children_cancel.child_token();
+        let (id, done) = tree.insert(Some(&self.id), profile, task, label, cancel.clone());
+        let child = JobHandle::new(tree, id, cancel, done);
+        child.announce();
+        child
+    }
+}
+
+/// The right to move one job through its life: `queued` (registered) → `running`
+/// ([`start`](JobHandle::start)) → done ([`finish`](JobHandle::finish)). Finishing
+/// takes the handle, so a job ends once; a handle dropped unfinished (its task
+/// panicked or was aborted) ends the job as an error, so no job waits forever.
+pub struct JobHandle {
+    /// Where the job sits.
+    place: Placement,
+    /// Flips the job's `done` flag; `None` once finished.
+    done: Option<watch::Sender<bool>>,
+}
+
+impl JobHandle {
+    /// Registers the root job of `tree` (cancelled with the whole tree).
+    pub(crate) fn root(tree: &Arc<Tree>, profile: &str, task: &str) -> JobHandle {
+        let cancel = tree.cancel.clone();
+        let (id, done) = tree.insert(None, profile, task, None, cancel.clone());
+        JobHandle::new(tree, id, cancel, done)
+    }
+
+    fn new(
+        tree: &Arc<Tree>,
+        id: JobId,
+        cancel: CancellationToken,
+        done: watch::Sender<bool>,
+    ) -> JobHandle {
+        JobHandle {
+            place: Placement {
+                tree: tree.clone(),
+                id,
+                children_cancel: cancel.child_token(),
+                cancel,
+            },
+            done: Some(done),
+        }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> &JobId {
+        &self.place.id
+    }
+
+    /// Where the job sits.
+    pub fn place(&self) -> &Placement {
+        &self.place
+    }
+
+    /// The job runs from now on (`agent_started`). Starting again (a worker's retry
+    /// of the same job) restarts its clock.
+    pub(crate) fn start(&self) {
+        self.place
+            .tree
+            .set_phase(&self.place.id, Phase::Running(Instant::now()));
+        self.announce();
+    }
+
+    /// The job ended with `outcome`: its `agent_finished` event, its phase, then its
+    /// `done` flag (so whoever wakes on the flag finds the outcome in the tree).
+    /// Returns the outcome.
+    pub(crate) fn finish(mut self, outcome: AgentOutcome) -> AgentOutcome {
+        self.end(outcome.clone());
+        outcome
+    }
+
+    fn end(&mut self, outcome: AgentOutcome) {
+        let Some(done) = self.done.take() else {
+            return;
+        };
+        let tree = &self.place.tree;
+        tree.events
+            .publish(Event::agent_finished(&self.place.id.0, &outcome));
+        tree.set_phase(&self.place.id, Phase::Done(outcome));
+        done.send_replace(true);
+    }
+
+    /// Publishes the event that introduces the job as it stands.
+    fn announce(&self) {
+        if let Some(job) = self.place.tree.job(&self.place.id) {
+            self.place.tree.events.publish(job.introduction());
+        }
+    }
+}
+
+impl Drop for JobHandle {
+    fn drop(&mut self) {
+        if self.done.is_some() {
+            self.end(AgentOutcome {
+                state: AgentState::Error,
+                error: Some("its task ended without an outcome (a bug in warren)".into()),
+                ..AgentOutcome::cancelled_before_start()
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunLimits;
+
+    #[tokio::test]
+    async fn every_transition_is_an_event_and_a_dropped_handle_ends_its_job() {
+        let tree = Tree::new(RunLimits::default());
+        let mut events = tree.events.subscribe();
+        let root = JobHandle::root(&tree, "main", "t");
+        root.start();
+        let child = root.place().child("worker", "c", Some("label"));
+        let id = child.id().clone();
+        let mut done = tree.job(&id).unwrap().done;
+        child.start();
+        drop(child);
+        assert!(*done.wait_for(|d| *d).await.unwrap());
+        let job = tree.job(&id).unwrap();
+        let Phase::Done(outcome) = &job.phase else {
+            panic!("{:?}", job.phase)
+        };
+        assert_eq!(outcome.state, AgentState::Error);
+        assert_eq!(tree.active_subagents(), 0);
+        let outcome = root.finish(AgentOutcome::cancelled_before_start());
+        assert_eq!(outcome.state, AgentState::Cancelled);
+        let mut kinds = Vec::new();
+        while let Some(record) = events.try_next() {
+            let agent = record.event.agent().unwrap_or_default().to_string();
+            let kind = serde_json::to_value(&record.event).unwrap()["type"].clone();
+            kinds.push(format!("{}:{}", kind.as_str().unwrap(), agent == id.0));
+        }
+        assert_eq!(
+            kinds,
+            [
+                "agent_started:false",
+                "agent_queued:true",
+                "agent_started:true",
+                "agent_finished:true",
+                "agent_finished:false"
+            ]
+        );
+    }
+}

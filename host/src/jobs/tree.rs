@@ -1,0 +1,523 @@
+//! The job tree of one run: ids, phases, labels, the shared budget and the index of
+//! each job's children. A job's phase changes only through its
+//! [`JobHandle`](super::handle::JobHandle); everything here that writes is `pub(super)`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::slots;
+use crate::config::RunLimits;
+use crate::events::{summarize, Event, EventBus};
+use crate::outcome::AgentOutcome;
+
+/// A job's id: six hex digits, unique within its run. Ids derive from the run's id
+/// (random per run), so they differ from run to run; where a job must be named across
+/// runs (events, traces, `--json`, queue jobs), the run's id goes with it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(pub String);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, not `write_str`: a width in a table (`{:<8}`) applies.
+        f.pad(&self.0)
+    }
+}
+
+/// Which jobs a `job_ids` argument names: the one reading of a list of job ids
+/// (`await_agents`, and a session's caller).
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobSelection {
+    /// `"*"`: every job of the caller.
+    All,
+    /// The ids given, trimmed, empty ones left out.
+    Ids(Vec<JobId>),
+}
+
+impl JobSelection {
+    /// Reads `job_ids`: a list of ids, one comma-separated string, or `"*"`. Anything
+    /// else names no job.
+    pub fn parse(value: &Value) -> JobSelection {
+        let ids: Vec<&str> = match value {
+            Value::String(all) if all.trim() == "*" => return JobSelection::All,
+            Value::String(list) => list.split(',').collect(),
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        JobSelection::Ids(
+            ids.into_iter()
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(|id| JobId(id.to_string()))
+                .collect(),
+        )
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Debug)]
+pub enum Phase {
+    /// Waiting for a concurrency slot.
+    Queued,
+    /// Running since the instant given.
+    Running(Instant),
+    /// Finished.
+    Done(AgentOutcome),
+}
+
+impl Phase {
+    /// The state as tables, JSON and `list_agents` name it: `queued`, `running`, or
+    /// the outcome's state. The one rendering of a phase.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::Queued => "queued",
+            Phase::Running(_) => "running",
+            Phase::Done(outcome) => outcome.state.as_str(),
+        }
+    }
+}
+
+/// One sub-agent (or the root) in the tree.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// Who spawned it (`None` for the root).
+    pub parent: Option<JobId>,
+    /// Its profile.
+    pub profile: String,
+    /// The task, as given.
+    pub task: String,
+    /// Where it is.
+    pub phase: Phase,
+    /// When it was created.
+    pub created: Instant,
+    /// Cancels it and its descendants.
+    pub cancel: CancellationToken,
+    /// Flips to `true` when it finishes.
+    pub done: watch::Receiver<bool>,
+    /// Whether its result went to the parent (awaited or notified).
+    pub delivered: bool,
+    /// The short label its parent gave at spawn (`description`).
+    pub label: Option<String>,
+}
+
+impl Job {
+    /// The profile, with the label when there is one: `researcher (check the docs)`.
+    pub fn title(&self) -> String {
+        title(&self.profile, self.label.as_deref())
+    }
+
+    /// The event that introduces the job to a watcher that has not seen it: its
+    /// `agent_queued` while it waits, its `agent_started` once it runs (or ran).
+    pub fn introduction(&self) -> Event {
+        let (agent, parent) = (self.id.0.clone(), self.parent.as_ref().map(|p| p.0.clone()));
+        let (profile, task, label) = (
+            self.profile.clone(),
+            summarize(&self.task),
+            self.label.clone(),
+        );
+        match self.phase {
+            Phase::Queued => Event::AgentQueued {
+                agent,
+                parent,
+                profile,
+                task,
+                label,
+            },
+            Phase::Running(_) | Phase::Done(_) => Event::AgentStarted {
+                agent,
+                parent,
+                profile,
+                task,
+                label,
+            },
+        }
+    }
+
+    /// Marks the result delivered; `false` when it already was (a result goes to the
+    /// parent once, through an await or a notification).
+    fn deliver(&mut self) -> bool {
+        !std::mem::replace(&mut self.delivered, true)
+    }
+}
+
+/// The shared state of one run (one agent tree).
+pub struct Tree {
+    /// Every job, the root included, with an index of each job's children.
+    jobs: Mutex<Table>,
+    /// Sub-agents running at once (`max_concurrent`).
+    pub(crate) slots: Arc<slots::RunSlots>,
+    /// The run's limits.
+    pub limits: RunLimits,
+    /// Dollars spent by every agent so far.
+    spent_micros: AtomicU64,
+    /// Seeds job ids.
+    next_id: AtomicU64,
+    /// Cancels the whole run.
+    pub cancel: CancellationToken,
+    /// Where the run's events go.
+    pub events: EventBus,
+    /// The run's id: random (16 hex digits) unless given. Its job ids derive from it,
+    /// and it names the run in events, traces, `--json` and queue jobs.
+    pub run_id: String,
+    /// The queue job this run works for, on a worker (its sub-agent jobs are
+    /// recorded under it, so a retry can cancel an earlier attempt's).
+    pub(crate) queue_job: Option<String>,
+}
+
+/// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
+/// how many sub-agents are active) cost what they return, not the tree's size.
+#[derive(Default)]
+struct Table {
+    /// Every job by id.
+    jobs: BTreeMap<JobId, Job>,
+    /// Each parent's children, in creation order.
+    children: HashMap<JobId, Vec<JobId>>,
+    /// Sub-agents not yet done.
+    active: usize,
+}
+
+impl Tree {
+    /// An empty tree with `limits`.
+    pub fn new(limits: RunLimits) -> Arc<Tree> {
+        Tree::for_queue_job(limits, None, None)
+    }
+
+    /// An empty tree with `limits` for queue job `queue_job`, named `run_id` (random
+    /// when `None`).
+    pub(crate) fn for_queue_job(
+        limits: RunLimits,
+        queue_job: Option<String>,
+        run_id: Option<String>,
+    ) -> Arc<Tree> {
+        let run_id = run_id.unwrap_or_else(random_id);
+        Arc::new(Tree {
+            jobs: Mutex::default(),
+            slots: slots::RunSlots::new(limits.max_concurrent),
+            limits,
+            spent_micros: AtomicU64::new(0),
+            next_id: AtomicU64::new(id_seed(&run_id)),
+            cancel: CancellationToken::new(),
+            events: EventBus::new(&run_id),
+            run_id,
+            queue_job,
+        })
+    }
+
+    /// An empty tree named `run_id`: it hands out the same job ids, in the same order,
+    /// as every other tree of that name.
+    pub fn with_run_id(limits: RunLimits, run_id: &str) -> Arc<Tree> {
+        Tree::for_queue_job(limits, None, Some(run_id.to_string()))
+    }
+
+    /// Registers a new job, queued; returns its id and the sender that marks it done.
+    /// Only [`JobHandle`](super::handle::JobHandle) registers jobs.
+    pub(super) fn insert(
+        &self,
+        parent: Option<&JobId>,
+        profile: &str,
+        task: &str,
+        label: Option<&str>,
+        cancel: CancellationToken,
+    ) -> (JobId, watch::Sender<bool>) {
+        let mut jobs = self.jobs.lock().expect("job table poisoned");
+        let id = loop {
+            // A multiplicative hash of a counter: short, distinct, not sequential-looking.
+            let n = self
+                .next_id
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let id = JobId(format!("{:06x}", (n >> 40) & 0xff_ffff));
+            if !jobs.jobs.contains_key(&id) {
+                break id;
+            }
+        };
+        let (sender, done) = watch::channel(false);
+        if let Some(parent) = parent {
+            jobs.children
+                .entry(parent.clone())
+                .or_default()
+                .push(id.clone());
+            jobs.active += 1;
+        }
+        jobs.jobs.insert(
+            id.clone(),
+            Job {
+                id: id.clone(),
+                parent: parent.cloned(),
+                profile: profile.to_string(),
+                task: task.to_string(),
+                phase: Phase::Queued,
+                created: Instant::now(),
+                cancel,
+                done,
+                delivered: false,
+                label: label.map(str::to_string),
+            },
+        );
+        (id, sender)
+    }
+
+    /// Adds a placeholder job and returns its id: a run hands out ids in a sequence
+    /// fixed by its id, so tests can know a child's id before a run of that id creates
+    /// it ([`Tree::with_run_id`]).
+    #[doc(hidden)]
+    pub fn add_for_tests(&self) -> JobId {
+        self.insert(None, "test", "test", None, CancellationToken::new())
+            .0
+    }
+
+    /// Moves job `id` to `phase`. Only [`JobHandle`](super::handle::JobHandle) does.
+    pub(super) fn set_phase(&self, id: &JobId, phase: Phase) {
+        let mut table = self.jobs.lock().expect("job table poisoned");
+        let Some(job) = table.jobs.get_mut(id) else {
+            return;
+        };
+        let ends = !matches!(job.phase, Phase::Done(_)) && matches!(phase, Phase::Done(_));
+        let counted = job.parent.is_some();
+        job.phase = phase;
+        if ends && counted {
+            table.active -= 1;
+        }
+    }
+
+    /// A copy of one job.
+    pub fn job(&self, id: &JobId) -> Option<Job> {
+        self.jobs
+            .lock()
+            .expect("job table poisoned")
+            .jobs
+            .get(id)
+            .cloned()
+    }
+
+    /// Copies of every job, in id order.
+    pub fn jobs(&self) -> Vec<Job> {
+        self.jobs
+            .lock()
+            .expect("job table poisoned")
+            .jobs
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The children of `parent`, in creation order.
+    pub fn children(&self, parent: &JobId) -> Vec<Job> {
+        let table = self.jobs.lock().expect("job table poisoned");
+        table
+            .children
+            .get(parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| table.jobs.get(id).cloned())
+            .collect()
+    }
+
+    /// The jobs `selection` names among `parent`'s: every child for `*`, else the ids
+    /// as given (an id that is not a child is kept, for a `NOT FOUND` block).
+    pub fn select(&self, parent: &JobId, selection: &JobSelection) -> Vec<JobId> {
+        match selection {
+            JobSelection::All => self
+                .children(parent)
+                .into_iter()
+                .map(|job| job.id)
+                .collect(),
+            JobSelection::Ids(ids) => ids.clone(),
+        }
+    }
+
+    /// Copies of `parent`'s children that finished and were not yet delivered, marked
+    /// delivered now, in spawn order. Only those are copied: a parent of thousands of
+    /// children would otherwise copy all of them on every turn.
+    pub(crate) fn take_finished_undelivered(&self, parent: &JobId) -> Vec<Job> {
+        let mut guard = self.jobs.lock().expect("job table poisoned");
+        let table = &mut *guard;
+        let Some(children) = table.children.get(parent) else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        for id in children {
+            if let Some(job) = table.jobs.get_mut(id) {
+                if matches!(job.phase, Phase::Done(_)) && job.deliver() {
+                    taken.push(job.clone());
+                }
+            }
+        }
+        taken
+    }
+
+    pub(crate) fn mark_delivered(&self, id: &JobId) -> bool {
+        let mut table = self.jobs.lock().expect("job table poisoned");
+        table.jobs.get_mut(id).is_some_and(Job::deliver)
+    }
+
+    /// Sub-agents queued or running (the root excluded).
+    pub fn active_subagents(&self) -> usize {
+        self.jobs.lock().expect("job table poisoned").active
+    }
+
+    /// Adds to the tree's spending.
+    pub(crate) fn charge(&self, usd: f64) {
+        self.spent_micros
+            .fetch_add((usd * 1e6).round() as u64, Ordering::Relaxed);
+    }
+
+    /// Dollars spent so far.
+    pub fn spent(&self) -> f64 {
+        self.spent_micros.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
+    /// Whether the tree budget is used up.
+    pub fn over_budget(&self) -> bool {
+        self.limits
+            .budget_usd
+            .is_some_and(|budget| self.spent() >= budget)
+    }
+}
+
+/// Sixteen hex digits from the process's random hash keys (drawn from the operating
+/// system), a per-process counter, the clock and the process id: distinct across runs,
+/// processes and machines.
+pub(crate) fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", hasher.finish())
+}
+
+/// Where a run's job-id sequence starts: a fixed function of the run's id (not the
+/// process's random hasher), so a run of the same id hands out the same ids.
+fn id_seed(run_id: &str) -> u64 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(run_id.as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().expect("a digest has 8 bytes"))
+}
+
+/// A profile with its spawn label, when there is one: `researcher (check the docs)`.
+/// The one rendering of an agent's title (result blocks, lists, progress lines).
+pub fn title(profile: &str, label: Option<&str>) -> String {
+    match label {
+        Some(label) => format!("{profile} ({label})"),
+        None => profile.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn job_ids_are_a_list_a_comma_string_or_a_star() {
+        let ids = |names: &[&str]| {
+            JobSelection::Ids(names.iter().map(|n| JobId(n.to_string())).collect())
+        };
+        assert_eq!(JobSelection::parse(&json!(" * ")), JobSelection::All);
+        assert_eq!(JobSelection::parse(&json!("a1, b2,,")), ids(&["a1", "b2"]));
+        assert_eq!(
+            JobSelection::parse(&json!([" a1", "", 7, "b2"])),
+            ids(&["a1", "b2"])
+        );
+        assert_eq!(JobSelection::parse(&json!(null)), ids(&[]));
+    }
+
+    #[test]
+    fn children_and_active_counts_follow_the_jobs() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let a = tree
+            .insert(Some(&root), "p", "a", None, CancellationToken::new())
+            .0;
+        let b = tree
+            .insert(Some(&root), "p", "b", None, CancellationToken::new())
+            .0;
+        let c = tree
+            .insert(Some(&a), "p", "c", None, CancellationToken::new())
+            .0;
+        let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+        assert_eq!(ids(tree.children(&root)), [a.clone(), b.clone()]);
+        assert_eq!(ids(tree.children(&a)), [c]);
+        assert_eq!(tree.active_subagents(), 3);
+        let done = || Phase::Done(AgentOutcome::cancelled_before_start());
+        tree.set_phase(&b, Phase::Running(Instant::now()));
+        tree.set_phase(&b, done());
+        tree.set_phase(&b, done());
+        tree.set_phase(&root, done());
+        assert_eq!(tree.active_subagents(), 2);
+    }
+
+    #[test]
+    fn finished_children_are_taken_once_in_spawn_order() {
+        let tree = Tree::new(RunLimits::default());
+        let root = tree.add_for_tests();
+        let child = |task| {
+            tree.insert(Some(&root), "p", task, None, CancellationToken::new())
+                .0
+        };
+        let (a, b, c, d) = (child("a"), child("b"), child("c"), child("d"));
+        let done = || Phase::Done(AgentOutcome::cancelled_before_start());
+        tree.set_phase(&c, done());
+        tree.set_phase(&b, Phase::Running(Instant::now()));
+        tree.set_phase(&a, done());
+        tree.set_phase(&d, done());
+        assert!(tree.mark_delivered(&d), "d is reported through await");
+        let taken = |tree: &Tree| {
+            let jobs = tree.take_finished_undelivered(&root);
+            jobs.into_iter().map(|j| j.id).collect::<Vec<_>>()
+        };
+        assert_eq!(taken(&tree), [a.clone(), c.clone()]);
+        assert_eq!(
+            taken(&tree),
+            Vec::<JobId>::new(),
+            "each result is taken once"
+        );
+        tree.set_phase(&b, done());
+        assert_eq!(taken(&tree), [b]);
+        assert!(tree.job(&a).is_some_and(|job| job.delivered));
+        assert!(
+            tree.take_finished_undelivered(&a).is_empty(),
+            "a has no children"
+        );
+    }
+
+    #[test]
+    fn job_ids_differ_between_runs_and_repeat_for_the_same_run_id() {
+        let first = |tree: Arc<Tree>| tree.add_for_tests();
+        let a = first(Tree::new(RunLimits::default()));
+        let b = first(Tree::new(RunLimits::default()));
+        assert_ne!(a, b, "two runs start with different ids");
+        let fixed = || first(Tree::with_run_id(RunLimits::default(), "run-1"));
+        assert_eq!(fixed(), fixed());
+        let run = Tree::new(RunLimits::default()).run_id.clone();
+        assert_eq!(run.len(), 16);
+        assert_ne!(run, Tree::new(RunLimits::default()).run_id);
+    }
+
+    #[test]
+    fn ids_are_short_and_unique() {
+        let tree = Tree::new(RunLimits::default());
+        let ids: std::collections::BTreeSet<JobId> = (0..1000)
+            .map(|_| {
+                tree.insert(None, "p", "t", None, CancellationToken::new())
+                    .0
+            })
+            .collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(ids.iter().all(|id| id.0.len() == 6));
+    }
+}
