@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
+use crate::sandbox::ToolOutcome;
 
 /// Events kept for slow subscribers before they start losing the oldest.
 const BUS_CAPACITY: usize = 8192;
@@ -86,8 +87,8 @@ pub enum Event {
         call_id: String,
         /// Which tool.
         tool: String,
-        /// `ok`, or the error kind (`denied`, `timeout`, …).
-        outcome: String,
+        /// `ok`, or the kind of failure (`denied`, `timeout`, …).
+        outcome: ToolOutcome,
         /// The start of the result or error message (denial details included).
         summary: String,
         /// Wall time.

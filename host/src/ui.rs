@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::events::Event;
 use crate::outcome::AgentState;
+use crate::sandbox::ToolOutcome;
 use crate::term::{terminal_width, DRAWN};
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -314,7 +315,7 @@ pub fn plain_line(event: &Event) -> Option<String> {
             summary,
             ..
         } => {
-            if outcome == "ok" {
+            if *outcome == ToolOutcome::Ok {
                 format!("[{agent}] {tool} ok ({duration_ms} ms)")
             } else {
                 format!("[{agent}] {tool} {outcome} ({duration_ms} ms): {summary}")

@@ -170,7 +170,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
         .find(|e| matches!(e, Event::ToolCallFinished { tool, .. } if tool == "list_dir"))
         .unwrap();
     assert!(
-        matches!(list_dir, Event::ToolCallFinished { agent, outcome, .. } if agent == leaf && outcome == "ok")
+        matches!(list_dir, Event::ToolCallFinished { agent, outcome, .. } if agent == leaf && *outcome == warren::sandbox::ToolOutcome::Ok)
     );
     assert!(events
         .iter()

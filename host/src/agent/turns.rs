@@ -13,6 +13,7 @@ use crate::llm::{
     ToolCall, ToolDefinition, Usage,
 };
 use crate::outcome::{AgentOutcome, AgentState};
+use crate::sandbox::ToolOutcome;
 
 use super::runtime::Agent;
 use super::spawn_tools;
@@ -385,9 +386,9 @@ impl Agent {
             if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
                 let result = spawn.await;
                 let outcome = if result.is_ok() {
-                    "ok"
+                    ToolOutcome::Ok
                 } else {
-                    "invalid_input"
+                    ToolOutcome::InvalidInput
                 };
                 return (result, outcome);
             }
@@ -397,20 +398,20 @@ impl Agent {
                 .call(&self.access, &call.name, &call.arguments)
                 .await
             {
-                Ok(output) => (Ok(output), "ok"),
+                Ok(output) => (Ok(output), ToolOutcome::Ok),
                 Err(error) => (Err(error.to_string()), error.kind()),
             }
         }
         .instrument(span.clone())
         .await;
-        if outcome != "ok" {
-            span.record("error.type", outcome);
+        if outcome != ToolOutcome::Ok {
+            span.record("error.type", outcome.as_str());
         }
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            outcome: outcome.to_string(),
+            outcome,
             summary: summarize(match &result {
                 Ok(text) | Err(text) => text,
             }),

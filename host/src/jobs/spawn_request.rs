@@ -93,25 +93,9 @@ impl SpawnRequest {
             value => serde_json::from_value(value.clone())
                 .map_err(|_| "`constraints` must be a list of strings".to_string())?,
         };
-        let max_turns = match &args["max_turns"] {
-            Value::Null => None,
-            value => Some(
-                value
-                    .as_u64()
-                    .filter(|n| *n >= 1)
-                    .ok_or("`max_turns` must be a positive integer")?
-                    .min(u64::from(u32::MAX)) as u32,
-            ),
-        };
-        let timeout_s = match &args["timeout_s"] {
-            Value::Null => None,
-            value => Some(
-                value
-                    .as_u64()
-                    .filter(|n| *n >= 1)
-                    .ok_or("`timeout_s` must be a positive integer")?,
-            ),
-        };
+        let max_turns =
+            positive_integer(args, "max_turns")?.map(|n| n.min(u64::from(u32::MAX)) as u32);
+        let timeout_s = positive_integer(args, "timeout_s")?;
         let max_cost_usd = match &args["max_cost_usd"] {
             Value::Null => None,
             Value::Number(n) if n.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) => n.as_f64(),
@@ -142,6 +126,18 @@ impl SpawnRequest {
             timeout_s,
             background,
         })
+    }
+}
+
+/// A positive integer argument, or `None` when absent.
+fn positive_integer(args: &Value, key: &str) -> Result<Option<u64>, String> {
+    match &args[key] {
+        Value::Null => Ok(None),
+        value => value
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .map(Some)
+            .ok_or_else(|| format!("`{key}` must be a positive integer")),
     }
 }
 

@@ -152,21 +152,78 @@ pub enum ToolCallError {
     },
 }
 
-impl ToolCallError {
-    /// A short, stable name for the kind of failure (for JSON output and traces).
-    pub fn kind(&self) -> &'static str {
+/// How a tool call ended: `ok`, or the kind of its failure. Events carry it typed;
+/// its serde name ([`ToolOutcome::as_str`]) is what JSON output and traces show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// It returned a result.
+    Ok,
+    /// No such tool.
+    UnknownTool,
+    /// It ran past its wall-time limit.
+    Timeout,
+    /// It used up its fuel.
+    OutOfFuel,
+    /// It hit its memory cap.
+    MemoryLimit,
+    /// Its output passed the cap.
+    OutputTooLarge,
+    /// It hit another resource bound (handles, log, disk).
+    ResourceLimit,
+    /// The sandbox refused it something.
+    Denied,
+    /// The guest trapped.
+    Trap,
+    /// Its arguments were wrong.
+    InvalidInput,
+    /// The tool ran and could not do it.
+    Failed,
+    /// The host failed around the call.
+    HostError,
+}
+
+impl ToolOutcome {
+    /// The stable name (as in JSON).
+    pub fn as_str(self) -> &'static str {
         match self {
-            ToolCallError::UnknownTool { .. } => "unknown_tool",
-            ToolCallError::Timeout { .. } => "timeout",
-            ToolCallError::OutOfFuel { .. } => "out_of_fuel",
-            ToolCallError::MemoryLimit { .. } => "memory_limit",
-            ToolCallError::OutputTooLarge { .. } => "output_too_large",
-            ToolCallError::ResourceLimit { .. } => "resource_limit",
-            ToolCallError::Denied { .. } => "denied",
-            ToolCallError::Trap { .. } => "trap",
-            ToolCallError::InvalidInput { .. } => "invalid_input",
-            ToolCallError::Failed { .. } => "failed",
-            ToolCallError::Host { .. } => "host_error",
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::UnknownTool => "unknown_tool",
+            ToolOutcome::Timeout => "timeout",
+            ToolOutcome::OutOfFuel => "out_of_fuel",
+            ToolOutcome::MemoryLimit => "memory_limit",
+            ToolOutcome::OutputTooLarge => "output_too_large",
+            ToolOutcome::ResourceLimit => "resource_limit",
+            ToolOutcome::Denied => "denied",
+            ToolOutcome::Trap => "trap",
+            ToolOutcome::InvalidInput => "invalid_input",
+            ToolOutcome::Failed => "failed",
+            ToolOutcome::HostError => "host_error",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl ToolCallError {
+    /// The kind of failure (for events, JSON output and traces).
+    pub fn kind(&self) -> ToolOutcome {
+        match self {
+            ToolCallError::UnknownTool { .. } => ToolOutcome::UnknownTool,
+            ToolCallError::Timeout { .. } => ToolOutcome::Timeout,
+            ToolCallError::OutOfFuel { .. } => ToolOutcome::OutOfFuel,
+            ToolCallError::MemoryLimit { .. } => ToolOutcome::MemoryLimit,
+            ToolCallError::OutputTooLarge { .. } => ToolOutcome::OutputTooLarge,
+            ToolCallError::ResourceLimit { .. } => ToolOutcome::ResourceLimit,
+            ToolCallError::Denied { .. } => ToolOutcome::Denied,
+            ToolCallError::Trap { .. } => ToolOutcome::Trap,
+            ToolCallError::InvalidInput { .. } => ToolOutcome::InvalidInput,
+            ToolCallError::Failed { .. } => ToolOutcome::Failed,
+            ToolCallError::Host { .. } => ToolOutcome::HostError,
         }
     }
 }

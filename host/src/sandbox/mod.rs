@@ -44,7 +44,7 @@ pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
 use self::bindings::PluginIndices;
 pub use self::capabilities::CapabilitySet;
-pub use self::error::{OutputKind, ToolCallError};
+pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
 use self::limits::{CappedPipe, MemoryCap};
 use self::net::{DenialLog, NetHooks};
 
@@ -642,7 +642,7 @@ impl Sandbox {
             phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
         }
         if let Err(error) = &result {
-            tracing::info!(kind = error.kind(), "tool call failed: {error}");
+            tracing::info!(kind = error.kind().as_str(), "tool call failed: {error}");
         }
         result
     }
