@@ -13,7 +13,7 @@ use super::agent_files::{self, AgentFile, ParseError};
 use super::tool_selection::{resolve, ListKind, ToolAliases, ToolSelection, WRITE_TOOLS};
 use super::{profile_name_from, AgentLimits, Profile, ProfileNote, ProfileSource};
 use crate::llm::ModelConfig;
-use crate::sandbox::capabilities::{CapabilitySet, FsMode};
+use crate::policy::{CapabilitySet, FsMode};
 
 /// Folders searched for agent files, relative to the config file.
 const AGENT_DIRS: [&str; 2] = ["agents", ".claude/agents"];

@@ -20,8 +20,12 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::llm::{ModelConfig, ProviderKind};
-use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
-use crate::sandbox::net::{NetPattern, NetPolicy};
+use crate::policy::call_limits::in_bounds;
+use crate::policy::capabilities::{capability_keys, KnownKey};
+use crate::policy::{
+    CapabilitySet, EnvGrant, FsGrant, FsMode, NetPattern, NetPolicy, PartialCallLimits,
+    SCRATCH_GUEST_PATH,
+};
 
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
 pub use self::plugin_tables::PluginTable;
@@ -963,19 +967,13 @@ impl Resolver<'_> {
                 .map(|p| p.0.clone())
                 .collect(),
         );
+        let below = defaults.map(|d| d.limits).unwrap_or_default();
         Ok(CapabilitySet {
             fs,
             scratch,
             env,
             net: Arc::new(net),
-            fuel: pick!(fuel).map_or(builtin.fuel, |v| v.0),
-            tool_timeout_ms: pick!(tool_timeout_ms).map_or(builtin.tool_timeout_ms, |v| v.0),
-            memory_mb: pick!(memory_mb).map_or(builtin.memory_mb, |v| v.0),
-            max_output_kb: pick!(max_output_kb).map_or(builtin.max_output_kb, |v| v.0),
-            max_handles: pick!(max_handles).map_or(builtin.max_handles, |v| v.0),
-            max_log_kb: pick!(max_log_kb).map_or(builtin.max_log_kb, |v| v.0),
-            max_write_mb: pick!(max_write_mb).map_or(builtin.max_write_mb, |v| v.0),
-            scratch_mb: pick!(scratch_mb).map_or(builtin.scratch_mb, |v| v.0),
+            limits: raw.limits.over(&below).or_defaults(),
         })
     }
 }
@@ -1134,21 +1132,45 @@ struct RawProfile {
     capabilities: RawCapabilities,
 }
 
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A `capabilities` table: the grants, then the limits (read by the policy's table,
+/// each checked against its bounds at its line). Unknown keys are refused.
+#[derive(Default)]
 struct RawCapabilities {
     fs: Option<Vec<RawFsGrant>>,
     scratch: Option<bool>,
     env: Option<Vec<RawEnvGrant>>,
     net: Option<Vec<NetPatternValue>>,
-    fuel: Option<Bounded<1, 1_000_000_000_000>>,
-    tool_timeout_ms: Option<Bounded<1, 3_600_000>>,
-    memory_mb: Option<Bounded<1, { crate::sandbox::capabilities::MAX_MEMORY_MB }>>,
-    max_output_kb: Option<Bounded<1, 1_048_576>>,
-    max_handles: Option<Bounded<16, 65_536>>,
-    max_log_kb: Option<Bounded<0, 65_536>>,
-    max_write_mb: Option<Bounded<0, 1_048_576>>,
-    scratch_mb: Option<Bounded<1, 1_048_576>>,
+    limits: PartialCallLimits,
+}
+
+impl<'de> Deserialize<'de> for RawCapabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Reads the table's keys one by one.
+        struct Table;
+        impl<'de> serde::de::Visitor<'de> for Table {
+            type Value = RawCapabilities;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a capabilities table")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawCapabilities, A::Error> {
+                let mut raw = RawCapabilities::default();
+                while let Some(key) = map.next_key_seed(KnownKey(capability_keys()))? {
+                    match key {
+                        "fs" => raw.fs = Some(map.next_value()?),
+                        "scratch" => raw.scratch = Some(map.next_value()?),
+                        "env" => raw.env = Some(map.next_value()?),
+                        "net" => raw.net = Some(map.next_value()?),
+                        limit => raw.limits.read(limit, &mut map, true)?,
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        deserializer.deserialize_struct("RawCapabilities", capability_keys(), Table)
+    }
 }
 
 #[derive(Deserialize)]
@@ -1182,11 +1204,7 @@ struct Bounded<const MIN: u64, const MAX: u64>(u64);
 impl<const MIN: u64, const MAX: u64> TryFrom<i64> for Bounded<MIN, MAX> {
     type Error = String;
     fn try_from(value: i64) -> Result<Self, String> {
-        u64::try_from(value)
-            .ok()
-            .filter(|v| (MIN..=MAX).contains(v))
-            .map(Bounded)
-            .ok_or_else(|| format!("must be between {MIN} and {MAX}, got {value}"))
+        in_bounds(value, MIN, MAX).map(Bounded)
     }
 }
 
@@ -1350,12 +1368,12 @@ net = []
         )
         .unwrap();
         let reader = config.profile("reader").unwrap();
-        assert_eq!(reader.capabilities.memory_mb, 32);
+        assert_eq!(reader.capabilities.limits.memory_mb, 32);
         assert!(reader.capabilities.net.patterns().is_empty());
         assert_eq!(reader.capabilities.fs[0].mode, FsMode::ReadOnly);
         assert_eq!(
-            reader.capabilities.fuel,
-            crate::sandbox::capabilities::DEFAULT_FUEL
+            reader.capabilities.limits.fuel,
+            crate::policy::CallLimits::default().fuel
         );
         assert!(reader.tools.allows("read_file") && !reader.tools.allows("write_file"));
     }
@@ -1365,6 +1383,9 @@ net = []
         let cases = [
             ("[profiles.a]\nbogus = 1\n", "line 2", "unknown field `bogus`"),
             ("[profiles.a.capabilities]\nmemory_mb = 0\n", "line 2", "must be between 1 and 4096"),
+            ("[defaults.capabilities]\nscratch = true\nmax_handles = 8\n", "line 3", "must be between 16 and 65536, got 8"),
+            ("[profiles.a.capabilities]\nnet = []\ngpus = 1\n", "line 3", "unknown field `gpus`, expected one of `fs`, `scratch`, `env`, `net`, `fuel`"),
+            ("[profiles.a.capabilities]\nfuel = \"lots\"\n", "line 2", "expected i64"),
             ("[profiles.a.capabilities]\nnet = [\"http://x.com\"]\n", "line 2", "without scheme"),
             ("[profiles.a.capabilities]\nfs = [{ host = \"docs\", guest = \"/d\", mode = \"rwx\" }]\n", "line 2", "unknown variant `rwx`"),
             ("[profiles.a.capabilities]\nfs = [{ host = \"docs\", guest = \"../d\" }]\n", "line 2", "must be absolute"),
@@ -1452,7 +1473,7 @@ script = "demo.toml"
         let reviewer = config.profile("reviewer").unwrap();
         assert_eq!(reviewer.system_prompt, "Review it.");
         assert_eq!(reviewer.limits.max_turns, 3);
-        assert_eq!(reviewer.capabilities.memory_mb, 16);
+        assert_eq!(reviewer.capabilities.limits.memory_mb, 16);
         assert!(reviewer.tools.allows("read_file") && !reviewer.tools.allows("write_file"));
         // A file whose name is taken is skipped, naming the config; the rest loads.
         std::fs::write(dir.path().join("agents/main.md"), "---\nname: main\n---\n").unwrap();

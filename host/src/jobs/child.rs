@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{JobId, Tree};
 use crate::config::{AgentLimits, Profile};
 use crate::outcome::AgentOutcome;
-use crate::sandbox::CapabilitySet;
+use crate::policy::CapabilitySet;
 
 /// What a parent asks of a child beyond its profile: the arguments of a
 /// `spawn_agent` call, or the fields of a queue job.
@@ -201,11 +201,9 @@ mod tests {
     fn limits_only_tighten_and_capabilities_stay_within_the_ceiling() {
         let mut base = main_profile();
         base.limits.timeout_s = 60;
-        base.capabilities.fuel = 1_000;
-        let ceiling = CapabilitySet {
-            fuel: 10,
-            ..CapabilitySet::default()
-        };
+        base.capabilities.limits.fuel = 1_000;
+        let mut ceiling = CapabilitySet::default();
+        ceiling.limits.fuel = 10;
         let ask = ChildAsk {
             timeout_s: Some(600),
             ceiling: Some(&ceiling),
@@ -213,6 +211,6 @@ mod tests {
         };
         let (profile, limits) = narrow(&base, &ask, Vec::new).unwrap();
         assert_eq!(limits.timeout_s, 60);
-        assert_eq!(profile.capabilities.fuel, 10);
+        assert_eq!(profile.capabilities.limits.fuel, 10);
     }
 }

@@ -32,7 +32,7 @@ use wasmtime_wasi_io::poll::Pollable;
 use wasmtime_wasi_io::streams::{DynOutputStream, OutputStream, StreamError, StreamResult};
 
 use super::CallState;
-use crate::sandbox::capabilities::SCRATCH_GUEST_PATH;
+use crate::policy::SCRATCH_GUEST_PATH;
 
 /// Which budget a refused write passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
