@@ -120,6 +120,12 @@ impl WasiView for CallState {
     }
 }
 
+impl disk::DiskView for CallState {
+    fn disk(&self) -> &disk::DiskBudget {
+        &self.disk
+    }
+}
+
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
