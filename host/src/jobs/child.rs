@@ -28,14 +28,18 @@ pub struct ChildAsk<'a> {
     pub max_cost_usd: Option<f64>,
     /// The parent's capabilities; the child's are intersected with them.
     pub ceiling: Option<&'a CapabilitySet>,
+    /// The parent's model (a `[models]` name): a child whose profile says `model:
+    /// inherit` runs on it. `None` (a job from another producer): the profile's own.
+    pub parent_model: Option<&'a str>,
 }
 
 /// What a child of profile `base` gets when asked for `ask`: capabilities within the
 /// ceiling, the tool subset (every name must be one of `available()`, the tools `base`
 /// may call, listed only when a subset is asked for; a name that is not is an error,
 /// never silently dropped), time and cost
-/// only ever lower, turns up to the profile's `max_turns_ceiling`. The one rule for
-/// spawns, in-process and on workers.
+/// only ever lower, turns up to the profile's `max_turns_ceiling`, and the parent's
+/// model when the profile says `model: inherit`. The one rule for spawns, in-process
+/// and on workers.
 pub fn narrow<'a>(
     base: &Profile,
     ask: &ChildAsk<'_>,
@@ -44,6 +48,9 @@ pub fn narrow<'a>(
     let mut profile = base.clone();
     if let Some(ceiling) = ask.ceiling {
         profile.capabilities = base.capabilities.intersect(ceiling);
+    }
+    if let Some(model) = ask.parent_model.filter(|_| base.inherit_model) {
+        profile.model = Some(model.to_string());
     }
     if let Some(tools) = ask.tools {
         let available = available();
@@ -132,6 +139,10 @@ pub struct ChildSpec {
     pub tools: Option<Vec<String>>,
     /// Its effective limits.
     pub limits: AgentLimits,
+    /// The model it inherits from its parent (its profile says `model: inherit`), by
+    /// `[models]` name: the machine running it narrows with it again, and needs a
+    /// model of that name. `None` when its profile names its own.
+    pub model: Option<String>,
     /// What is left of the run's budget.
     pub budget_usd: Option<f64>,
     /// Its parent's capabilities: it never gets more.
@@ -195,6 +206,27 @@ mod tests {
         let (profile, _) = narrow(&base, &ask, || vec!["read_file", "write_file"]).unwrap();
         assert!(profile.tools.allows("read_file"));
         assert!(!profile.tools.allows("write_file"));
+    }
+
+    #[test]
+    fn an_inheriting_profile_takes_the_parents_model() {
+        let mut base = main_profile();
+        base.model = Some("default".into());
+        let ask = ChildAsk {
+            parent_model: Some("lead"),
+            ..ChildAsk::default()
+        };
+        let (profile, _) = narrow(&base, &ask, Vec::new).unwrap();
+        assert_eq!(profile.model.as_deref(), Some("default"), "not inheriting");
+        base.inherit_model = true;
+        let (profile, _) = narrow(&base, &ask, Vec::new).unwrap();
+        assert_eq!(profile.model.as_deref(), Some("lead"));
+        let (profile, _) = narrow(&base, &ChildAsk::default(), Vec::new).unwrap();
+        assert_eq!(
+            profile.model.as_deref(),
+            Some("default"),
+            "no parent model known: the profile's own"
+        );
     }
 
     #[test]

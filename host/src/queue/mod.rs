@@ -12,7 +12,8 @@
 //!
 //! What warren adds on top, all under the queue's own key prefix:
 //! - **job data** ([`JobData`]): task, profile, context, constraints, limits, the
-//!   parent's capability ceiling, parent id, depth and a W3C `traceparent`;
+//!   parent's capability ceiling and (for `model: inherit`) model, parent id, depth
+//!   and a W3C `traceparent`;
 //! - **return value** ([`JobOutcome`]): state, text, error, turns, usage, cost,
 //!   duration and the worker that ran it;
 //! - **events**: a worker batches its agents' events into job progress updates
@@ -125,6 +126,12 @@ pub struct JobData {
     /// A subset of the profile's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// The parent's model (a `[models]` name), sent when the child's profile says
+    /// `model: inherit`: the worker runs the child on its model of that name, as a
+    /// child in the parent's process would (ignored when the worker's profile names
+    /// its own model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Limits; each only tightens the worker's profile.
     #[serde(default)]
     pub limits: JobLimits,
@@ -244,6 +251,7 @@ impl JobData {
             constraints: spec.constraints,
             system_prompt: spec.system_prompt,
             tools: spec.tools,
+            model: spec.model,
             limits: JobLimits {
                 max_turns: Some(spec.limits.max_turns),
                 timeout_s: Some(spec.limits.timeout_s),
