@@ -312,7 +312,10 @@ fn no_module_has_a_ring_among_its_files() {
             continue;
         }
         let name = |node: &Option<String>| match node {
-            Some(child) => format!("`{}`", [dir.clone(), vec![child.clone()]].concat().join("::")),
+            Some(child) => format!(
+                "`{}`",
+                [dir.clone(), vec![child.clone()]].concat().join("::")
+            ),
             None => format!("`{}`", dir.join("::")),
         };
         // Edges between this directory's nodes, each with one place that makes it.
@@ -425,9 +428,13 @@ fn the_scanner_sees_grouped_relative_and_inline_paths() {
     );
     let parent = ["jobs".to_string()];
     let children: BTreeSet<String> = ["child".to_string()].into();
-    let named: Vec<String> = named_paths("pub use child::narrow;\nuse self::child::X;", &parent, &children)
-        .into_iter()
-        .map(|n| n.segments.join("::"))
-        .collect();
+    let named: Vec<String> = named_paths(
+        "pub use child::narrow;\nuse self::child::X;",
+        &parent,
+        &children,
+    )
+    .into_iter()
+    .map(|n| n.segments.join("::"))
+    .collect();
     assert_eq!(named, ["jobs::child::narrow", "jobs::child::X"]);
 }

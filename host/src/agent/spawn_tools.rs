@@ -223,7 +223,10 @@ impl Agent {
             system_prompt: extra_prompt.clone(),
             tools,
             limits,
-            model: profile.inherit_model.then(|| profile.model.clone()).flatten(),
+            model: profile
+                .inherit_model
+                .then(|| profile.model.clone())
+                .flatten(),
             budget_usd: self
                 .tree
                 .limits

@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::agent_files::{self, AgentFile, ParseError};
+use super::limits::AgentLimits;
+use super::names::profile_name_from;
+use super::profile::{turns_ceiling, Profile, ProfileNote, ProfileSource};
 use super::tool_selection::{resolve, ListKind, ToolAliases, ToolSelection, WRITE_TOOLS};
-use super::{profile_name_from, AgentLimits, Profile, ProfileNote, ProfileSource};
 use crate::llm::ModelConfig;
 use crate::policy::{CapabilitySet, FsMode};
 
@@ -246,7 +248,7 @@ fn profile(
             max_turns,
             ..*defaults.limits
         },
-        max_turns_ceiling: super::turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
+        max_turns_ceiling: turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
         inherit_model,
         source: ProfileSource::AgentFile { path, written_name },
         notes,

@@ -203,6 +203,9 @@ mod tests {
         );
         assert!(!effective.scratch);
         assert_eq!(effective.env, vec![env("LANG")]);
-        assert_eq!((effective.limits.fuel, effective.limits.memory_mb), (100, 32));
+        assert_eq!(
+            (effective.limits.fuel, effective.limits.memory_mb),
+            (100, 32)
+        );
     }
 }

@@ -227,7 +227,11 @@ mod tests {
             }
         );
         assert!(read.scratch);
-        let refused = |text: &str| serde_json::from_str::<Ceiling>(text).unwrap_err().to_string();
+        let refused = |text: &str| {
+            serde_json::from_str::<Ceiling>(text)
+                .unwrap_err()
+                .to_string()
+        };
         assert!(refused(&old.replace(r#""fuel":1,"#, "")).contains("missing field `fuel`"));
         assert!(refused(&old.replace(r#""fs":[],"#, "")).contains("missing field `fs`"));
         assert!(refused(&old.replace(r#""fuel":1"#, r#""fuel":1,"gpu":1"#))

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::WasiFilesystemView as _;
-use wasmtime_wasi::WasiView;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, Descriptor, DescriptorFlags, ErrorCode, HostDescriptor as _, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::WasiView;
 use wasmtime_wasi_io::poll::Pollable;
 use wasmtime_wasi_io::streams::{DynOutputStream, OutputStream, StreamError, StreamResult};
 

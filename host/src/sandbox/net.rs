@@ -83,7 +83,10 @@ pub async fn check_http(
         reason,
     };
     let Some(pattern) = policy.admitting(host, port) else {
-        return Err(deny(format!("{host}:{port} matches no entry of capabilities.net ({}); add \"{host}\" to allow it", policy.describe())));
+        return Err(deny(format!(
+            "{host}:{port} matches no entry of capabilities.net ({}); add \"{host}\" to allow it",
+            policy.describe()
+        )));
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((bare, port)).await {
@@ -206,9 +209,13 @@ mod tests {
 
     #[tokio::test]
     async fn names_resolving_to_loopback_are_refused_unless_literal() {
-        let denial = check_http(&policy(&["localhost.example", "*.localhost"]), "localhost", 80)
-            .await
-            .unwrap_err();
+        let denial = check_http(
+            &policy(&["localhost.example", "*.localhost"]),
+            "localhost",
+            80,
+        )
+        .await
+        .unwrap_err();
         assert!(denial.reason.contains("matches no entry"), "{denial}");
         assert!(check_http(&policy(&["localhost"]), "localhost", 80)
             .await
