@@ -7,7 +7,7 @@
 //!
 //! Layout: `raw` (the file's shape as written) with `values` (scalars checked as they
 //! are read) and `names` (the name rule); then, resolved against the file (`source`):
-//! `models`, `capabilities`, `profile_table` (a `[profiles.NAME]` table into a
+//! `models`, `capabilities`, `defaults` (what every profile inherits), `profile_table` (a `[profiles.NAME]` table into a
 //! [`Profile`]), `agent_dir` and `agent_files` (agent files into profiles),
 //! `plugins` and `plugin_tables`, `queue`; `tool_selection` maps tool names;
 //! `profile`, `limits` and `error` are the types they produce. This file puts them
@@ -16,6 +16,7 @@
 mod agent_dir;
 mod agent_files;
 mod capabilities;
+mod defaults;
 mod error;
 mod limits;
 mod models;
@@ -38,15 +39,14 @@ use toml::Spanned;
 use crate::llm::ModelConfig;
 
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+use self::defaults::Inherited;
 pub use self::error::ConfigError;
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::plugin_tables::PluginTable;
 pub use self::plugins::default_cache_dir;
-use self::profile::{join_prompt, turns_ceiling};
 pub use self::profile::{Profile, ProfileNote, ProfileSource};
-use self::profile_table::ProfileDefaults;
 pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
@@ -118,94 +118,21 @@ impl Config {
         let cache_dir = plugins::cache_dir(&base, &raw.plugins);
         let models = models::models(&cx, &raw.models)?;
         let model_aliases = models::model_aliases(&cx, &raw.model_aliases, &models)?;
-        let default_capabilities = capabilities::resolve(
+        let run_limits = raw.defaults.run_limits();
+        let inherited = Inherited::resolve(
             &cx,
-            &raw.defaults.capabilities,
-            None,
-            "defaults.capabilities",
+            &raw.defaults,
+            &models,
+            &model_aliases,
+            raw::tool_aliases(&raw.tool_aliases),
         )?;
-        let defaults = &raw.defaults;
-        let default_model = match &defaults.model {
-            Some(model) => Some(models::model_name(
-                &cx,
-                model,
-                &models,
-                &model_aliases,
-                "defaults.model",
-            )?),
-            None if models.len() == 1 => models.keys().next().cloned(),
-            None => None,
-        };
-        let default_limits = AgentLimits {
-            max_turns: defaults
-                .max_turns
-                .map_or(AgentLimits::default().max_turns, |v| v.0 as u32),
-            timeout_s: defaults
-                .timeout_s
-                .map_or(AgentLimits::default().timeout_s, |v| v.0),
-            max_cost_usd: None,
-        };
-        let run_limits = RunLimits {
-            max_concurrent: defaults
-                .max_concurrent
-                .map_or(RunLimits::default().max_concurrent, |v| v.0 as usize),
-            max_concurrent_total: defaults
-                .max_concurrent_total
-                .map_or(RunLimits::default().max_concurrent_total, |v| v.0 as usize),
-            max_depth: defaults
-                .max_depth
-                .map_or(RunLimits::default().max_depth, |v| v.0 as u32),
-            budget_usd: defaults.budget_usd.map(|v| v.0),
-        };
-        let default_bootstrap = cx.default_bootstrap()?;
-        let max_turns_ceiling = defaults.max_turns_ceiling.map(|v| v.0 as u32);
-        let tool_aliases = raw::tool_aliases(&raw.tool_aliases);
         let mut profiles = BTreeMap::new();
         for (name, raw_profile) in &raw.profiles {
-            let profile = profile_table::profile(
-                &cx,
-                &name.0,
-                raw_profile,
-                ProfileDefaults {
-                    raw_capabilities: &raw.defaults.capabilities,
-                    max_turns_ceiling,
-                    bootstrap: &default_bootstrap,
-                    model: &default_model,
-                    limits: &default_limits,
-                    models: &models,
-                    model_aliases: &model_aliases,
-                    tool_aliases: &tool_aliases,
-                },
-            )?;
+            let profile = profile_table::profile(&cx, &name.0, raw_profile, &inherited)?;
             profiles.insert(name.0.clone(), profile);
         }
-        let agent_files = agent_dir::load(
-            &base,
-            path,
-            &mut profiles,
-            &agent_dir::AgentDefaults {
-                capabilities: &default_capabilities,
-                max_turns_ceiling,
-                model: &default_model,
-                limits: &default_limits,
-                models: &models,
-                model_aliases: &model_aliases,
-                tool_aliases: &tool_aliases,
-            },
-        );
-        let implicit = Profile {
-            name: DEFAULT_PROFILE.to_string(),
-            description: None,
-            tools: ToolSelection::all(),
-            capabilities: default_capabilities.clone(),
-            system_prompt: join_prompt(&default_bootstrap),
-            model: default_model,
-            max_turns_ceiling: turns_ceiling(None, max_turns_ceiling, default_limits.max_turns),
-            limits: default_limits,
-            inherit_model: false,
-            source: ProfileSource::Config,
-            notes: Vec::new(),
-        };
+        let agent_files = agent_dir::load(&base, path, &mut profiles, &inherited);
+        let implicit = inherited.implicit_main(DEFAULT_PROFILE);
         let plugin_limits = plugins::limits(&raw.plugins);
         let builtins = plugins::builtins(&cx, &raw.plugins)?;
         let mut plugin_tables = raw.plugins.tables.0;

@@ -2,20 +2,18 @@
 //! and tool names looked up, capabilities over `[defaults.capabilities]`) into a
 //! [`Profile`].
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::capabilities::{self, RawCapabilities};
+use super::defaults::Inherited;
 use super::error::ConfigError;
 use super::limits::AgentLimits;
 use super::models::model_name;
 use super::profile::{join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource};
 use super::source::Source;
-use super::tool_selection::{resolve, ListKind, ToolAliases, ToolSelection};
+use super::tool_selection::{resolve, ListKind, ToolSelection};
 use super::values::{Bounded, Dollars, ToolPattern};
-use crate::llm::ModelConfig;
 
 /// A `[profiles.NAME]` table as written.
 #[derive(Deserialize)]
@@ -48,32 +46,12 @@ pub(super) struct RawProfile {
     capabilities: RawCapabilities,
 }
 
-/// What a `[profiles]` table inherits.
-pub(super) struct ProfileDefaults<'a> {
-    /// `[defaults.capabilities]`, under the profile's own, field by field.
-    pub(super) raw_capabilities: &'a RawCapabilities,
-    /// `[defaults] max_turns_ceiling`, when set.
-    pub(super) max_turns_ceiling: Option<u32>,
-    /// The bootstrap files' texts, unless the profile lists its own.
-    pub(super) bootstrap: &'a [String],
-    /// `[defaults] model`, unless the profile names one.
-    pub(super) model: &'a Option<String>,
-    /// `[defaults]` turns and time.
-    pub(super) limits: &'a AgentLimits,
-    /// `[models]`, to look its model up in.
-    pub(super) models: &'a BTreeMap<String, ModelConfig>,
-    /// `[model_aliases]`, likewise.
-    pub(super) model_aliases: &'a BTreeMap<String, String>,
-    /// `[tool_aliases]` and the built-in ones, for its tool lists.
-    pub(super) tool_aliases: &'a ToolAliases,
-}
-
 /// One `[profiles.NAME]` table.
 pub(super) fn profile(
     src: &Source<'_>,
     name: &str,
     raw: &RawProfile,
-    defaults: ProfileDefaults<'_>,
+    defaults: &Inherited<'_>,
 ) -> Result<Profile, ConfigError> {
     let key = format!("profiles.{name}");
     let capabilities = capabilities::resolve(
@@ -90,7 +68,7 @@ pub(super) fn profile(
         Some(_) => {
             let resolved = resolve(
                 &patterns(&raw.tools),
-                defaults.tool_aliases,
+                &defaults.tool_aliases,
                 ListKind::Allow,
             );
             if !resolved.unavailable.is_empty() {
@@ -102,7 +80,7 @@ pub(super) fn profile(
     };
     let deny = resolve(
         &patterns(&raw.disallowed_tools),
-        defaults.tool_aliases,
+        &defaults.tool_aliases,
         ListKind::Deny,
     )
     .patterns;

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::capabilities::RawCapabilities;
+use super::defaults::RawDefaults;
 use super::plugins::RawPlugins;
 use super::profile_table::RawProfile;
 use super::queue::RawQueue;
 use super::tool_selection::ToolAliases;
-use super::values::{Bounded, Dollars, ProfileName, ToolPattern};
+use super::values::{ProfileName, ToolPattern};
 use crate::llm::ModelConfig;
 
 /// The whole file.
@@ -38,31 +38,6 @@ pub(super) struct RawConfig {
     /// Model names used by agent files (`sonnet`, `opus`, …) for `[models]` names.
     #[serde(default)]
     pub(super) model_aliases: BTreeMap<String, Spanned<String>>,
-}
-
-/// `[defaults]`: what every profile inherits, and the run's limits.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawDefaults {
-    /// The model of profiles that name none.
-    pub(super) model: Option<Spanned<String>>,
-    /// Turns of one agent.
-    pub(super) max_turns: Option<Bounded<1, 1000>>,
-    /// The most turns a spawn may give, in every profile that sets no ceiling.
-    pub(super) max_turns_ceiling: Option<Bounded<1, 1000>>,
-    /// Wall time of one agent.
-    pub(super) timeout_s: Option<Bounded<1, 86_400>>,
-    /// Sub-agents running at once per run.
-    pub(super) max_concurrent: Option<Bounded<1, 256>>,
-    /// Sub-agents running at once per host.
-    pub(super) max_concurrent_total: Option<Bounded<1, 4096>>,
-    /// How deep agents may nest.
-    pub(super) max_depth: Option<Bounded<0, 16>>,
-    /// Cost cap of a whole run.
-    pub(super) budget_usd: Option<Dollars>,
-    /// `[defaults.capabilities]`, under every profile's own.
-    #[serde(default)]
-    pub(super) capabilities: RawCapabilities,
 }
 
 /// One `[tool_aliases]` value.
