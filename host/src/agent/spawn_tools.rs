@@ -223,10 +223,7 @@ impl Agent {
             system_prompt: extra_prompt.clone(),
             tools,
             limits,
-            model: profile
-                .inherit_model
-                .then(|| profile.model.clone())
-                .flatten(),
+            model: profile.inherited_model().map(String::from),
             budget_usd: self
                 .tree
                 .limits

@@ -40,6 +40,12 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The model an agent of this profile took from its parent (`model: inherit`),
+    /// once narrowed (`jobs::narrow`): what it must run on on another machine too.
+    pub fn inherited_model(&self) -> Option<&str> {
+        self.model.as_deref().filter(|_| self.inherit_model)
+    }
+
     /// The limits of an agent of this profile spawned with `asked` limits: turns up to
     /// [`Profile::max_turns_ceiling`], time and cost only ever lower. The one rule for
     /// spawns, in-process and on workers alike.
