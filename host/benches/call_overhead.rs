@@ -72,10 +72,10 @@ fn main() -> anyhow::Result<()> {
         let input_dir = tempfile::tempdir()?;
         std::fs::write(input_dir.path().join("input.txt"), "the fox and the dog")?;
         let profile = bench_profile(CapabilitySet {
-                fs: vec![warren::sandbox::capabilities::FsGrant {
+                fs: vec![warren::policy::FsGrant {
                     host: input_dir.path().canonicalize()?,
                     guest: "/bench".into(),
-                    mode: warren::sandbox::capabilities::FsMode::ReadOnly,
+                    mode: warren::policy::FsMode::ReadOnly,
                 }],
                 ..CapabilitySet::default()
             });

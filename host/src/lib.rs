@@ -4,20 +4,28 @@
 //!
 //! Layout, in layers (every `crate::` path points to a lower one; the table is
 //! checked by `tests/all/layers.rs`):
-//! - L0: [`builtin`] (the embedded plugins), [`events`] (the event bus), [`llm`]
-//!   (providers with streaming, usage, cost and retries), [`sandbox`] (the wasmtime
-//!   engine, a fresh store per call, capabilities, limits), `term`; then [`outcome`]
-//!   (how an agent ended) and [`telemetry`] (logs and OTLP traces);
-//! - L1: [`config`]: `warren.toml`, profiles and agent files as plain validated data;
-//! - L2: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, budget,
-//!   the one narrowing rule for children, and the [`jobs::Backend`] seam);
-//! - L3: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
+//! - L0: [`policy`] (what a profile's tools may touch and use, as plain data: the
+//!   per-call limits declared once, grants, [`CapabilitySet`], the queue's ceiling),
+//!   [`builtin`] (the embedded plugins), [`llm`] (providers with streaming, usage,
+//!   cost and retries), `term`;
+//! - L1: [`sandbox`] (the wasmtime engine, a fresh store per call, capabilities
+//!   enforced);
+//! - L2: [`outcome`] (how an agent ended) and [`telemetry`] (logs and OTLP traces);
+//! - L3: [`config`] (`warren.toml`, profiles and agent files as plain validated
+//!   data) and [`events`] (the event bus, with typed states);
+//! - L4: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
+//!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
+//!   children, and the [`jobs::Backend`] seam);
+//! - L5: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
 //!   the Redis backend);
-//! - L4: [`host`]: the composition root and library API (load once, start runs);
-//! - L5: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
+//! - L6: [`host`]: the composition root and library API (load once, start runs);
+//! - L7: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
 //!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
-//!   terminal view), [`init`], [`doctor`], `agents_report`, [`scaffold`], then [`cli`];
-//! - `fuzzing` (only under `--cfg fuzzing`): entry points for the fuzz targets in `fuzz/`.
+//!   terminal view), [`init`], [`doctor`], `agents_report`, [`scaffold`], `fuzzing`;
+//! - L8: [`cli`].
+//!
+//! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
+//! in `fuzz/`.
 
 // Results go to stdout through `term::outln!`, which ends quietly on a closed pipe.
 #![warn(clippy::print_stdout)]
@@ -39,6 +47,7 @@ pub mod llm;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
+pub mod policy;
 pub mod queue;
 pub mod sandbox;
 pub mod scaffold;
@@ -51,4 +60,5 @@ pub use config::{Config, ConfigError, Profile};
 pub use host::{Host, Run, RunReport, Session};
 pub use outcome::{AgentOutcome, AgentState};
 pub use plugin::{ToolAccess, ToolRegistry};
-pub use sandbox::{CapabilitySet, Sandbox, ToolCallError};
+pub use policy::CapabilitySet;
+pub use sandbox::{Sandbox, ToolCallError};

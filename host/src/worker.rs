@@ -2,13 +2,15 @@
 //! an agent tree on this machine, with this machine's plugins, models and profiles.
 //!
 //! A job names a profile; the worker uses its own profile of that name, narrowed by
-//! the job (its tools subset, its limits, the parent's capability ceiling), so a job
-//! can never widen what the worker's profile allows. While the agent runs, its events
+//! the job (its tools subset, its limits, the parent's capability ceiling, and the
+//! parent's model when the profile says `model: inherit`), so a job can never widen
+//! what the worker's profile allows. While the agent runs, its events
 //! go back to the parent in batches (job progress), and the worker polls the job's
 //! cancel key. Jobs that cannot run here (no such profile, bad job data) fail at once
-//! with the reason; jobs whose agent cannot start (no model on this worker) are
-//! retried with backoff, on any worker, up to `[queue] attempts`, and each attempt's
-//! reason is kept in the job's log.
+//! with the reason; jobs whose agent cannot start (no model on this worker, or not the
+//! model a `model: inherit` child takes from its parent) are retried with backoff, on
+//! any worker, up to `[queue] attempts`, and each attempt's reason is kept in the
+//! job's log.
 //!
 //! Shutdown (SIGTERM or Ctrl-C): the worker stops taking jobs and lets running ones
 //! finish for `[queue] shutdown_grace_s`; then (or at a second signal) it hands the
@@ -195,9 +197,23 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         timeout_s: data.limits.timeout_s,
         max_cost_usd: data.limits.max_cost_usd,
         ceiling: ceiling.as_ref(),
+        parent_model: data.model.as_deref(),
     };
     let (profile, limits) = narrow(base, &ask, || shared.host.registry().names_for(base))
         .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
+    // An inherited model is the parent's name for it: this worker may not have one.
+    // Like a worker without the profile's model, that is retried, on any worker:
+    // another in the pool may have it.
+    let missing_model = profile
+        .model
+        .as_deref()
+        .filter(|model| !config.models.contains_key(*model))
+        .map(|model| {
+            format!(
+                "model `{model}` (inherited from the parent's profile: `model: inherit`) is not under [models] on worker {worker} (it has: {})",
+                names_or_none(config.models.keys())
+            )
+        });
     let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -213,10 +229,16 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         queue_job: Some(id.clone()),
         run_id: None,
     };
-    let run = match shared.host.start_job(start) {
+    let started = match missing_model {
+        Some(reason) => Err(reason),
+        None => shared
+            .host
+            .start_job(start)
+            .map_err(|error| format!("{error:#}")),
+    };
+    let run = match started {
         Ok(run) => run,
-        Err(error) => {
-            let reason = format!("{error:#}");
+        Err(reason) => {
             let attempt = job.attempts_made() + 1;
             let _ = job
                 .log(&format!("attempt {attempt} on worker {worker}: {reason}"))

@@ -10,36 +10,39 @@ use std::path::{Path, PathBuf};
 /// Each top-level module of `host/src` and its layer (0 depends on nothing in the
 /// crate). A module may name only modules of lower layers.
 const LAYERS: &[(&str, u8)] = &[
-    // L0: vocabularies and engines that know nothing of agents.
+    // L0: vocabularies that know nothing of the rest of the crate: capability
+    // policy as plain data, model providers, embedded plugins, the terminal.
     ("builtin", 0),
     ("llm", 0),
-    ("sandbox", 0),
+    ("policy", 0),
     ("term", 0),
-    // L1: how an agent ended; logs and traces.
-    ("outcome", 1),
-    ("telemetry", 1),
-    // L2: the configuration as plain validated data; the event bus.
-    ("config", 2),
-    ("events", 2),
-    // L3: loaded tools; the job tree, the narrowing rule and the Backend seam.
-    ("plugin", 3),
-    ("jobs", 3),
-    // L4: the agent loop and its spawn tools; the Redis backend.
-    ("agent", 4),
-    ("queue", 4),
-    // L5: the composition root.
-    ("host", 5),
-    // L6: what drives a host.
-    ("worker", 6),
-    ("mcp", 6),
-    ("ui", 6),
-    ("init", 6),
-    ("doctor", 6),
-    ("agents_report", 6),
-    ("scaffold", 6),
-    ("fuzzing", 6),
-    // L7: the command line.
-    ("cli", 7),
+    // L1: the wasmtime engine.
+    ("sandbox", 1),
+    // L2: how an agent ended; logs and traces.
+    ("outcome", 2),
+    ("telemetry", 2),
+    // L3: the configuration as plain validated data; the event bus.
+    ("config", 3),
+    ("events", 3),
+    // L4: loaded tools; the job tree, its owner, the narrowing rule, the Backend seam.
+    ("plugin", 4),
+    ("jobs", 4),
+    // L5: the agent loop and its spawn tools; the Redis backend.
+    ("agent", 5),
+    ("queue", 5),
+    // L6: the composition root.
+    ("host", 6),
+    // L7: what drives a host.
+    ("worker", 7),
+    ("mcp", 7),
+    ("ui", 7),
+    ("init", 7),
+    ("doctor", 7),
+    ("agents_report", 7),
+    ("scaffold", 7),
+    ("fuzzing", 7),
+    // L8: the command line.
+    ("cli", 8),
 ];
 
 /// Where the architecture's layer table is documented.

@@ -1432,3 +1432,112 @@ fn an_unknown_default_profile_is_a_config_error_at_start() {
         "{stderr}"
     );
 }
+
+/// `model: inherit` on a worker: a child whose agent file says so runs on its
+/// parent's model, as it does in the parent's process, though the worker's default
+/// model is another; a worker without that model fails the job (retried, as another
+/// worker may have it), naming the model and the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inheriting_child_runs_on_its_parents_model_on_a_worker() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    let spawn_heir = || {
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                serde_json::json!({"profile": "heir", "task": "CHILD", "background": false}),
+            )],
+            (1, 1),
+        )
+    };
+    // `[models]` entries named as in the config, each its own model id at `server`.
+    let models = |server: &FakeLlm, names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|name| {
+                format!(
+                    "[models.{name}]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"{name}-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n",
+                    server.base_url
+                )
+            })
+            .collect()
+    };
+    // A directory with `warren.toml` (short queue timings, then `config`) and the
+    // agent file of `heir`.
+    let project = |config: String| {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\nattempts = 2\nshutdown_grace_s = 1\n";
+        std::fs::write(dir.path().join("warren.toml"), format!("{queue}{config}")).unwrap();
+        std::fs::create_dir(dir.path().join("agents")).unwrap();
+        std::fs::write(
+            dir.path().join("agents/heir.md"),
+            "---\nname: heir\nmodel: inherit\ntools: []\n---\nInherit.\n",
+        )
+        .unwrap();
+        dir
+    };
+    let parent_config = |server: &FakeLlm| {
+        format!(
+            "{}[profiles.main]\nmodel = \"lead\"\n",
+            models(server, &["lead", "other"])
+        )
+    };
+
+    // A worker with both models, `other` its default: the child runs on `lead`.
+    let server = FakeLlm::start().await;
+    server.route("ROOT", spawn_heir());
+    server.route("CHILD", Reply::answer("child done", (1, 1)));
+    server.route("child done", Reply::answer("root done", (1, 1)));
+    let redis = Redis::start();
+    let parent = project(parent_config(&server));
+    let worker_dir = project(format!(
+        "{}[defaults]\nmodel = \"other\"\n",
+        models(&server, &["lead", "other"])
+    ));
+    let _worker = Worker::start(worker_dir.path(), &redis, "both", 1);
+    let (code, stdout, stderr, _) =
+        tokio::task::block_in_place(|| run_parent(parent.path(), &redis, "ROOT"));
+    assert_eq!((code, stdout.trim()), (Some(0), "root done"), "{stderr}");
+    let child: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["messages"][0]["content"] == "Inherit.")
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(child, ["lead-model"], "the child's model requests");
+    let job = redis
+        .jobs()
+        .into_iter()
+        .map(|(_, fields)| serde_json::from_str::<Value>(&fields["data"]).unwrap())
+        .find(|data| data["profile"] == "heir")
+        .expect("the child's job");
+    assert_eq!(job["model"], "lead");
+
+    // A worker with only `other`: the job fails, naming the model and the worker.
+    let server = FakeLlm::start().await;
+    server.route("ROOT", spawn_heir());
+    server.push(Reply::answer("root done", (1, 1)));
+    let redis = Redis::start();
+    let parent = project(parent_config(&server));
+    let worker_dir = project(models(&server, &["other"]));
+    let _worker = Worker::start(worker_dir.path(), &redis, "lacking", 1);
+    let (code, _, stderr, events) =
+        tokio::task::block_in_place(|| run_parent(parent.path(), &redis, "ROOT"));
+    assert_eq!(code, Some(0), "{stderr}");
+    let error = of_type(&events, "agent_finished")
+        .into_iter()
+        .find_map(|e| e["error"].as_str().filter(|e| e.contains("inherit")))
+        .unwrap_or_else(|| panic!("{events:?}"))
+        .to_string();
+    assert!(
+        error.contains("failed after 2 attempt(s)")
+            && error.contains("model `lead` (inherited from the parent's profile: `model: inherit`) is not under [models] on worker lacking (it has: other)"),
+        "{error}"
+    );
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.body["messages"][0]["content"] == "Inherit."),
+        "the child never ran on another model"
+    );
+}

@@ -267,12 +267,10 @@ impl Agent {
             timeout_s,
             max_cost_usd: max_cost,
             ceiling: Some(&self.profile.capabilities),
+            parent_model: self.profile.model.as_deref(),
         };
-        let (mut profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
+        let (profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
         let notes = clamp_notes(base, &ask, &limits);
-        if base.inherit_model {
-            profile.model = self.profile.model.clone();
-        }
         if let Some(budget) = self.tree.limits.budget_usd {
             let spent = self.tree.spent();
             if spent >= budget {
@@ -309,6 +307,7 @@ impl Agent {
             system_prompt: extra_prompt.clone(),
             tools,
             limits,
+            model: profile.inherited_model().map(String::from),
             budget_usd: self
                 .tree
                 .limits

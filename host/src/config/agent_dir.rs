@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::agent_files::{self, AgentFile, ParseError};
-use super::tool_selection::{resolve, ListKind, ToolAliases, ToolSelection, WRITE_TOOLS};
-use super::{profile_name_from, AgentLimits, Profile, ProfileNote, ProfileSource};
-use crate::llm::ModelConfig;
-use crate::sandbox::capabilities::{CapabilitySet, FsMode};
+use super::defaults::Inherited;
+use super::limits::AgentLimits;
+use super::names::profile_name_from;
+use super::profile::{turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::tool_selection::{resolve, ListKind, ToolSelection, WRITE_TOOLS};
+use crate::policy::FsMode;
 
 /// Folders searched for agent files, relative to the config file.
 const AGENT_DIRS: [&str; 2] = ["agents", ".claude/agents"];
@@ -43,25 +45,13 @@ pub struct SkippedFile {
     pub reason: String,
 }
 
-/// What an agent file's profile inherits.
-pub(super) struct AgentDefaults<'a> {
-    pub(super) capabilities: &'a CapabilitySet,
-    /// `[defaults] max_turns_ceiling`, when set.
-    pub(super) max_turns_ceiling: Option<u32>,
-    pub(super) model: &'a Option<String>,
-    pub(super) limits: &'a AgentLimits,
-    pub(super) models: &'a BTreeMap<String, ModelConfig>,
-    pub(super) model_aliases: &'a BTreeMap<String, String>,
-    pub(super) tool_aliases: &'a ToolAliases,
-}
-
 /// Adds a profile per usable agent file under `base` to `profiles` (which holds the
 /// config's own; those win over files of the same name).
 pub(super) fn load(
     base: &Path,
     config_path: &Path,
     profiles: &mut BTreeMap<String, Profile>,
-    defaults: &AgentDefaults<'_>,
+    defaults: &Inherited<'_>,
 ) -> AgentFilesReport {
     let mut report = AgentFilesReport::default();
     let mut files = Vec::new();
@@ -175,7 +165,7 @@ fn profile(
     path: PathBuf,
     written_name: Option<String>,
     file: AgentFile,
-    defaults: &AgentDefaults<'_>,
+    defaults: &Inherited<'_>,
 ) -> Profile {
     let mut notes = Vec::new();
     if let Some(why) = file.lenient {
@@ -185,7 +175,7 @@ fn profile(
         // Claude Code semantics: `tools` is the whole list; the spawn tools only when it
         // names `Task` or `Agent`.
         Some(names) => {
-            let resolved = resolve(names, defaults.tool_aliases, ListKind::Allow);
+            let resolved = resolve(names, &defaults.tool_aliases, ListKind::Allow);
             if !resolved.unavailable.is_empty() {
                 notes.push(ProfileNote::UnavailableTools(resolved.unavailable));
             }
@@ -195,7 +185,7 @@ fn profile(
     };
     let deny = resolve(
         &file.disallowed_tools,
-        defaults.tool_aliases,
+        &defaults.tool_aliases,
         ListKind::Deny,
     )
     .patterns;
@@ -244,9 +234,9 @@ fn profile(
         model,
         limits: AgentLimits {
             max_turns,
-            ..*defaults.limits
+            ..defaults.limits
         },
-        max_turns_ceiling: super::turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
+        max_turns_ceiling: turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
         inherit_model,
         source: ProfileSource::AgentFile { path, written_name },
         notes,

@@ -1,6 +1,10 @@
 //! `[queue]`: where sub-agent jobs go. Plain settings; the BullMQ connection, key
 //! layout and retention built from them live in [`crate::queue`].
 
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::values::{Bounded, ProfileName, QueueName};
 use crate::outcome::AgentState;
 
 /// `[queue]` in `warren.toml`, or `--redis`.
@@ -71,9 +75,95 @@ impl QueueConfig {
     }
 }
 
+/// `[queue]`: sub-agent jobs through Redis (see [`crate::queue`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawQueue {
+    /// See [`QueueConfig::redis`].
+    redis: Option<String>,
+    /// See [`QueueConfig::name`].
+    name: Option<QueueName>,
+    /// See [`QueueConfig::keep_results_s`].
+    keep_results_s: Option<Bounded<1, 31_536_000>>,
+    /// See [`QueueConfig::attempts`].
+    attempts: Option<Bounded<1, 100>>,
+    /// See [`QueueConfig::lock_ms`].
+    lock_ms: Option<Bounded<500, 3_600_000>>,
+    /// See [`QueueConfig::stalled_interval_ms`].
+    stalled_interval_ms: Option<Bounded<100, 3_600_000>>,
+    /// See [`QueueConfig::max_stalled`].
+    max_stalled: Option<Bounded<0, 100>>,
+    /// See [`QueueConfig::shutdown_grace_s`].
+    shutdown_grace_s: Option<Bounded<0, 86_400>>,
+    /// See [`QueueConfig::parent_timeout_s`].
+    parent_timeout_s: Option<Bounded<2, 86_400>>,
+    /// See [`QueueConfig::default_profile`]; its span, for the check once profiles
+    /// are loaded.
+    pub(super) default_profile: Option<Spanned<ProfileName>>,
+    /// See [`QueueConfig::fail_jobs_on`].
+    fail_jobs_on: Option<Vec<StateName>>,
+    /// See [`QueueConfig::keep_failed_s`].
+    keep_failed_s: Option<Bounded<1, 31_536_000>>,
+}
+
+/// An agent end state by name (`error`, `timed_out`, `truncated`, …).
+#[derive(Clone, Copy, Deserialize)]
+#[serde(try_from = "String")]
+struct StateName(AgentState);
+
+impl TryFrom<String> for StateName {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        AgentState::from_name(&value).map(StateName).ok_or_else(|| {
+            let names: Vec<&str> = AgentState::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`{value}` is not an agent state ({})", names.join(", "))
+        })
+    }
+}
+
+impl RawQueue {
+    /// The settings: each as written, else its default.
+    pub(super) fn resolve(self) -> QueueConfig {
+        let d = QueueConfig::default();
+        QueueConfig {
+            redis: self.redis,
+            name: self.name.map_or(d.name, |n| n.0),
+            keep_results_s: self.keep_results_s.map_or(d.keep_results_s, |v| v.0),
+            attempts: self.attempts.map_or(d.attempts, |v| v.0 as u32),
+            lock_ms: self.lock_ms.map_or(d.lock_ms, |v| v.0),
+            stalled_interval_ms: self
+                .stalled_interval_ms
+                .map_or(d.stalled_interval_ms, |v| v.0),
+            max_stalled: self.max_stalled.map_or(d.max_stalled, |v| v.0 as u32),
+            shutdown_grace_s: self.shutdown_grace_s.map_or(d.shutdown_grace_s, |v| v.0),
+            parent_timeout_s: self.parent_timeout_s.map_or(d.parent_timeout_s, |v| v.0),
+            default_profile: self.default_profile.map(|p| p.into_inner().0),
+            fail_jobs_on: self.fail_jobs_on.map_or(d.fail_jobs_on, |states| {
+                states.into_iter().map(|s| s.0).collect()
+            }),
+            keep_failed_s: self.keep_failed_s.map(|v| v.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::parse;
+
+    #[test]
+    fn queue_settings_default_and_parse() {
+        let config = parse("").unwrap();
+        assert_eq!(config.queue, QueueConfig::default());
+        assert_eq!(config.queue.parent_timeout_s, 30);
+        let config =
+            parse("[queue]\nredis = \"redis://h:1\"\nparent_timeout_s = 5\nkeep_results_s = 60\n")
+                .unwrap();
+        assert_eq!(config.queue.redis.as_deref(), Some("redis://h:1"));
+        assert_eq!(config.queue.parent_timeout_s, 5);
+        assert_eq!(config.queue.keep_results_s, 60);
+        assert_eq!(config.queue.attempts, QueueConfig::default().attempts);
+    }
 
     #[test]
     fn urls_are_redacted() {

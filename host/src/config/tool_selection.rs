@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use super::names::is_valid_pattern;
+
 /// The spawn tools, offered by the host itself (never by a plugin).
 pub const SPAWN_TOOLS: [&str; 4] = ["spawn_agent", "await_agents", "cancel_agent", "list_agents"];
 
@@ -242,7 +244,7 @@ pub(crate) fn resolve(names: &[String], aliases: &ToolAliases, kind: ListKind) -
             }
         } else if base.starts_with("mcp__")
             || UNAVAILABLE.iter().any(|u| u.eq_ignore_ascii_case(base))
-            || !super::is_valid_pattern(base)
+            || !is_valid_pattern(base)
         {
             if kind == ListKind::Allow {
                 out.unavailable.push(written.clone());

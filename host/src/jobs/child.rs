@@ -10,7 +10,7 @@ use super::handle::JobHandle;
 use super::tree::JobId;
 use crate::config::{AgentLimits, Profile};
 use crate::outcome::AgentOutcome;
-use crate::sandbox::CapabilitySet;
+use crate::policy::CapabilitySet;
 
 /// What a parent asks of a child beyond its profile: the arguments of a
 /// `spawn_agent` call, or the fields of a queue job.
@@ -26,14 +26,18 @@ pub struct ChildAsk<'a> {
     pub max_cost_usd: Option<f64>,
     /// The parent's capabilities; the child's are intersected with them.
     pub ceiling: Option<&'a CapabilitySet>,
+    /// The parent's model (a `[models]` name): a child whose profile says `model:
+    /// inherit` runs on it. `None` (a job from another producer): the profile's own.
+    pub parent_model: Option<&'a str>,
 }
 
 /// What a child of profile `base` gets when asked for `ask`: capabilities within the
 /// ceiling, the tool subset (every name must be one of `available()`, the tools `base`
 /// may call, listed only when a subset is asked for; a name that is not is an error,
 /// never silently dropped), time and cost
-/// only ever lower, turns up to the profile's `max_turns_ceiling`. The one rule for
-/// spawns, in-process and on workers.
+/// only ever lower, turns up to the profile's `max_turns_ceiling`, and the parent's
+/// model when the profile says `model: inherit`. The one rule for spawns, in-process
+/// and on workers.
 pub fn narrow<'a>(
     base: &Profile,
     ask: &ChildAsk<'_>,
@@ -42,6 +46,9 @@ pub fn narrow<'a>(
     let mut profile = base.clone();
     if let Some(ceiling) = ask.ceiling {
         profile.capabilities = base.capabilities.intersect(ceiling);
+    }
+    if let Some(model) = ask.parent_model.filter(|_| base.inherit_model) {
+        profile.model = Some(model.to_string());
     }
     if let Some(tools) = ask.tools {
         let available = available();
@@ -130,6 +137,10 @@ pub struct ChildSpec {
     pub tools: Option<Vec<String>>,
     /// Its effective limits.
     pub limits: AgentLimits,
+    /// The model it inherits from its parent (its profile says `model: inherit`), by
+    /// `[models]` name: the machine running it narrows with it again, and needs a
+    /// model of that name. `None` when its profile names its own.
+    pub model: Option<String>,
     /// What is left of the run's budget.
     pub budget_usd: Option<f64>,
     /// Its parent's capabilities: it never gets more.
@@ -184,14 +195,33 @@ mod tests {
     }
 
     #[test]
+    fn an_inheriting_profile_takes_the_parents_model() {
+        let mut base = main_profile();
+        base.model = Some("default".into());
+        let ask = ChildAsk {
+            parent_model: Some("lead"),
+            ..ChildAsk::default()
+        };
+        let (profile, _) = narrow(&base, &ask, Vec::new).unwrap();
+        assert_eq!(profile.model.as_deref(), Some("default"), "not inheriting");
+        base.inherit_model = true;
+        let (profile, _) = narrow(&base, &ask, Vec::new).unwrap();
+        assert_eq!(profile.model.as_deref(), Some("lead"));
+        let (profile, _) = narrow(&base, &ChildAsk::default(), Vec::new).unwrap();
+        assert_eq!(
+            profile.model.as_deref(),
+            Some("default"),
+            "no parent model known: the profile's own"
+        );
+    }
+
+    #[test]
     fn limits_only_tighten_and_capabilities_stay_within_the_ceiling() {
         let mut base = main_profile();
         base.limits.timeout_s = 60;
-        base.capabilities.fuel = 1_000;
-        let ceiling = CapabilitySet {
-            fuel: 10,
-            ..CapabilitySet::default()
-        };
+        base.capabilities.limits.fuel = 1_000;
+        let mut ceiling = CapabilitySet::default();
+        ceiling.limits.fuel = 10;
         let ask = ChildAsk {
             timeout_s: Some(600),
             ceiling: Some(&ceiling),
@@ -199,6 +229,6 @@ mod tests {
         };
         let (profile, limits) = narrow(&base, &ask, Vec::new).unwrap();
         assert_eq!(limits.timeout_s, 60);
-        assert_eq!(profile.capabilities.fuel, 10);
+        assert_eq!(profile.capabilities.limits.fuel, 10);
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! What warren adds on top, all under the queue's own key prefix:
 //! - **job data** ([`JobData`]): task, profile, context, constraints, limits, the
-//!   parent's capability ceiling, parent id, depth and a W3C `traceparent`;
+//!   parent's capability ceiling and (for `model: inherit`) model, parent id, depth
+//!   and a W3C `traceparent`;
 //! - **return value** ([`JobOutcome`]): state, text, error, turns, usage, cost,
 //!   duration and the worker that ran it;
 //! - **events**: a worker batches its agents' events into job progress updates
@@ -33,8 +34,7 @@ use serde_json::Value;
 use crate::jobs::ChildSpec;
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
-use crate::sandbox::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode};
-use crate::sandbox::net::{NetPattern, NetPolicy};
+use crate::policy::Ceiling;
 
 /// This process's name in the queue (`HOST-PID`): a worker's default name, and the
 /// start of a parent's heartbeat key.
@@ -126,6 +126,12 @@ pub struct JobData {
     /// A subset of the profile's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// The parent's model (a `[models]` name), sent when the child's profile says
+    /// `model: inherit`: the worker runs the child on its model of that name, as a
+    /// child in the parent's process would (ignored when the worker's profile names
+    /// its own model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Limits; each only tightens the worker's profile.
     #[serde(default)]
     pub limits: JobLimits,
@@ -169,120 +175,6 @@ pub struct JobLimits {
     /// What is left of the parent run's budget, for the job's whole subtree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
-}
-
-/// A capability set in portable form: the parent's grants that bound a child.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ceiling {
-    /// Directories as `(host path, writable)`.
-    pub fs: Vec<(String, bool)>,
-    /// Whether a scratch directory is allowed.
-    pub scratch: bool,
-    /// Names of the environment variables allowed.
-    pub env: Vec<String>,
-    /// `capabilities.net` entries.
-    pub net: Vec<String>,
-    /// Instructions per tool call.
-    pub fuel: u64,
-    /// Wall time per tool call.
-    pub tool_timeout_ms: u64,
-    /// Memory per tool call.
-    pub memory_mb: u64,
-    /// Output cap per tool call.
-    pub max_output_kb: u64,
-    /// Handles per tool call (absent in jobs from before it existed: the default).
-    #[serde(default = "default_max_handles")]
-    pub max_handles: u64,
-    /// `host-log` KiB per tool call.
-    #[serde(default = "default_max_log_kb")]
-    pub max_log_kb: u64,
-    /// File bytes written per tool call, in MiB.
-    #[serde(default = "default_max_write_mb")]
-    pub max_write_mb: u64,
-    /// Scratch directory size, in MiB.
-    #[serde(default = "default_scratch_mb")]
-    pub scratch_mb: u64,
-}
-
-fn default_max_handles() -> u64 {
-    crate::sandbox::capabilities::DEFAULT_MAX_HANDLES
-}
-fn default_max_log_kb() -> u64 {
-    crate::sandbox::capabilities::DEFAULT_MAX_LOG_KB
-}
-fn default_max_write_mb() -> u64 {
-    crate::sandbox::capabilities::DEFAULT_MAX_WRITE_MB
-}
-fn default_scratch_mb() -> u64 {
-    crate::sandbox::capabilities::DEFAULT_SCRATCH_MB
-}
-
-impl Ceiling {
-    /// The portable form of `caps`.
-    pub fn of(caps: &CapabilitySet) -> Ceiling {
-        Ceiling {
-            fs: caps
-                .fs
-                .iter()
-                .map(|g| (g.host.display().to_string(), g.mode == FsMode::ReadWrite))
-                .collect(),
-            scratch: caps.scratch,
-            env: caps.env.iter().map(|g| g.name.clone()).collect(),
-            net: caps.net.patterns().iter().map(|p| p.to_string()).collect(),
-            fuel: caps.fuel,
-            tool_timeout_ms: caps.tool_timeout_ms,
-            memory_mb: caps.memory_mb,
-            max_output_kb: caps.max_output_kb,
-            max_handles: caps.max_handles,
-            max_log_kb: caps.max_log_kb,
-            max_write_mb: caps.max_write_mb,
-            scratch_mb: caps.scratch_mb,
-        }
-    }
-
-    /// A capability set that admits exactly the ceiling, to intersect a worker's
-    /// profile with. An entry that does not parse admits nothing.
-    pub fn to_capabilities(&self) -> CapabilitySet {
-        CapabilitySet {
-            fs: self
-                .fs
-                .iter()
-                .map(|(host, writable)| FsGrant {
-                    host: host.into(),
-                    guest: String::new(),
-                    mode: if *writable {
-                        FsMode::ReadWrite
-                    } else {
-                        FsMode::ReadOnly
-                    },
-                })
-                .collect(),
-            scratch: self.scratch,
-            env: self
-                .env
-                .iter()
-                .map(|name| EnvGrant {
-                    name: name.clone(),
-                    value: None,
-                })
-                .collect(),
-            net: std::sync::Arc::new(NetPolicy::new(
-                self.net
-                    .iter()
-                    .filter_map(|p| p.parse::<NetPattern>().ok())
-                    .collect(),
-            )),
-            fuel: self.fuel,
-            tool_timeout_ms: self.tool_timeout_ms,
-            memory_mb: self.memory_mb,
-            max_output_kb: self.max_output_kb,
-            max_handles: self.max_handles,
-            max_log_kb: self.max_log_kb,
-            max_write_mb: self.max_write_mb,
-            scratch_mb: self.scratch_mb,
-        }
-    }
 }
 
 /// A finished job's return value: the sub-agent's outcome.
@@ -359,6 +251,7 @@ impl JobData {
             constraints: spec.constraints,
             system_prompt: spec.system_prompt,
             tools: spec.tools,
+            model: spec.model,
             limits: JobLimits {
                 max_turns: Some(spec.limits.max_turns),
                 timeout_s: Some(spec.limits.timeout_s),
@@ -372,43 +265,5 @@ impl JobData {
             heartbeat: None,
             unknown: Default::default(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ceiling_round_trips_through_json() {
-        let caps = CapabilitySet {
-            fs: vec![FsGrant {
-                host: "/data".into(),
-                guest: "/d".into(),
-                mode: FsMode::ReadOnly,
-            }],
-            net: std::sync::Arc::new(NetPolicy::new(vec!["example.com:443".parse().unwrap()])),
-            fuel: 7,
-            ..CapabilitySet::default()
-        };
-        let ceiling = Ceiling::of(&caps);
-        let back: Ceiling =
-            serde_json::from_str(&serde_json::to_string(&ceiling).unwrap()).unwrap();
-        let child = CapabilitySet {
-            fs: vec![FsGrant {
-                host: "/data/x".into(),
-                guest: "/x".into(),
-                mode: FsMode::ReadWrite,
-            }],
-            net: std::sync::Arc::new(NetPolicy::new(vec![
-                "example.com:443".parse().unwrap(),
-                "evil.com".parse().unwrap(),
-            ])),
-            ..CapabilitySet::default()
-        };
-        let effective = child.intersect(&back.to_capabilities());
-        assert_eq!(effective.fs[0].mode, FsMode::ReadOnly);
-        assert_eq!(effective.net.patterns().len(), 1);
-        assert_eq!(effective.fuel, 7);
     }
 }

@@ -28,11 +28,18 @@ use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, Descriptor, DescriptorFlags, ErrorCode, HostDescriptor as _, OpenFlags, PathFlags,
 };
+use wasmtime_wasi::WasiView;
 use wasmtime_wasi_io::poll::Pollable;
 use wasmtime_wasi_io::streams::{DynOutputStream, OutputStream, StreamError, StreamResult};
 
-use super::CallState;
-use crate::sandbox::capabilities::SCRATCH_GUEST_PATH;
+use crate::policy::SCRATCH_GUEST_PATH;
+
+/// What the charging wrappers need of a call's store state: its WASI view (the
+/// filesystem and the resource table) and the call's budgets.
+pub(crate) trait DiskView: WasiView + 'static {
+    /// The call's disk budgets.
+    fn disk(&self) -> &DiskBudget;
+}
 
 /// Which budget a refused write passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,8 +220,8 @@ fn refusal(limit: DiskLimit) -> &'static str {
 
 /// The stream wasmtime-wasi opened, swapped in the table for a [`CountingStream`]
 /// around it.
-fn counting_stream(
-    state: &mut CallState,
+fn counting_stream<T: DiskView>(
+    state: &mut T,
     opened: wasmtime_wasi::p2::FsResult<Resource<DynOutputStream>>,
     scratch_path: Option<PathBuf>,
 ) -> wasmtime::Result<(Result<Resource<DynOutputStream>, ErrorCode>,)> {
@@ -227,13 +234,13 @@ fn counting_stream(
             )?),))
         }
     };
-    let inner = state.table.delete(stream)?;
+    let inner = state.ctx().table.delete(stream)?;
     let counting: DynOutputStream = Box::new(CountingStream {
         inner,
-        budget: state.disk.clone(),
+        budget: state.disk().clone(),
         scratch_path,
     });
-    Ok((Ok(state.table.push(counting)?),))
+    Ok((Ok(state.ctx().table.push(counting)?),))
 }
 
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
@@ -241,7 +248,7 @@ const FILESYSTEM_PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 
 /// Shadows the writing `wasi:filesystem` functions of `linker` (which must already
 /// hold wasmtime-wasi's) with the charging wrappers.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: DiskView>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut preopens = linker.instance(FILESYSTEM_PREOPENS)?;
     preopens.func_wrap("get-directories", |mut store, (): ()| {
@@ -249,7 +256,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         let dirs = state.filesystem().get_directories()?;
         for (dir, path) in &dirs {
             if path == SCRATCH_GUEST_PATH {
-                state.disk.mark_scratch(dir.rep(), PathBuf::new());
+                state.disk().mark_scratch(dir.rep(), PathBuf::new());
             }
         }
         Ok((dirs,))
@@ -267,7 +274,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         )| {
             Box::new(async move {
                 let state = store.data_mut();
-                let parent = state.disk.scratch_path(fd.rep());
+                let parent = state.disk().scratch_path(fd.rep());
                 let mut view = state.filesystem();
                 let opened = view
                     .open_at(fd, path_flags, path.clone(), open_flags, flags)
@@ -275,7 +282,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let result = match opened {
                     Ok(child) => {
                         if let Some(parent) = parent {
-                            state.disk.mark_scratch(child.rep(), parent.join(&path));
+                            state.disk().mark_scratch(child.rep(), parent.join(&path));
                         }
                         Ok(child)
                     }
@@ -294,7 +301,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             Box::new(async move {
                 let state = store.data_mut();
                 if state
-                    .disk
+                    .disk()
                     .charge(Some(fd.rep()), None, buffer.len() as u64)
                     .is_err()
                 {
@@ -316,7 +323,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         "[method]descriptor.write-via-stream",
         |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
             let state = store.data_mut();
-            let scratch_path = state.disk.scratch_path(fd.rep());
+            let scratch_path = state.disk().scratch_path(fd.rep());
             let opened = state.filesystem().write_via_stream(fd, offset);
             counting_stream(state, opened, scratch_path)
         },
@@ -325,7 +332,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         "[method]descriptor.append-via-stream",
         |mut store, (fd,): (Resource<Descriptor>,)| {
             let state = store.data_mut();
-            let scratch_path = state.disk.scratch_path(fd.rep());
+            let scratch_path = state.disk().scratch_path(fd.rep());
             let opened = state.filesystem().append_via_stream(fd);
             counting_stream(state, opened, scratch_path)
         },

@@ -2,9 +2,10 @@
 //! fresh [`Store`] per tool call whose WASI context, fuel, deadline, memory cap and
 //! output caps come from the caller's [`CapabilitySet`].
 //!
-//! Layout: [`capabilities`] (the validated set and its WASI context), [`net`] (the
-//! network policy and `wasi:http` hooks), [`limits`] (memory cap, capped pipes),
+//! Layout: `wasi` (a call's WASI context from its capabilities), [`net`] (the network
+//! policy applied, and `wasi:http` hooks), [`limits`] (memory cap, capped pipes),
 //! `disk` (file-write and scratch budgets), [`error`] (what a call can fail with).
+//! What the capabilities are, as data, is [`crate::policy`].
 //!
 //! Two linkers: one with `wasi:http` and `wasi:sockets` for profiles granted `net`,
 //! and one without them for every other profile, where a plugin's network imports
@@ -17,12 +18,12 @@
 //! to call (`warren:plugin/tool.call-tool`, or a typed component's function).
 
 mod bindings;
-pub mod capabilities;
 mod disk;
 pub mod error;
 pub mod limits;
 pub mod net;
 pub mod phases;
+mod wasi;
 
 use std::future::Future;
 use std::path::Path;
@@ -43,10 +44,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
 use self::bindings::PluginIndices;
-pub use self::capabilities::CapabilitySet;
 pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
 use self::limits::{CappedPipe, MemoryCap};
 use self::net::{DenialLog, NetHooks};
+use crate::policy::{CapabilitySet, MAX_MEMORY_MB};
 
 /// How often the epoch advances; the granularity of `tool_timeout_ms` and of yielding
 /// to other tasks while a guest computes.
@@ -116,6 +117,12 @@ impl WasiView for CallState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+impl disk::DiskView for CallState {
+    fn disk(&self) -> &disk::DiskBudget {
+        &self.disk
     }
 }
 
@@ -364,7 +371,7 @@ impl Sandbox {
     /// The most handles one call may hold: `max_handles`, cut to the share of the
     /// process's descriptors that keeps [`MIN_PARALLEL_CALLS`] calls running.
     pub fn call_handles(&self, caps: &CapabilitySet) -> u64 {
-        caps.max_handles.min(self.max_call_handles)
+        caps.limits.max_handles.min(self.max_call_handles)
     }
 
     /// Asks a plugin for its tools, in a sandbox with no capabilities.
@@ -373,7 +380,7 @@ impl Sandbox {
         let indices = &pre.indices;
         let pre = pre.linked.for_caps(&caps);
         let (mut store, _, _) = self.store(&caps, None, "(loading)", plugin)?;
-        let deadline = Instant::now() + caps.tool_timeout();
+        let deadline = Instant::now() + caps.limits.tool_timeout();
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
             indices
@@ -389,7 +396,7 @@ impl Sandbox {
             }
             Err(_) => anyhow::bail!(
                 "{plugin}: list-tools did not return within {} ms",
-                caps.tool_timeout_ms
+                caps.limits.tool_timeout_ms
             ),
         }
     }
@@ -446,6 +453,7 @@ impl Sandbox {
         call: impl GuestCall,
     ) -> Result<String, ToolCallError> {
         let caps = request.capabilities;
+        let limits = &caps.limits;
         let pre = linked.for_caps(caps);
         let tool = request.tool.to_string();
         // The call's share of the process's descriptors, held until it ends: however
@@ -470,7 +478,7 @@ impl Sandbox {
             })?;
         let denials = store.data().hooks.denials.clone();
         let store_built = Instant::now();
-        let deadline = store_built + caps.tool_timeout();
+        let deadline = store_built + limits.tool_timeout();
         let mut instantiated = None;
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
@@ -486,7 +494,7 @@ impl Sandbox {
             tool: tool.clone(),
             profile: profile.clone(),
             kind,
-            limit_kb: caps.max_output_kb,
+            limit_kb: limits.max_output_kb,
             size,
         };
         let overflow = if stdout.overflowed() {
@@ -499,7 +507,7 @@ impl Sandbox {
         let timeout = || ToolCallError::Timeout {
             tool: tool.clone(),
             profile: profile.clone(),
-            limit_ms: caps.tool_timeout_ms,
+            limit_ms: limits.tool_timeout_ms,
         };
         let limit = |what, key, limit, unit, note| ToolCallError::ResourceLimit {
             tool: tool.clone(),
@@ -514,14 +522,14 @@ impl Sandbox {
             disk::DiskLimit::Write => limit(
                 "of file writes per call",
                 "max_write_mb",
-                caps.max_write_mb,
+                limits.max_write_mb,
                 " MiB",
                 Some("the write that crossed it was refused; what the plugin wrote before is left as written".into()),
             ),
             disk::DiskLimit::Scratch => limit(
                 "in the scratch directory",
                 "scratch_mb",
-                caps.scratch_mb,
+                limits.scratch_mb,
                 " MiB",
                 Some("the file whose write crossed it was removed".into()),
             ),
@@ -533,7 +541,7 @@ impl Sandbox {
         }
         let dropped = store.data().log_dropped;
         if dropped > 0 {
-            warn!(profile = %profile, plugin = request.plugin, "{dropped} log records dropped: the plugin passed capabilities.max_log_kb = {} (each record costs at least {LOG_RECORD_MIN_BYTES} bytes)", caps.max_log_kb);
+            warn!(profile = %profile, plugin = request.plugin, "{dropped} log records dropped: the plugin passed capabilities.max_log_kb = {} (each record costs at least {LOG_RECORD_MIN_BYTES} bytes)", limits.max_log_kb);
         }
         let result = match outcome {
             _ if disk_limit.is_some() => Err(disk_limit.expect("checked")),
@@ -544,13 +552,13 @@ impl Sandbox {
                 ToolCallError::OutOfFuel {
                     tool: tool.clone(),
                     profile: profile.clone(),
-                    fuel: caps.fuel,
+                    fuel: limits.fuel,
                 }
             } else if store.data().memory.refused() {
                 ToolCallError::MemoryLimit {
                     tool: tool.clone(),
                     profile: profile.clone(),
-                    limit_mb: caps.memory_mb,
+                    limit_mb: limits.memory_mb,
                 }
             } else if let Some(overflow) = overflow {
                 overflow
@@ -568,7 +576,7 @@ impl Sandbox {
                 limit(
                     "for host-held HTTP header fields (each handle holds at most memory_mb / max_handles)",
                     "memory_mb",
-                    caps.memory_mb,
+                    limits.memory_mb,
                     " MiB",
                     None,
                 )
@@ -603,7 +611,7 @@ impl Sandbox {
                 }
             }),
             Ok(Ok(_)) if overflow.is_some() => Err(overflow.expect("checked")),
-            Ok(Ok(Ok(output))) if output.len() > caps.max_output_bytes() => {
+            Ok(Ok(Ok(output))) if output.len() > limits.max_output_bytes() => {
                 Err(too_large(OutputKind::Result, Some(output.len())))
             }
             Ok(Ok(Ok(output))) => Ok(output),
@@ -617,7 +625,7 @@ impl Sandbox {
                         reason: denial.reason,
                     },
                     (None, ToolError::InvalidInput(message) | ToolError::Failed(message))
-                        if message.len() > caps.max_output_bytes() =>
+                        if message.len() > limits.max_output_bytes() =>
                     {
                         too_large(OutputKind::Result, Some(message.len()))
                     }
@@ -656,10 +664,11 @@ impl Sandbox {
         profile: &str,
         plugin: &str,
     ) -> anyhow::Result<(Store<CallState>, CappedPipe, CappedPipe)> {
-        let stdout = CappedPipe::new(caps.max_output_bytes());
-        let stderr = CappedPipe::new(caps.max_output_bytes());
+        let limits = &caps.limits;
+        let stdout = CappedPipe::new(limits.max_output_bytes());
+        let stderr = CappedPipe::new(limits.max_output_bytes());
         let denials = DenialLog::new(profile, plugin);
-        let wasi = caps.wasi_ctx(scratch, &stdout, &stderr, &denials)?;
+        let wasi = wasi::wasi_ctx(caps, scratch, &stdout, &stderr, &denials)?;
         let handles = self.call_handles(caps);
         let mut table = ResourceTable::new();
         table.set_max_capacity(usize::try_from(handles).unwrap_or(usize::MAX));
@@ -667,12 +676,12 @@ impl Sandbox {
         // at most memory_mb / handles, so together at most `memory_mb`.
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit(
-            (caps.memory_bytes() / usize::try_from(handles).unwrap_or(1).max(1))
+            (limits.memory_bytes() / usize::try_from(handles).unwrap_or(1).max(1))
                 .clamp(1024, MAX_FIELD_BYTES),
         );
         let scratch_budget = scratch
             .filter(|_| caps.scratch)
-            .map(|dir| (dir.to_path_buf(), caps.scratch_bytes()));
+            .map(|dir| (dir.to_path_buf(), limits.scratch_bytes()));
         let state = CallState {
             wasi,
             http,
@@ -681,16 +690,16 @@ impl Sandbox {
                 policy: caps.net.clone(),
                 denials,
             },
-            memory: MemoryCap::new(caps.memory_bytes()),
+            memory: MemoryCap::new(limits.memory_bytes()),
             who: (profile.to_string(), plugin.to_string()),
-            log_budget: usize::try_from(caps.max_log_kb.saturating_mul(1024)).unwrap_or(usize::MAX),
+            log_budget: limits.max_log_bytes(),
             log_dropped: 0,
-            disk: disk::DiskBudget::new(caps.max_write_bytes(), scratch_budget),
+            disk: disk::DiskBudget::new(limits.max_write_bytes(), scratch_budget),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.memory);
-        store.set_fuel(caps.fuel)?;
-        let deadline = Instant::now() + caps.tool_timeout();
+        store.set_fuel(limits.fuel)?;
+        let deadline = Instant::now() + limits.tool_timeout();
         store.set_epoch_deadline(1);
         // Yield to the executor every tick, so a computing guest never starves other
         // tasks, and trap once the wall-time limit has passed.
@@ -883,7 +892,7 @@ fn engine_config(pooling: Option<bool>) -> Config {
             .max_memories_per_component(8)
             .max_tables_per_component(16)
             .max_core_instances_per_component(64)
-            .max_memory_size((capabilities::MAX_MEMORY_MB << 20) as usize)
+            .max_memory_size((MAX_MEMORY_MB << 20) as usize)
             .table_elements(100_000)
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20)

@@ -146,7 +146,7 @@ impl TypedComponent {
             }
         })?;
         let hostcall_fuel = (std::mem::size_of::<Val>() + 1)
-            .saturating_mul(request.capabilities.max_output_bytes())
+            .saturating_mul(request.capabilities.limits.max_output_bytes())
             .max(MIN_HOSTCALL_FUEL);
         let call = TypedCall {
             function,

@@ -1,0 +1,145 @@
+//! `[defaults]`: what every profile inherits (its model, limits, capabilities and
+//! bootstrap prompt, the turns ceiling) whether a `[profiles]` table, an agent file or
+//! the implicit `main` defines it, and the limits of every run.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::capabilities::{self, RawCapabilities};
+use super::error::ConfigError;
+use super::limits::{AgentLimits, RunLimits};
+use super::models::model_name;
+use super::profile::{join_prompt, turns_ceiling, Profile, ProfileSource};
+use super::source::Source;
+use super::tool_selection::{ToolAliases, ToolSelection};
+use super::values::{Bounded, Dollars};
+use crate::llm::ModelConfig;
+use crate::policy::CapabilitySet;
+
+/// `[defaults]`: what every profile inherits, and the run's limits.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDefaults {
+    /// The model of profiles that name none.
+    model: Option<Spanned<String>>,
+    /// Turns of one agent.
+    max_turns: Option<Bounded<1, 1000>>,
+    /// The most turns a spawn may give, in every profile that sets no ceiling.
+    max_turns_ceiling: Option<Bounded<1, 1000>>,
+    /// Wall time of one agent.
+    timeout_s: Option<Bounded<1, 86_400>>,
+    /// Sub-agents running at once per run.
+    max_concurrent: Option<Bounded<1, 256>>,
+    /// Sub-agents running at once per host.
+    max_concurrent_total: Option<Bounded<1, 4096>>,
+    /// How deep agents may nest.
+    max_depth: Option<Bounded<0, 16>>,
+    /// Cost cap of a whole run.
+    budget_usd: Option<Dollars>,
+    /// `[defaults.capabilities]`, under every profile's own.
+    #[serde(default)]
+    pub(super) capabilities: RawCapabilities,
+}
+
+impl RawDefaults {
+    /// The limits of every run: each as written, else its default.
+    pub(super) fn run_limits(&self) -> RunLimits {
+        let d = RunLimits::default();
+        RunLimits {
+            max_concurrent: self
+                .max_concurrent
+                .map_or(d.max_concurrent, |v| v.0 as usize),
+            max_concurrent_total: self
+                .max_concurrent_total
+                .map_or(d.max_concurrent_total, |v| v.0 as usize),
+            max_depth: self.max_depth.map_or(d.max_depth, |v| v.0 as u32),
+            budget_usd: self.budget_usd.map(|v| v.0),
+        }
+    }
+}
+
+/// What every profile inherits, resolved once: the file's `[defaults]`, its models and
+/// aliases, and the bootstrap files beside it.
+pub(super) struct Inherited<'a> {
+    /// `[defaults.capabilities]` as written: a `[profiles]` table's own go over it,
+    /// field by field.
+    pub(super) raw_capabilities: &'a RawCapabilities,
+    /// The same, resolved: an agent file's capabilities, and the implicit `main`'s.
+    pub(super) capabilities: CapabilitySet,
+    /// `[defaults] max_turns_ceiling`, when set.
+    pub(super) max_turns_ceiling: Option<u32>,
+    /// `AGENTS.md` and `ENVIRONMENT.md`, first in the prompt of a `[profiles]` table
+    /// that lists no bootstrap files of its own.
+    pub(super) bootstrap: Vec<String>,
+    /// `[defaults] model` (or the only model), unless a profile names one.
+    pub(super) model: Option<String>,
+    /// `[defaults]` turns and time (a cost cap is only ever a profile's own).
+    pub(super) limits: AgentLimits,
+    /// `[models]`, to look a profile's model up in.
+    pub(super) models: &'a BTreeMap<String, ModelConfig>,
+    /// `[model_aliases]`, likewise.
+    pub(super) model_aliases: &'a BTreeMap<String, String>,
+    /// `[tool_aliases]` (and the built-in ones), for tool lists.
+    pub(super) tool_aliases: ToolAliases,
+}
+
+impl<'a> Inherited<'a> {
+    /// Resolves `raw` against the file (`src`) and its `models` and aliases.
+    pub(super) fn resolve(
+        src: &Source<'_>,
+        raw: &'a RawDefaults,
+        models: &'a BTreeMap<String, ModelConfig>,
+        model_aliases: &'a BTreeMap<String, String>,
+        tool_aliases: ToolAliases,
+    ) -> Result<Inherited<'a>, ConfigError> {
+        let capabilities =
+            capabilities::resolve(src, &raw.capabilities, None, "defaults.capabilities")?;
+        let model = match &raw.model {
+            Some(model) => Some(model_name(
+                src,
+                model,
+                models,
+                model_aliases,
+                "defaults.model",
+            )?),
+            None if models.len() == 1 => models.keys().next().cloned(),
+            None => None,
+        };
+        let d = AgentLimits::default();
+        let limits = AgentLimits {
+            max_turns: raw.max_turns.map_or(d.max_turns, |v| v.0 as u32),
+            timeout_s: raw.timeout_s.map_or(d.timeout_s, |v| v.0),
+            max_cost_usd: None,
+        };
+        Ok(Inherited {
+            raw_capabilities: &raw.capabilities,
+            capabilities,
+            max_turns_ceiling: raw.max_turns_ceiling.map(|v| v.0 as u32),
+            bootstrap: src.default_bootstrap()?,
+            model,
+            limits,
+            models,
+            model_aliases,
+            tool_aliases,
+        })
+    }
+
+    /// The implicit `main`: every tool, and everything else inherited.
+    pub(super) fn implicit_main(&self, name: &str) -> Profile {
+        Profile {
+            name: name.to_string(),
+            description: None,
+            tools: ToolSelection::all(),
+            capabilities: self.capabilities.clone(),
+            system_prompt: join_prompt(&self.bootstrap),
+            model: self.model.clone(),
+            max_turns_ceiling: turns_ceiling(None, self.max_turns_ceiling, self.limits.max_turns),
+            limits: self.limits,
+            inherit_model: false,
+            source: ProfileSource::Config,
+            notes: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! One `[profiles.NAME]` table: as written, and resolved (prompt files read, model
+//! and tool names looked up, capabilities over `[defaults.capabilities]`) into a
+//! [`Profile`].
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::capabilities::{self, RawCapabilities};
+use super::defaults::Inherited;
+use super::error::ConfigError;
+use super::limits::AgentLimits;
+use super::models::model_name;
+use super::profile::{join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::source::Source;
+use super::tool_selection::{resolve, ListKind, ToolSelection};
+use super::values::{Bounded, Dollars, ToolPattern};
+
+/// A `[profiles.NAME]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProfile {
+    /// What the profile is for, shown to a parent.
+    description: Option<String>,
+    /// Inline prompt, last of the prompt's parts.
+    system_prompt: Option<String>,
+    /// A prompt file, before the inline prompt.
+    system_prompt_file: Option<Spanned<String>>,
+    /// Files first in the prompt (default: `AGENTS.md` and `ENVIRONMENT.md`).
+    bootstrap_files: Option<Vec<Spanned<String>>>,
+    /// A `[models]` or `[model_aliases]` name.
+    model: Option<Spanned<String>>,
+    /// Turns of one agent.
+    max_turns: Option<Bounded<1, 1000>>,
+    /// The most turns a spawn may give it.
+    max_turns_ceiling: Option<Bounded<1, 1000>>,
+    /// Wall time of one agent.
+    timeout_s: Option<Bounded<1, 86_400>>,
+    /// Cost cap of one agent.
+    max_cost_usd: Option<Dollars>,
+    /// The tools it may call (names, patterns or aliases; default all).
+    tools: Option<Vec<ToolPattern>>,
+    /// Tools subtracted after `tools`.
+    disallowed_tools: Option<Vec<ToolPattern>>,
+    /// Its own capabilities, over `[defaults.capabilities]`.
+    #[serde(default)]
+    capabilities: RawCapabilities,
+}
+
+/// One `[profiles.NAME]` table.
+pub(super) fn profile(
+    src: &Source<'_>,
+    name: &str,
+    raw: &RawProfile,
+    defaults: &Inherited<'_>,
+) -> Result<Profile, ConfigError> {
+    let key = format!("profiles.{name}");
+    let capabilities = capabilities::resolve(
+        src,
+        &raw.capabilities,
+        Some(defaults.raw_capabilities),
+        &format!("{key}.capabilities"),
+    )?;
+    let mut notes = Vec::new();
+    let patterns = |list: &Option<Vec<ToolPattern>>| -> Vec<String> {
+        list.iter().flatten().map(|t| t.0.clone()).collect()
+    };
+    let allow = match &raw.tools {
+        Some(_) => {
+            let resolved = resolve(
+                &patterns(&raw.tools),
+                &defaults.tool_aliases,
+                ListKind::Allow,
+            );
+            if !resolved.unavailable.is_empty() {
+                notes.push(ProfileNote::UnavailableTools(resolved.unavailable));
+            }
+            resolved.patterns
+        }
+        None => vec!["*".to_string()],
+    };
+    let deny = resolve(
+        &patterns(&raw.disallowed_tools),
+        &defaults.tool_aliases,
+        ListKind::Deny,
+    )
+    .patterns;
+    let mut prompt = Vec::new();
+    match &raw.bootstrap_files {
+        Some(files) => {
+            for file in files {
+                prompt.push(src.read_file(file, &format!("{key}.bootstrap_files"))?);
+            }
+        }
+        None => prompt.extend(defaults.bootstrap.iter().cloned()),
+    }
+    if let Some(file) = &raw.system_prompt_file {
+        prompt.push(src.read_file(file, &format!("{key}.system_prompt_file"))?);
+    }
+    prompt.extend(raw.system_prompt.clone());
+    let model = match &raw.model {
+        Some(model) => Some(model_name(
+            src,
+            model,
+            defaults.models,
+            defaults.model_aliases,
+            &format!("{key}.model"),
+        )?),
+        None => defaults.model.clone(),
+    };
+    let max_turns = raw
+        .max_turns
+        .map_or(defaults.limits.max_turns, |v| v.0 as u32);
+    Ok(Profile {
+        name: name.to_string(),
+        description: raw.description.clone(),
+        tools: ToolSelection::new(allow, deny, true),
+        capabilities,
+        system_prompt: join_prompt(&prompt),
+        model,
+        limits: AgentLimits {
+            max_turns,
+            timeout_s: raw.timeout_s.map_or(defaults.limits.timeout_s, |v| v.0),
+            max_cost_usd: raw.max_cost_usd.map(|v| v.0),
+        },
+        max_turns_ceiling: turns_ceiling(
+            raw.max_turns_ceiling.map(|v| v.0 as u32),
+            defaults.max_turns_ceiling,
+            max_turns,
+        ),
+        inherit_model: false,
+        source: ProfileSource::Config,
+        notes,
+    })
+}

@@ -1,0 +1,106 @@
+//! Scalar values of `warren.toml` validated while they are read, so a bad one is an
+//! error at its line and key: bounded integers, dollar amounts, and names and paths
+//! of each kind.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use super::names::name_like;
+use crate::policy::call_limits::in_bounds;
+
+/// An integer in `MIN..=MAX`, rejected at its line otherwise.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(try_from = "i64")]
+pub(super) struct Bounded<const MIN: u64, const MAX: u64>(pub(super) u64);
+
+impl<const MIN: u64, const MAX: u64> TryFrom<i64> for Bounded<MIN, MAX> {
+    type Error = String;
+    fn try_from(value: i64) -> Result<Self, String> {
+        in_bounds(value, MIN, MAX).map(Bounded)
+    }
+}
+
+macro_rules! validated_string {
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+        #[serde(try_from = "String")]
+        pub(super) struct $name(pub(super) String);
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(value: String) -> Result<Self, String> {
+                let check: fn(&str) -> Result<(), String> = $check;
+                check(&value).map(|()| $name(value))
+            }
+        }
+    };
+}
+
+validated_string!(
+    /// `[a-zA-Z0-9_-]{1,64}`: a profile name, also used as an enum value for models.
+    ProfileName,
+    |s| name_like(s, "profile name", false)
+);
+validated_string!(
+    /// `[a-zA-Z0-9_-]{1,64}`: a queue name (BullMQ keys are `bull:NAME:…`).
+    QueueName,
+    |s| name_like(s, "queue name", false)
+);
+validated_string!(
+    /// A tool name or a pattern with `*`.
+    ToolPattern,
+    |s| name_like(s, "tool name or pattern", true)
+);
+validated_string!(
+    /// A POSIX-style variable name.
+    EnvName,
+    |s| {
+        let mut chars = s.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            Ok(())
+        } else {
+            Err(format!("`{s}` is not a valid environment variable name"))
+        }
+    }
+);
+validated_string!(
+    /// An absolute guest path without `.` or `..` components.
+    GuestPath,
+    |s| {
+        let valid = s.starts_with('/')
+            && s.len() > 1
+            && s[1..].split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+        if valid {
+            Ok(())
+        } else {
+            Err(format!("guest path `{s}` must be absolute, like /docs, with no empty, `.` or `..` parts"))
+        }
+    }
+);
+
+/// A non-negative, finite amount of US dollars.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(try_from = "f64")]
+pub(super) struct Dollars(pub(super) f64);
+
+impl TryFrom<f64> for Dollars {
+    type Error = String;
+    fn try_from(value: f64) -> Result<Self, String> {
+        if value.is_finite() && value >= 0.0 {
+            Ok(Dollars(value))
+        } else {
+            Err(format!(
+                "must be a non-negative amount of dollars, got {value}"
+            ))
+        }
+    }
+}
+
+impl fmt::Display for ProfileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,18 @@
+//! Capability policy as plain data: what a profile's tool calls may touch and use,
+//! how a child's is narrowed under its parent's, and the portable form a queue job
+//! carries. No engine here: the configuration reads into these types, the sandbox
+//! enforces them, the narrowing rule and the queue pass them on.
+//!
+//! Layout: [`call_limits`] (the numeric per-call limits, declared once in one table),
+//! [`net`] (host patterns and their matching), [`capabilities`] (the grants, the whole
+//! [`CapabilitySet`] and its intersection), [`ceiling`] (the queue's wire form).
+
+pub mod call_limits;
+pub mod capabilities;
+pub mod ceiling;
+pub mod net;
+
+pub use self::call_limits::{CallLimits, PartialCallLimits, MAX_MEMORY_MB};
+pub use self::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
+pub use self::ceiling::Ceiling;
+pub use self::net::{NetPattern, NetPolicy};
