@@ -24,7 +24,7 @@ use anyhow::Context as _;
 use bullmq::types::JobProgress;
 use bullmq::worker::CancellationToken as JobToken;
 use bullmq::{Job, Worker};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::config::names_or_none;
@@ -33,16 +33,11 @@ use crate::host::{Host, JobStart};
 use crate::jobs::{compose_task, narrow, ChildAsk};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
-use crate::queue::{JobData, JobOutcome};
+use crate::queue::wire::{
+    events_progress, JobData, JobOutcome, CANCEL_POLL, EVENT_BATCH, HEARTBEAT_POLL,
+};
 
-pub use crate::queue::process_name as default_name;
-
-/// How often a running job's events are sent to its parent.
-const EVENT_BATCH: Duration = Duration::from_millis(100);
-/// How often a running job's cancel key is checked.
-const CANCEL_POLL: Duration = Duration::from_millis(250);
-/// How often a running job's parent heartbeat is checked.
-const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
+pub use crate::queue::wire::process_name as default_name;
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -362,7 +357,7 @@ async fn send_events(job: &mut Job, batch: &mut Vec<Event>) {
     }
     let events = std::mem::take(batch);
     if let Err(error) = job
-        .update_progress(JobProgress::Object(json!({ "warren_events": events })))
+        .update_progress(JobProgress::Object(events_progress(&events)))
         .await
     {
         tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");

@@ -18,16 +18,15 @@ use bullmq::{
 };
 use tokio::sync::mpsc;
 
-use super::{JobData, JobOutcome, QueueConfig, JOB_NAME};
+use super::wire::{
+    heartbeat_every, process_name, progress_events, JobData, JobOutcome, CANCEL_GRACE, JOB_NAME,
+    PARENT_POLL,
+};
+use crate::config::QueueConfig;
 use crate::events::Event;
 use crate::jobs::{Backend, ChildSpec, JobHandle, JobId};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
-
-/// How often a waiting child checks its job's state in Redis.
-const POLL: Duration = Duration::from_secs(1);
-/// How long a cancelled child waits for its worker to confirm before giving up.
-const CANCEL_GRACE: Duration = Duration::from_secs(15);
 
 /// What the event listener tells a waiting child.
 enum Notice {
@@ -94,13 +93,13 @@ impl RemoteQueue {
         let router = tokio::spawn(route(events.clone(), watchers.clone()));
         // Host and process id, for whoever reads the keys; the random part keeps two
         // processes with the same pid on same-named hosts apart.
-        let heartbeat = format!("{}-{}", super::process_name(), crate::jobs::random_id());
+        let heartbeat = format!("{}-{}", process_name(), crate::jobs::random_id());
         let key = config.alive_key(&heartbeat);
         let mut conn = queue.connection().connection();
         beat(&mut conn, &key, config.parent_timeout_s)
             .await
             .with_context(|| format!("cannot write to {where_}"))?;
-        let every = Duration::from_millis(config.parent_timeout_s * 1000 / 6);
+        let every = heartbeat_every(config.parent_timeout_s);
         let timeout_s = config.parent_timeout_s;
         let beating = tokio::spawn(async move {
             loop {
@@ -362,18 +361,14 @@ fn failed_outcome(error: String) -> AgentOutcome {
 async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
     while let Some(entry) = events.next_event().await {
         let (id, notice) = match entry.event {
-            QueueEvent::Progress { job_id, data } => {
-                let Some(batch) = data.get("warren_events").cloned() else {
+            QueueEvent::Progress { job_id, data } => match progress_events(&data) {
+                None => continue,
+                Some(Ok(batch)) => (job_id, Notice::Events(batch)),
+                Some(Err(error)) => {
+                    tracing::warn!(%job_id, %error, "ignoring malformed warren events");
                     continue;
-                };
-                match serde_json::from_value::<Vec<Event>>(batch) {
-                    Ok(batch) => (job_id, Notice::Events(batch)),
-                    Err(error) => {
-                        tracing::warn!(%job_id, %error, "ignoring malformed warren events");
-                        continue;
-                    }
                 }
-            }
+            },
             QueueEvent::Completed { job_id, .. } | QueueEvent::Failed { job_id, .. } => {
                 (job_id, Notice::Finished)
             }
@@ -439,7 +434,7 @@ async fn wait_remote(
         return failed_outcome(format!("{error:#}"));
     }
     tracing::info!(job = %id, profile = %data.profile, "queued on redis");
-    let mut poll = tokio::time::interval(POLL);
+    let mut poll = tokio::time::interval(PARENT_POLL);
     let mut cancel_deadline: Option<tokio::time::Instant> = None;
     // Set when the run's budget ran out while the job ran: it is cancelled and ends
     // `budget_exceeded`, as an in-process agent would at its next turn.

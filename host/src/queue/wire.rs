@@ -1,0 +1,310 @@
+//! The wire protocol between a parent and its workers, both sides of it: what warren
+//! keeps in Redis beside BullMQ's own keys (cancel flags, heartbeats, sub-agent sets),
+//! the payloads (job data, return value, event batches in job progress) and the
+//! timings each side keeps. `queue::client` (the parent) and `crate::worker` use
+//! only this to speak to each other.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::QueueConfig;
+use crate::events::Event;
+use crate::jobs::ChildSpec;
+use crate::llm::Usage;
+use crate::outcome::{AgentOutcome, AgentState};
+use crate::policy::Ceiling;
+
+/// How often a waiting parent checks its job's state in Redis (events may be lost; the
+/// job's hash is the truth).
+pub(crate) const PARENT_POLL: Duration = Duration::from_secs(1);
+/// How long a parent that cancelled a job waits for its worker to confirm.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(15);
+/// How often a worker sends a running job's events to its parent.
+pub(crate) const EVENT_BATCH: Duration = Duration::from_millis(100);
+/// How often a worker checks a running job's cancel key.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(250);
+/// How often a worker checks a running job's parent heartbeat.
+pub(crate) const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
+
+/// How often a parent renews its heartbeat: six times per `parent_timeout_s`, so a
+/// few lost renewals do not orphan its jobs.
+pub(crate) fn heartbeat_every(parent_timeout_s: u64) -> Duration {
+    Duration::from_millis(parent_timeout_s * 1000 / 6)
+}
+
+/// The field of a job's progress object that carries its agents' events.
+const EVENTS_FIELD: &str = "warren_events";
+
+/// A batch of events as a job progress update (BullMQ publishes it on the queue's
+/// event stream, where the parent reads it).
+pub(crate) fn events_progress(events: &[Event]) -> Value {
+    serde_json::json!({ EVENTS_FIELD: events })
+}
+
+/// The events a job progress update carries: `None` when it carries none (progress
+/// from another producer), an error when they do not parse.
+pub(crate) fn progress_events(progress: &Value) -> Option<Result<Vec<Event>, serde_json::Error>> {
+    let batch = progress.get(EVENTS_FIELD)?;
+    Some(Vec::<Event>::deserialize(batch))
+}
+
+/// This process's name in the queue (`HOST-PID`): a worker's default name, and the
+/// start of a parent's heartbeat key.
+pub fn process_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The BullMQ job name warren's jobs carry (Node producers may use any name).
+pub const JOB_NAME: &str = "agent";
+
+fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
+    Some(bullmq::types::RemoveOnFinish::Options(
+        bullmq::types::KeepJobs {
+            age: Some(seconds),
+            count: None,
+            limit: None,
+        },
+    ))
+}
+
+impl QueueConfig {
+    /// The BullMQ connection options.
+    pub(crate) fn connection(&self) -> bullmq::options::RedisConnectionOptions {
+        bullmq::options::RedisConnectionOptions {
+            url: self.redis.clone().unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    /// BullMQ's retention policy for finished jobs: older than `keep_results_s`, they
+    /// are dropped (lazily, when a later job finishes). Producers set it on each job;
+    /// workers set it too, for jobs from producers that did not.
+    pub(crate) fn retention(&self) -> Option<bullmq::types::RemoveOnFinish> {
+        keep_for(self.keep_results_s)
+    }
+
+    /// How long failed jobs stay (`None`: BullMQ keeps them).
+    pub(crate) fn failed_retention(&self) -> Option<bullmq::types::RemoveOnFinish> {
+        self.keep_failed_s.and_then(keep_for)
+    }
+
+    /// The set of the sub-agent jobs that job `id`'s agents enqueued.
+    pub(crate) fn children_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:children:{id}", self.name)
+    }
+
+    /// The heartbeat key of parent process `id`.
+    pub(crate) fn alive_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:alive:{id}", self.name)
+    }
+
+    /// How long warren's own keys for a job (cancel flag, sub-agent set) live: as long
+    /// as its result, and at least an hour.
+    pub(crate) fn marker_ttl_s(&self) -> u64 {
+        self.keep_results_s.max(3600)
+    }
+
+    /// The key a parent sets to cancel job `id`.
+    pub(crate) fn cancel_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:cancel:{id}", self.name)
+    }
+}
+
+/// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
+/// are required, so a Node producer can send `{task, profile}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobData {
+    /// What to do.
+    pub task: String,
+    /// The profile, by name; the worker uses its own profile of that name. Empty (a
+    /// producer that sends none): the worker's `[queue] default_profile`.
+    #[serde(default)]
+    pub profile: String,
+    /// Only what the sub-agent needs (string or object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Rules the sub-agent must follow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<String>,
+    /// Added to the profile's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// A subset of the profile's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The parent's model (a `[models]` name), sent when the child's profile says
+    /// `model: inherit`: the worker runs the child on its model of that name, as a
+    /// child in the parent's process would (ignored when the worker's profile names
+    /// its own model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Limits; each only tightens the worker's profile.
+    #[serde(default)]
+    pub limits: JobLimits,
+    /// What the parent's tools may touch: the child gets at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
+    /// The spawning agent's job id (for the record and the worker's logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// How deep the agent is (0: a root, as for a job from a Node producer).
+    #[serde(default)]
+    pub depth: u32,
+    /// W3C trace context of the parent's `execute_tool spawn_agent` span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The parent process's heartbeat (the `ID` of `bull:NAME:warren:alive:ID`):
+    /// while it runs it keeps that key alive; once the key expires, the worker
+    /// cancels the job, as nobody is left to read its result. Absent (a Node
+    /// producer): no such check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<String>,
+    /// Fields warren does not know (other producers add their own): ignored, and
+    /// logged once per field name by the worker.
+    #[serde(flatten, skip_serializing)]
+    pub unknown: std::collections::BTreeMap<String, Value>,
+}
+
+/// A job's limits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobLimits {
+    /// Model turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Wall time of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Cost cap of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// What is left of the parent run's budget, for the job's whole subtree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+}
+
+/// A finished job's return value: the sub-agent's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// `ok`, `error`, `cancelled`, `timed_out`, `max_turns` or `budget_exceeded`.
+    pub state: String,
+    /// The final answer (or the last text).
+    pub text: String,
+    /// Why it did not end well.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Model turns.
+    pub turns: u32,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Of those, cached.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Dollars spent by the agent and its descendants.
+    pub cost_usd: f64,
+    /// Wall time on the worker.
+    pub duration_ms: u64,
+    /// The worker that ran it.
+    #[serde(default)]
+    pub worker: String,
+}
+
+impl JobOutcome {
+    /// The return value for `outcome`; `cost_usd` is the whole subtree's.
+    pub fn new(outcome: &AgentOutcome, cost_usd: f64, worker: &str) -> JobOutcome {
+        JobOutcome {
+            state: outcome.state.as_str().into(),
+            text: outcome.text.clone(),
+            error: outcome.error.clone(),
+            turns: outcome.turns,
+            input_tokens: outcome.usage.input_tokens,
+            cached_input_tokens: outcome.usage.cached_input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd,
+            duration_ms: outcome.duration.as_millis() as u64,
+            worker: worker.into(),
+        }
+    }
+
+    /// Back to an agent outcome.
+    pub fn into_outcome(self) -> AgentOutcome {
+        let state = AgentState::from_name(&self.state).unwrap_or(AgentState::Error);
+        AgentOutcome {
+            state,
+            text: self.text,
+            error: self.error,
+            turns: self.turns,
+            usage: Usage {
+                input_tokens: self.input_tokens,
+                cached_input_tokens: self.cached_input_tokens,
+                output_tokens: self.output_tokens,
+            },
+            cost_usd: self.cost_usd,
+            duration: Duration::from_millis(self.duration_ms),
+        }
+    }
+}
+
+impl JobData {
+    /// The job that runs `spec` on a worker.
+    pub fn from_spec(spec: ChildSpec) -> JobData {
+        JobData {
+            task: spec.task,
+            profile: spec.profile,
+            context: spec.context,
+            constraints: spec.constraints,
+            system_prompt: spec.system_prompt,
+            tools: spec.tools,
+            model: spec.model,
+            limits: JobLimits {
+                max_turns: Some(spec.limits.max_turns),
+                timeout_s: Some(spec.limits.timeout_s),
+                max_cost_usd: spec.limits.max_cost_usd,
+                budget_usd: spec.budget_usd,
+            },
+            ceiling: Some(Ceiling::of(&spec.ceiling)),
+            parent: Some(spec.parent.0),
+            depth: spec.depth,
+            traceparent: spec.traceparent,
+            heartbeat: None,
+            unknown: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_batches_go_through_job_progress_and_back() {
+        let events = vec![
+            Event::TurnStarted {
+                agent: "a1".into(),
+                turn: 2,
+            },
+            Event::agent_finished("a1", &AgentOutcome::cancelled_before_start()),
+        ];
+        let progress = events_progress(&events);
+        assert_eq!(progress_events(&progress).unwrap().unwrap(), events);
+        assert!(
+            progress_events(&serde_json::json!({"percent": 40})).is_none(),
+            "progress from other producers carries no events"
+        );
+        assert!(
+            progress_events(&serde_json::json!({ EVENTS_FIELD: [{"type": "nope"}] }))
+                .unwrap()
+                .is_err()
+        );
+    }
+}
