@@ -114,6 +114,38 @@ enum Command {
     /// HTTP at http://127.0.0.1:8931/mcp for any number of clients. Configuration
     /// errors exit 2 before any client is served.
     Mcp(McpArgs),
+    /// List the journaled runs, newest first: id, start, state, agents, tokens, cost,
+    /// time and task.
+    ///
+    /// Every run is journaled as it goes (`[journal] dir`, default `.warren/runs`
+    /// beside warren.toml), so runs of earlier processes are listed too, finished or
+    /// not (a run whose process died shows `(no end)`).
+    Runs(RunsArgs),
+    /// Print a journaled run: its agent tree with states, usage and each agent's answer
+    /// or error; with --agent, one agent's whole transcript (what it was given, each
+    /// model response, each tool call and its result).
+    ///
+    /// RUN is a run id, a unique prefix of one, or `last`.
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunsArgs {
+    /// Print JSON: {dir, runs: [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ShowArgs {
+    /// The run: its id, a unique prefix of it, or `last`.
+    run: String,
+    /// One agent's transcript, by job id.
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -275,6 +307,10 @@ struct RunArgs {
     /// digits, `_` and `-`, at most 64), e.g. to name it after an outside system's job.
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// Do not journal this run (by default every run is recorded in `[journal] dir`,
+    /// for `warren runs` and `warren show`).
+    #[arg(long)]
+    no_journal: bool,
     #[command(flatten)]
     queue: QueueArgs,
 }
@@ -369,6 +405,16 @@ fn lean_malloc() {
     }
 }
 
+/// Where `config` journals runs; an error when journaling is off.
+fn journal_dir(config: &Config) -> Result<std::path::PathBuf, Failure> {
+    config.journal_dir.clone().ok_or_else(|| {
+        Failure::Usage(format!(
+            "runs are not journaled: [journal] enabled = false in {}",
+            config.path.display()
+        ))
+    })
+}
+
 /// [`Host::load`], with a model's configuration error told apart from a failure.
 async fn load(config: Config) -> Result<Host, Failure> {
     Host::load(config)
@@ -443,6 +489,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
     let mut config = Config::load(&cli.config)?;
     match cli.command {
+        Command::Runs(args) => crate::runs_report::list(&journal_dir(&config)?, args.json)?,
+        Command::Show(args) => crate::runs_report::show(
+            &journal_dir(&config)?,
+            &args.run,
+            args.agent.as_deref(),
+            args.json,
+        )?,
         Command::Worker(args) => {
             args.queue.apply(&mut config)?;
             if config.queue.redis.is_none() {
@@ -487,6 +540,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Run(args) => {
             args.queue.apply(&mut config)?;
+            if args.no_journal {
+                config.journal_dir = None;
+            }
             config.profile(&args.profile)?;
             if let Some(id) = args
                 .run_id

@@ -12,7 +12,8 @@
 //!   enforced);
 //! - L2: [`outcome`] (how an agent ended) and [`telemetry`] (logs and OTLP traces);
 //! - L3: [`config`] (`warren.toml`, profiles and agent files as plain validated
-//!   data) and [`events`] (the event bus, with typed states);
+//!   data), [`events`] (the event bus, with typed states) and [`journal`] (every
+//!   run recorded, and read back);
 //! - L4: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
 //!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
 //!   children, and the [`jobs::Backend`] seam);
@@ -21,7 +22,8 @@
 //! - L6: [`host`]: the composition root and library API (load once, start runs);
 //! - L7: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
 //!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
-//!   terminal view), [`init`], [`doctor`], `agents_report`, [`scaffold`], `fuzzing`;
+//!   terminal view), [`init`], [`doctor`], `agents_report`, `runs_report`, [`scaffold`],
+//!   `fuzzing`;
 //! - L8: [`cli`].
 //!
 //! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
@@ -43,12 +45,14 @@ pub mod fuzzing;
 pub mod host;
 pub mod init;
 pub mod jobs;
+pub mod journal;
 pub mod llm;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
 pub mod policy;
 pub mod queue;
+mod runs_report;
 pub mod sandbox;
 pub mod scaffold;
 pub mod telemetry;

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     // L3: the configuration as plain validated data; the event bus.
     ("config", 3),
     ("events", 3),
+    ("journal", 3),
     // L4: loaded tools; the job tree, its owner, the narrowing rule, the Backend seam.
     ("plugin", 4),
     ("jobs", 4),
@@ -39,6 +40,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("init", 7),
     ("doctor", 7),
     ("agents_report", 7),
+    ("runs_report", 7),
     ("scaffold", 7),
     ("fuzzing", 7),
     // L8: the command line.

@@ -8,6 +8,7 @@ use tracing::{info, info_span, Instrument};
 
 use crate::events::{bounded, summarize, Event, RESULT_CHARS};
 use crate::jobs::{not_found_block, result_block, JobId, Phase};
+use crate::journal::{Record, RecordedCall};
 use crate::llm::{
     AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Requester, StreamEvent,
     ToolCall, ToolDefinition, Usage,
@@ -89,6 +90,42 @@ fn unusable_turn(
     }
 }
 
+/// The journal record of turn `turn`'s `response` to `request`.
+fn record_response(
+    agent: &crate::jobs::JobId,
+    turn: u32,
+    request: &ChatRequest,
+    response: &crate::llm::ChatResponse,
+) -> Record {
+    let message = &response.message;
+    Record::ModelResponse {
+        agent: agent.0.clone(),
+        turn,
+        request_messages: request.messages.len(),
+        text: message.text.clone(),
+        reasoning: message.reasoning.clone(),
+        tool_calls: message
+            .tool_calls
+            .iter()
+            .map(|call| RecordedCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .collect(),
+        finish: match &response.finish {
+            FinishReason::Stop => "stop".into(),
+            FinishReason::ToolCalls => "tool_calls".into(),
+            FinishReason::Length => "length".into(),
+            FinishReason::ContentFilter => "content_filter".into(),
+            FinishReason::Other(other) => other.clone(),
+        },
+        input_tokens: response.usage.input_tokens,
+        output_tokens: response.usage.output_tokens,
+        cost_usd: response.cost_usd,
+    }
+}
+
 /// What an agent was asked, on its span: the GenAI conventions' messages and the plain
 /// input trace UIs show, bounded. Only built when spans are exported.
 fn record_input(span: &tracing::Span, task: &str) {
@@ -143,6 +180,16 @@ impl Agent {
         async {
             let started = Instant::now();
             warn_profile_notes_once(&self.profile);
+            self.tree.record(|| Record::AgentSpec {
+                agent: self.id.0.clone(),
+                message: task.clone(),
+                model: self.profile.model.clone(),
+                tools: self.tool_definitions().into_iter().map(|t| t.name).collect(),
+                max_turns: self.limits.max_turns,
+                timeout_s: self.limits.timeout_s,
+                max_cost_usd: self.limits.max_cost_usd,
+                depth: self.depth,
+            });
             let mut progress = Progress::default();
             let ended = {
                 let body = self.converse(task, &mut progress);
@@ -302,6 +349,10 @@ impl Agent {
                 cost_usd: progress.cost_usd,
             });
             progress.text = response.message.text.clone();
+            // On disk before any of its tool calls runs: a resumed run reuses it.
+            self.tree
+                .record_durably(|| record_response(&self.id, progress.turns, &request, &response))
+                .await;
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
             }
@@ -375,6 +426,15 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             error.type = tracing::field::Empty,
         );
+        // On disk before the call runs: a call with no recorded end may have happened.
+        self.tree
+            .record_durably(|| Record::ToolStarted {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .await;
         let started = Instant::now();
         self.tree.events.publish(Event::ToolCallStarted {
             agent: self.id.0.clone(),
@@ -407,6 +467,17 @@ impl Agent {
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
+        self.tree
+            .record_durably(|| Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms: started.elapsed().as_millis() as u64,
+            })
+            .await;
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),

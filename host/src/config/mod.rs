@@ -18,6 +18,7 @@ mod agent_files;
 mod capabilities;
 mod defaults;
 mod error;
+mod journal;
 mod limits;
 mod models;
 mod names;
@@ -41,6 +42,7 @@ use crate::llm::ModelConfig;
 pub use self::agent_dir::{AgentFilesReport, SkippedFile};
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
+pub use self::journal::DEFAULT_JOURNAL_DIR;
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
@@ -82,6 +84,8 @@ pub struct Config {
     pub queue: QueueConfig,
     /// Agent files that were skipped or are not agent files.
     pub agent_files: AgentFilesReport,
+    /// Where runs are journaled (`[journal]`); `None`: they are not.
+    pub journal_dir: Option<PathBuf>,
     /// The implicit profile used when the file defines none.
     implicit: Profile,
 }
@@ -156,6 +160,7 @@ impl Config {
             run_limits,
             queue: raw.queue.map(RawQueue::resolve).unwrap_or_default(),
             agent_files,
+            journal_dir: raw.journal.unwrap_or_default().resolve(&base),
             implicit,
         };
         // Checked against the loaded profiles by the one lookup jobs use (the implicit

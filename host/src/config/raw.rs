@@ -32,6 +32,8 @@ pub(super) struct RawConfig {
     pub(super) profiles: BTreeMap<ProfileName, RawProfile>,
     /// `[queue]`.
     pub(super) queue: Option<RawQueue>,
+    /// `[journal]`.
+    pub(super) journal: Option<super::journal::RawJournal>,
     /// More tool names (e.g. other systems' names) for warren tools.
     #[serde(default)]
     pub(super) tool_aliases: BTreeMap<String, RawToolAlias>,

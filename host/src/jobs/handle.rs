@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::tree::{JobId, Phase, Tree};
 use crate::events::Event;
+use crate::journal::Record;
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// Where a job sits: its tree, its id and its cancellation tokens. Cheap to clone;
@@ -36,6 +37,7 @@ impl Placement {
         let cancel = self.children_cancel.child_token();
         let (id, done) = tree.insert(Some(&self.id), profile, task, label, cancel.clone());
         let child = JobHandle::new(tree, id, cancel, done);
+        child.record_queued();
         child.announce();
         child
     }
@@ -57,7 +59,9 @@ impl JobHandle {
     pub(crate) fn root(tree: &Arc<Tree>, profile: &str, task: &str) -> JobHandle {
         let cancel = tree.cancel.clone();
         let (id, done) = tree.insert(None, profile, task, None, cancel.clone());
-        JobHandle::new(tree, id, cancel, done)
+        let root = JobHandle::new(tree, id, cancel, done);
+        root.record_queued();
+        root
     }
 
     fn new(
@@ -90,9 +94,11 @@ impl JobHandle {
     /// The job runs from now on (`agent_started`). Starting again (a worker's retry
     /// of the same job) restarts its clock.
     pub(crate) fn start(&self) {
-        self.place
-            .tree
-            .set_phase(&self.place.id, Phase::Running(Instant::now()));
+        let tree = &self.place.tree;
+        tree.set_phase(&self.place.id, Phase::Running(Instant::now()));
+        tree.record(|| Record::AgentStarted {
+            agent: self.place.id.0.clone(),
+        });
         self.announce();
     }
 
@@ -109,6 +115,17 @@ impl JobHandle {
             return;
         };
         let tree = &self.place.tree;
+        tree.record(|| Record::AgentFinished {
+            agent: self.place.id.0.clone(),
+            state: outcome.state,
+            text: outcome.text.clone(),
+            error: outcome.error.clone(),
+            turns: outcome.turns,
+            input_tokens: outcome.usage.input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd: outcome.cost_usd,
+            duration_ms: outcome.duration.as_millis() as u64,
+        });
         tree.events
             .publish(Event::agent_finished(&self.place.id.0, &outcome));
         tree.set_phase(&self.place.id, Phase::Done(outcome));
@@ -119,6 +136,20 @@ impl JobHandle {
     fn announce(&self) {
         if let Some(job) = self.place.tree.job(&self.place.id) {
             self.place.tree.events.publish(job.introduction());
+        }
+    }
+
+    /// Journals the job's registration (the root's too, so a journal names every job).
+    fn record_queued(&self) {
+        let tree = &self.place.tree;
+        if let Some(job) = tree.journal.as_ref().and_then(|_| tree.job(&self.place.id)) {
+            tree.record(|| Record::AgentQueued {
+                agent: job.id.0,
+                parent: job.parent.map(|p| p.0),
+                profile: job.profile,
+                task: job.task,
+                label: job.label,
+            });
         }
     }
 }

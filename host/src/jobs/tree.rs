@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::slots;
 use crate::config::RunLimits;
 use crate::events::{summarize, Event, EventBus};
+use crate::journal::{Journal, Record};
 use crate::outcome::AgentOutcome;
 
 /// A job's id: six hex digits, unique within its run. Ids derive from the run's id
@@ -170,6 +171,8 @@ pub struct Tree {
     /// The queue job this run works for, on a worker (its sub-agent jobs are
     /// recorded under it, so a retry can cancel an earlier attempt's).
     pub(crate) queue_job: Option<String>,
+    /// Where the run is journaled, when it is.
+    pub(crate) journal: Option<Arc<Journal>>,
 }
 
 /// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
@@ -187,7 +190,7 @@ struct Table {
 impl Tree {
     /// An empty tree with `limits`.
     pub fn new(limits: RunLimits) -> Arc<Tree> {
-        Tree::for_queue_job(limits, None, None)
+        Tree::for_queue_job(limits, None, None, None)
     }
 
     /// An empty tree with `limits` for queue job `queue_job`, named `run_id` (random
@@ -196,6 +199,7 @@ impl Tree {
         limits: RunLimits,
         queue_job: Option<String>,
         run_id: Option<String>,
+        journal: Option<Arc<Journal>>,
     ) -> Arc<Tree> {
         let run_id = run_id.unwrap_or_else(random_id);
         Arc::new(Tree {
@@ -208,13 +212,14 @@ impl Tree {
             events: EventBus::new(&run_id),
             run_id,
             queue_job,
+            journal,
         })
     }
 
     /// An empty tree named `run_id`: it hands out the same job ids, in the same order,
     /// as every other tree of that name.
     pub fn with_run_id(limits: RunLimits, run_id: &str) -> Arc<Tree> {
-        Tree::for_queue_job(limits, None, Some(run_id.to_string()))
+        Tree::for_queue_job(limits, None, Some(run_id.to_string()), None)
     }
 
     /// Registers a new job, queued; returns its id and the sender that marks it done.
@@ -362,6 +367,20 @@ impl Tree {
     /// Sub-agents queued or running (the root excluded).
     pub fn active_subagents(&self) -> usize {
         self.jobs.lock().expect("job table poisoned").active
+    }
+
+    /// Journals `record` (when the run is journaled), without waiting.
+    pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
+        if let Some(journal) = &self.journal {
+            journal.record(record());
+        }
+    }
+
+    /// Journals `record` (when the run is journaled) and waits until it is on disk.
+    pub(crate) async fn record_durably(&self, record: impl FnOnce() -> Record) {
+        if let Some(journal) = &self.journal {
+            journal.record_durably(record()).await;
+        }
     }
 
     /// Adds to the tree's spending.

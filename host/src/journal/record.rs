@@ -1,0 +1,177 @@
+//! What a journal holds: one JSON object per line, each a [`Record`] with the time it
+//! was made. The first line of every journal is `run_started`, carrying the format's
+//! version ([`VERSION`]); a reader refuses a version it does not know.
+
+use serde::{Deserialize, Serialize};
+
+use crate::outcome::AgentState;
+use crate::sandbox::ToolOutcome;
+
+/// The journal format's version, in every `run_started` record. Raised when a record
+/// changes in a way an older reader would misread.
+pub const VERSION: u32 = 1;
+
+/// One line of a journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    /// Milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+/// One boundary of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The run began.
+    RunStarted {
+        /// The format's version ([`VERSION`]).
+        v: u32,
+        /// The run's id.
+        run: String,
+        /// The root's task.
+        task: String,
+        /// The root's profile.
+        profile: String,
+        /// The warren that ran it.
+        warren: String,
+        /// The configuration file.
+        config: String,
+        /// SHA-256 of the configuration file's text, hex.
+        config_sha256: String,
+    },
+    /// A job was registered (queued); for the root, when the run starts.
+    AgentQueued {
+        /// Its id.
+        agent: String,
+        /// Who spawned it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
+        /// Its profile.
+        profile: String,
+        /// Its task, whole.
+        task: String,
+        /// Its parent's label for it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
+    /// A job started running.
+    AgentStarted {
+        /// Its id.
+        agent: String,
+    },
+    /// What an agent runs with, as narrowed: written when its loop begins.
+    AgentSpec {
+        /// Its id.
+        agent: String,
+        /// Its first message (task, context, constraints), whole.
+        message: String,
+        /// Its model (a `[models]` name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The tools it is offered.
+        tools: Vec<String>,
+        /// Its turn limit.
+        max_turns: u32,
+        /// Its wall-time limit.
+        timeout_s: u64,
+        /// Its cost cap.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_cost_usd: Option<f64>,
+        /// How deep it is in the tree.
+        depth: u32,
+    },
+    /// A model turn's response, as warren understood it.
+    ModelResponse {
+        /// Whose.
+        agent: String,
+        /// 1-based turn number.
+        turn: u32,
+        /// Messages in the request it answered (the history's length then).
+        request_messages: usize,
+        /// Its text.
+        text: String,
+        /// Reasoning the model showed.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
+        /// Its tool calls.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<RecordedCall>,
+        /// Why it stopped (`stop`, `tool_calls`, `length`, `content_filter`, or the
+        /// provider's word).
+        finish: String,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Generated tokens.
+        output_tokens: u64,
+        /// Dollars.
+        cost_usd: f64,
+    },
+    /// A tool call began (written before it runs: a call with no `tool_finished`
+    /// after a crash may or may not have happened).
+    ToolStarted {
+        /// Whose.
+        agent: String,
+        /// The model's call id.
+        call_id: String,
+        /// Which tool.
+        tool: String,
+        /// Its arguments, as the model wrote them.
+        arguments: String,
+    },
+    /// A tool call ended.
+    ToolFinished {
+        /// Whose.
+        agent: String,
+        /// The model's call id.
+        call_id: String,
+        /// How it ended.
+        outcome: ToolOutcome,
+        /// Its result, or its error's message.
+        content: String,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// A job ended.
+    AgentFinished {
+        /// Its id.
+        agent: String,
+        /// How.
+        state: AgentState,
+        /// Its answer (or the last text), whole.
+        text: String,
+        /// Why it did not end well.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Model turns.
+        turns: u32,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Generated tokens.
+        output_tokens: u64,
+        /// Dollars.
+        cost_usd: f64,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// The run ended: its root finished and the tree's cost is final.
+    RunFinished {
+        /// The root's state.
+        state: AgentState,
+        /// Dollars spent by the whole tree.
+        cost_usd: f64,
+    },
+}
+
+/// A tool call as a model response recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedCall {
+    /// The provider's id.
+    pub id: String,
+    /// Which tool.
+    pub name: String,
+    /// The arguments, as the model wrote them.
+    pub arguments: String,
+}

@@ -1,0 +1,148 @@
+//! Appending to a run's journal: one writer thread per run takes records in order,
+//! writes each batch with one `write` and makes it durable with one `fdatasync`
+//! (group commit), so a thousand agents recording at once share syncs instead of
+//! queueing for a thousand.
+//!
+//! What is durable when: a record an agent awaits ([`Journal::record_durably`]: a
+//! model response before its tool calls run, a tool call before it runs and its
+//! result before the agent goes on) is on disk when the await returns. The job
+//! transitions ([`Journal::record`]) are written in order with the next batch, at the
+//! latest when the run ends ([`Journal::flush`]). A crash at any instant loses at most
+//! the records not yet synced: the boundary in progress, and transitions that a
+//! resume can derive from the records that precede them.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::record::{Line, Record};
+
+/// The file of a run's journal inside its directory.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// A record on its way to disk, and whoever waits for it to be durable.
+struct Pending {
+    /// The serialized line, newline included (empty for a flush).
+    line: Vec<u8>,
+    /// Told when the line is synced.
+    synced: Option<oneshot::Sender<()>>,
+}
+
+/// The journal of one run, open for appending.
+pub struct Journal {
+    /// Where its records go.
+    sender: mpsc::UnboundedSender<Pending>,
+    /// The journal file.
+    path: PathBuf,
+    /// Set when a write failed: the run goes on, unjournaled from then on, and the
+    /// failure is logged once.
+    failed: std::sync::Arc<AtomicBool>,
+}
+
+impl Journal {
+    /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`); a
+    /// journal of that id must not exist yet.
+    pub fn create(dir: &Path, run_id: &str) -> std::io::Result<Journal> {
+        let run_dir = dir.join(run_id);
+        std::fs::create_dir_all(&run_dir)?;
+        let path = run_dir.join(JOURNAL_FILE);
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let failed = std::sync::Arc::new(AtomicBool::new(false));
+        let writer_failed = failed.clone();
+        let writer_path = path.clone();
+        std::thread::Builder::new()
+            .name("warren-journal".into())
+            .spawn(move || write_batches(file, receiver, &writer_path, &writer_failed))?;
+        Ok(Journal {
+            sender,
+            path,
+            failed,
+        })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `record` with the next batch, without waiting.
+    pub fn record(&self, record: Record) {
+        self.send(record, None);
+    }
+
+    /// Appends `record` and waits until it is on disk.
+    pub async fn record_durably(&self, record: Record) {
+        let (synced, wait) = oneshot::channel();
+        self.send(record, Some(synced));
+        let _ = wait.await;
+    }
+
+    /// Waits until every record sent so far is on disk.
+    pub async fn flush(&self) {
+        let (synced, wait) = oneshot::channel();
+        let _ = self.sender.send(Pending {
+            line: Vec::new(),
+            synced: Some(synced),
+        });
+        let _ = wait.await;
+    }
+
+    fn send(&self, record: Record, synced: Option<oneshot::Sender<()>>) {
+        if self.failed.load(Ordering::Relaxed) {
+            if let Some(synced) = synced {
+                let _ = synced.send(());
+            }
+            return;
+        }
+        let ts_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut line = serde_json::to_vec(&Line { ts_ms, record }).expect("records serialize");
+        line.push(b'\n');
+        let _ = self.sender.send(Pending { line, synced });
+    }
+}
+
+/// The writer thread: each batch (what has arrived since the last) is written whole
+/// and synced once, then everyone waiting on it is told.
+fn write_batches(
+    mut file: File,
+    mut receiver: mpsc::UnboundedReceiver<Pending>,
+    path: &Path,
+    failed: &AtomicBool,
+) {
+    while let Some(first) = receiver.blocking_recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = receiver.try_recv() {
+            batch.push(more);
+        }
+        if !failed.load(Ordering::Relaxed) {
+            let bytes: Vec<u8> = batch.iter().flat_map(|p| p.line.iter().copied()).collect();
+            let written = if bytes.is_empty() {
+                Ok(())
+            } else {
+                file.write_all(&bytes).and_then(|()| file.sync_data())
+            };
+            if let Err(error) = written {
+                failed.store(true, Ordering::Relaxed);
+                tracing::error!(
+                    "cannot write the run journal {}: {error}; the run goes on without it",
+                    path.display()
+                );
+            }
+        }
+        for pending in batch {
+            if let Some(synced) = pending.synced {
+                let _ = synced.send(());
+            }
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! `warren runs` and `warren show`: journaled runs as tables, trees and transcripts,
+//! or JSON, read from the journal directory by any process after the run's own.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::jobs::{thousands, title};
+use crate::journal::read::{self, AgentRecord, RunRecord};
+use crate::journal::record::{Line, Record};
+use crate::term::outln;
+
+/// Prints every run journaled in `dir`, newest first.
+pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
+    let (runs, problems) = read::runs(dir);
+    for problem in &problems {
+        tracing::warn!("skipping a journal: {problem}");
+    }
+    if as_json {
+        let runs: Vec<_> = runs.iter().map(summary_json).collect();
+        outln!(
+            "{:#}",
+            json!({ "dir": dir.display().to_string(), "runs": runs })
+        )?;
+        return Ok(());
+    }
+    if runs.is_empty() {
+        outln!("no runs journaled in {}", dir.display())?;
+        return Ok(());
+    }
+    outln!(
+        "{:<16}  {:<19}  {:<15}  {:>6}  {:>10}  {:>9}  {:>8}  task",
+        "run",
+        "started (UTC)",
+        "state",
+        "agents",
+        "tokens",
+        "cost",
+        "time"
+    )?;
+    for run in &runs {
+        outln!(
+            "{:<16}  {:<19}  {:<15}  {:>6}  {:>10}  {:>9}  {:>8}  {}",
+            run.id,
+            utc(run.started_ms),
+            state(run),
+            run.agents.len(),
+            thousands(run.tokens()),
+            format!("${:.4}", run.cost_usd),
+            format!(
+                "{:.1} s",
+                run.last_ms.saturating_sub(run.started_ms) as f64 / 1000.0
+            ),
+            one_line(&run.task, 60)
+        )?;
+    }
+    Ok(())
+}
+
+/// Prints run `name` (an id, a unique prefix, or `last`) in `dir`: its tree, or with
+/// `agent` that agent's whole transcript.
+pub(crate) fn show(
+    dir: &Path,
+    name: &str,
+    agent: Option<&str>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let path = read::find(dir, name)?;
+    let run = read::run(&path)?;
+    match agent {
+        Some(agent) => transcript(&path, &run, agent, as_json),
+        None if as_json => {
+            outln!(
+                "{:#}",
+                json!({"run": summary_json(&run), "agents": run.agents})
+            )?;
+            Ok(())
+        }
+        None => tree(&run),
+    }
+}
+
+/// A run's state for people: an unfinished journal is `interrupted` or `running`.
+fn state(run: &RunRecord) -> String {
+    if run.finished {
+        run.state.clone()
+    } else {
+        format!("{} (no end)", run.state)
+    }
+}
+
+fn summary_json(run: &RunRecord) -> serde_json::Value {
+    json!({
+        "run_id": run.id,
+        "started_ms": run.started_ms,
+        "last_ms": run.last_ms,
+        "task": run.task,
+        "profile": run.profile,
+        "state": run.state,
+        "finished": run.finished,
+        "agents": run.agents.len(),
+        "tokens": run.tokens(),
+        "cost_usd": run.cost_usd,
+        "journal": run.path.display().to_string(),
+    })
+}
+
+fn tree(run: &RunRecord) -> anyhow::Result<()> {
+    outln!(
+        "run {} · {} · {} agents · {} tokens · ${:.4} · started {} UTC",
+        run.id,
+        state(run),
+        run.agents.len(),
+        thousands(run.tokens()),
+        run.cost_usd,
+        utc(run.started_ms)
+    )?;
+    outln!("task: {}", one_line(&run.task, 200))?;
+    let roots: Vec<&AgentRecord> = run.agents.iter().filter(|a| a.parent.is_none()).collect();
+    for root in roots {
+        agent_lines(run, root, 0)?;
+    }
+    Ok(())
+}
+
+fn agent_lines(run: &RunRecord, agent: &AgentRecord, depth: usize) -> anyhow::Result<()> {
+    let indent = "  ".repeat(depth);
+    let mark = match agent.state.as_str() {
+        "ok" => '✓',
+        "queued" | "running" => '…',
+        _ => '✗',
+    };
+    outln!(
+        "{indent}{mark} {} {} · {} · {} turns · {} tok · ${:.4}",
+        agent.id,
+        title(&agent.profile, agent.label.as_deref()),
+        agent.state,
+        agent.turns,
+        thousands(agent.tokens),
+        agent.cost_usd
+    )?;
+    let said = match &agent.error {
+        Some(error) => format!("error: {error}"),
+        None => agent.text.clone(),
+    };
+    if !said.trim().is_empty() {
+        outln!("{indent}  {}", one_line(&said, 200))?;
+    }
+    for child in run
+        .agents
+        .iter()
+        .filter(|a| a.parent.as_deref() == Some(agent.id.as_str()))
+    {
+        agent_lines(run, child, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Prints one agent's records: what it was given, each model response, each tool
+/// call and its result, how it ended.
+fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyhow::Result<()> {
+    let Some(found) = run.agents.iter().find(|a| a.id == agent) else {
+        anyhow::bail!(
+            "run {} has no agent `{agent}` (it has: {})",
+            run.id,
+            run.agents
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let lines: Vec<Line> = read::records(path)?
+        .into_iter()
+        .filter(|line| record_agent(&line.record) == Some(agent))
+        .collect();
+    if as_json {
+        outln!(
+            "{:#}",
+            json!({"run_id": run.id, "agent": found, "records": lines})
+        )?;
+        return Ok(());
+    }
+    outln!(
+        "agent {} of run {} · {} · {}",
+        found.id,
+        run.id,
+        title(&found.profile, found.label.as_deref()),
+        found.state
+    )?;
+    for line in lines {
+        match line.record {
+            Record::AgentSpec {
+                message,
+                model,
+                tools,
+                max_turns,
+                ..
+            } => {
+                outln!(
+                    "── given (model {}, max_turns {max_turns}, tools: {})",
+                    model.as_deref().unwrap_or("-"),
+                    tools.join(", ")
+                )?;
+                outln!("{message}")?;
+            }
+            Record::ModelResponse {
+                turn,
+                text,
+                tool_calls,
+                finish,
+                input_tokens,
+                output_tokens,
+                ..
+            } => {
+                outln!(
+                    "── turn {turn} ({finish}; {} + {} tokens)",
+                    thousands(input_tokens),
+                    thousands(output_tokens)
+                )?;
+                if !text.is_empty() {
+                    outln!("{text}")?;
+                }
+                for call in tool_calls {
+                    outln!("→ {} {}", call.name, call.arguments)?;
+                }
+            }
+            Record::ToolFinished {
+                call_id,
+                outcome,
+                content,
+                duration_ms,
+                ..
+            } => {
+                outln!("← {call_id} {outcome} ({duration_ms} ms)")?;
+                outln!("{content}")?;
+            }
+            Record::AgentFinished { state, error, .. } => {
+                outln!(
+                    "── finished {state}{}",
+                    error.map(|e| format!(": {e}")).unwrap_or_default()
+                )?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The agent a record is about.
+fn record_agent(record: &Record) -> Option<&str> {
+    match record {
+        Record::AgentQueued { agent, .. }
+        | Record::AgentStarted { agent }
+        | Record::AgentSpec { agent, .. }
+        | Record::ModelResponse { agent, .. }
+        | Record::ToolStarted { agent, .. }
+        | Record::ToolFinished { agent, .. }
+        | Record::AgentFinished { agent, .. } => Some(agent),
+        Record::RunStarted { .. } | Record::RunFinished { .. } => None,
+    }
+}
+
+/// `text` on one line, cut at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    crate::events::bounded(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
+/// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(1_795_999_999_000), "2026-11-30 00:53:19");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}

@@ -1,0 +1,312 @@
+//! The run journal through the binary: every run recorded as it goes, read back by
+//! later processes (`warren runs`, `warren show`), and a run whose process was killed
+//! with SIGKILL still readable, its unfinished agents shown as interrupted.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{text, warren, World};
+
+fn answer(text: &str) -> Reply {
+    Reply::answer(text, (100, 50))
+}
+
+fn calls(list: &[(&str, Value)]) -> Reply {
+    Reply::tool_calls(list, (100, 50))
+}
+
+/// A project on the fake model: `main` may spawn `worker`s, which may append to a
+/// writable grant.
+fn project(world: &World, server: &FakeLlm) {
+    world.config(&format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+max_retries = 0
+price = {{ input_per_mtok = 1.0, output_per_mtok = 1.0 }}
+
+[defaults]
+max_depth = 2
+
+[profiles.main]
+tools = []
+[profiles.main.capabilities]
+fs = [{{ host = "out", guest = "/out", mode = "rw" }}]
+
+[profiles.worker]
+description = "Does one thing"
+tools = ["read_file", "write_file"]
+[profiles.worker.capabilities]
+fs = [{{ host = "out", guest = "/out", mode = "rw" }}]
+"#,
+        server.base_url
+    ));
+}
+
+fn json_of(output: &std::process::Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&output.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_run_is_journaled_and_read_back_by_later_processes() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "CHILD-ONE", "description": "first"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "CHILD-TWO"}),
+            ),
+        ]),
+    );
+    server.route(
+        "CHILD-ONE",
+        calls(&[(
+            "write_file",
+            json!({"path": "/out/one.txt", "content": "one"}),
+        )]),
+    );
+    server.route("one.txt", answer("child one done"));
+    server.route("CHILD-TWO", answer("child two done"));
+    server.route(
+        "Started job",
+        calls(&[("await_agents", json!({"job_ids": "*"}))]),
+    );
+    server.route("child two done", answer("ROOT ANSWER"));
+    project(&world, &server);
+
+    let run = warren(&world, &["run", "--json", "ROOT-TASK"]);
+    let report = json_of(&run);
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    assert_eq!(report["text"], "ROOT ANSWER", "{report}");
+
+    let journal = world.path(&format!(".warren/runs/{run_id}/journal.jsonl"));
+    let lines: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "run_started");
+    assert_eq!(lines[0]["v"], 1);
+    assert_eq!(lines.last().unwrap()["type"], "run_finished");
+    let count = |kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
+    assert_eq!(count("agent_queued"), 3);
+    assert_eq!(count("agent_finished"), 3);
+    assert!(count("model_response") >= 4, "{lines:#?}");
+    // Every tool call is recorded before it runs, and its result after.
+    assert_eq!(count("tool_started"), count("tool_finished"));
+    let write = lines
+        .iter()
+        .find(|l| l["type"] == "tool_started" && l["tool"] == "write_file")
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(write["arguments"].as_str().unwrap()).unwrap()["content"],
+        "one"
+    );
+
+    // A later process lists it and shows its tree and an agent's transcript.
+    let listed = json_of(&warren(&world, &["runs", "--json"]));
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{listed}");
+    assert_eq!(runs[0]["run_id"], run_id.as_str());
+    assert_eq!(runs[0]["state"], "ok");
+    assert_eq!(runs[0]["finished"], true);
+    assert_eq!(runs[0]["agents"], 3);
+    assert_eq!(runs[0]["task"], "ROOT-TASK");
+    assert!(runs[0]["tokens"].as_u64().unwrap() >= 600, "{listed}");
+
+    let shown = json_of(&warren(&world, &["show", &run_id[..6], "--json"]));
+    let agents = shown["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 3);
+    assert_eq!(agents[0]["parent"], Value::Null);
+    assert_eq!(agents[0]["text"], "ROOT ANSWER");
+    let one = agents.iter().find(|a| a["task"] == "CHILD-ONE").unwrap();
+    assert_eq!(one["label"], "first");
+    assert_eq!(one["state"], "ok", "{lines:#?}");
+    assert_eq!(one["text"], "child one done");
+
+    let transcript = json_of(&warren(
+        &world,
+        &[
+            "show",
+            "last",
+            "--agent",
+            one["id"].as_str().unwrap(),
+            "--json",
+        ],
+    ));
+    let kinds: Vec<&str> = transcript["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_queued",
+            "agent_started",
+            "agent_spec",
+            "model_response",
+            "tool_started",
+            "tool_finished",
+            "model_response",
+            "agent_finished"
+        ]
+    );
+
+    let plain = warren(&world, &["show", "last"]);
+    let plain = text(&plain.stdout);
+    assert!(
+        plain.contains(&format!("run {run_id} · ok · 3 agents")),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("  ✓ ") && plain.contains("worker (first) · ok"),
+        "{plain}"
+    );
+    let table = text(&warren(&world, &["runs"]).stdout);
+    assert!(
+        table.lines().nth(1).unwrap().starts_with(&run_id),
+        "{table}"
+    );
+
+    // Names that are not runs are errors naming what exists.
+    let missing = warren(&world, &["show", "nope"]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains("no run `nope`"),
+        "{}",
+        text(&missing.stderr)
+    );
+    // A run id names one run: reusing it is refused before anything runs.
+    let again = warren(&world, &["run", "--run-id", &run_id, "ROOT-TASK"]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("already journaled"),
+        "{}",
+        text(&again.stderr)
+    );
+    // --no-journal runs leave nothing.
+    let before = std::fs::read_dir(world.path(".warren/runs"))
+        .unwrap()
+        .count();
+    server.route("THIRD-TASK", answer("third"));
+    let unjournaled = warren(&world, &["run", "--no-journal", "-q", "THIRD-TASK"]);
+    assert!(
+        unjournaled.status.success(),
+        "{}",
+        text(&unjournaled.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(world.path(".warren/runs"))
+            .unwrap()
+            .count(),
+        before
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_killed_with_sigkill_is_still_read_with_its_finished_work() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "QUICK-CHILD"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "SLOW-CHILD"}),
+            ),
+        ]),
+    );
+    server.route("QUICK-CHILD", answer("quick child done"));
+    server.route("SLOW-CHILD", Reply::Hang);
+    // The root's next turn waits forever, whether it sees its spawns' answers or the
+    // quick child's result first.
+    server.route("Started job", Reply::Hang);
+    server.route("quick child done", Reply::Hang);
+    project(&world, &server);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "-q", "--run-id", "killed-run", "ROOT-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the quick child's end is on disk and the slow one is waiting on
+    // its model.
+    let journal = world.path(".warren/runs/killed-run/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let written = std::fs::read_to_string(&journal).unwrap_or_default();
+        if written.contains("quick child done") && written.matches("agent_spec").count() >= 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run did not get far:\n{written}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait().unwrap();
+    // A write cut short by the crash leaves a torn last line: it is ignored.
+    let mut torn = std::fs::read(&journal).unwrap();
+    torn.extend_from_slice(b"{\"ts_ms\":1,\"type\":\"model_resp");
+    std::fs::write(&journal, torn).unwrap();
+
+    let listed = json_of(&warren(&world, &["runs", "--json"]));
+    let run = &listed["runs"][0];
+    assert_eq!(run["run_id"], "killed-run", "{listed}");
+    assert_eq!(run["finished"], false);
+    assert_eq!(run["state"], "interrupted");
+    let shown = json_of(&warren(&world, &["show", "killed", "--json"]));
+    let states: Vec<(&str, &str)> = shown["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["task"].as_str().unwrap(), a["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("ROOT-TASK", "interrupted"),
+            ("QUICK-CHILD", "ok"),
+            ("SLOW-CHILD", "interrupted")
+        ]
+    );
+    let quick = &shown["agents"][1];
+    assert_eq!(quick["text"], "quick child done");
+    let plain = text(&warren(&world, &["runs"]).stdout);
+    assert!(plain.contains("interrupted (no end)"), "{plain}");
+}
