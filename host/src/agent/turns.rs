@@ -426,15 +426,19 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             error.type = tracing::field::Empty,
         );
-        // On disk before the call runs: a call with no recorded end may have happened.
-        self.tree
-            .record_durably(|| Record::ToolStarted {
-                agent: self.id.0.clone(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-            })
-            .await;
+        // A plugin call is on disk before it runs: one with no recorded end may have
+        // happened. A spawn tool's effect is a job, journaled in its own right.
+        let started_record = || Record::ToolStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
+        if spawn_tools::is_spawn_tool(&call.name) {
+            self.tree.record(started_record);
+        } else {
+            self.tree.record_durably(started_record).await;
+        }
         let started = Instant::now();
         self.tree.events.publish(Event::ToolCallStarted {
             agent: self.id.0.clone(),
@@ -467,17 +471,16 @@ impl Agent {
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
-        self.tree
-            .record_durably(|| Record::ToolFinished {
-                agent: self.id.0.clone(),
-                call_id: call.id.clone(),
-                outcome,
-                content: match &result {
-                    Ok(text) | Err(text) => text.clone(),
-                },
-                duration_ms: started.elapsed().as_millis() as u64,
-            })
-            .await;
+        // Written in order, so on disk at the latest with the next model response.
+        self.tree.record(|| Record::ToolFinished {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            outcome,
+            content: match &result {
+                Ok(text) | Err(text) => text.clone(),
+            },
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),

@@ -4,12 +4,12 @@
 //! queueing for a thousand.
 //!
 //! What is durable when: a record an agent awaits ([`Journal::record_durably`]: a
-//! model response before its tool calls run, a tool call before it runs and its
-//! result before the agent goes on) is on disk when the await returns. The job
-//! transitions ([`Journal::record`]) are written in order with the next batch, at the
-//! latest when the run ends ([`Journal::flush`]). A crash at any instant loses at most
-//! the records not yet synced: the boundary in progress, and transitions that a
-//! resume can derive from the records that precede them.
+//! model response before its tool calls run, a plugin call before it runs) is on
+//! disk when the await returns. Everything else ([`Journal::record`]: tool results,
+//! job transitions) is written in order with the next batch, so it is on disk at the
+//! latest with the next awaited record, and when the run ends ([`Journal::flush`]).
+//! A crash at any instant loses at most the records not yet synced: the boundary in
+//! progress.
 
 use std::fs::File;
 use std::io::Write as _;
