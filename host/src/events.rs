@@ -22,38 +22,31 @@ const SUMMARY_CHARS: usize = 200;
 /// trace span): enough for a report, bounded so one agent cannot bloat every log.
 pub const RESULT_CHARS: usize = 4000;
 
+/// Who an agent is, as its `agent_queued` and `agent_started` events say (and its
+/// journal's `agent_queued` record, whose task is whole).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentIntro {
+    /// Its id.
+    pub agent: String,
+    /// Who spawned it (`None` for the root).
+    pub parent: Option<String>,
+    /// Its profile.
+    pub profile: String,
+    /// Its task (in events, the start of it).
+    pub task: String,
+    /// The short label its parent gave (`description`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
 /// Something that happened in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A sub-agent was spawned and waits for a slot.
-    AgentQueued {
-        /// Its id.
-        agent: String,
-        /// Who spawned it.
-        parent: Option<String>,
-        /// Its profile.
-        profile: String,
-        /// The start of its task.
-        task: String,
-        /// The short label its parent gave (`description`), if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        label: Option<String>,
-    },
-    /// An agent started its loop.
-    AgentStarted {
-        /// Its id.
-        agent: String,
-        /// Who spawned it (`None` for the root).
-        parent: Option<String>,
-        /// Its profile.
-        profile: String,
-        /// The start of its task.
-        task: String,
-        /// The short label its parent gave (`description`), if any.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        label: Option<String>,
-    },
+    AgentQueued(AgentIntro),
+    /// An agent started its loop (`parent` is `None` for the root).
+    AgentStarted(AgentIntro),
     /// A piece of model text, as it streamed.
     TextDelta {
         /// Whose model.
@@ -188,8 +181,8 @@ impl Event {
     /// The agent the event is about, if any.
     pub fn agent(&self) -> Option<&str> {
         match self {
-            Event::AgentQueued { agent, .. }
-            | Event::AgentStarted { agent, .. }
+            Event::AgentQueued(AgentIntro { agent, .. })
+            | Event::AgentStarted(AgentIntro { agent, .. })
             | Event::TextDelta { agent, .. }
             | Event::TurnStarted { agent, .. }
             | Event::ToolCallStarted { agent, .. }
@@ -203,8 +196,8 @@ impl Event {
     /// The agent the event is about, to rename it (a worker's ids in the parent's run).
     pub(crate) fn agent_mut(&mut self) -> Option<&mut String> {
         match self {
-            Event::AgentQueued { agent, .. }
-            | Event::AgentStarted { agent, .. }
+            Event::AgentQueued(AgentIntro { agent, .. })
+            | Event::AgentStarted(AgentIntro { agent, .. })
             | Event::TextDelta { agent, .. }
             | Event::TurnStarted { agent, .. }
             | Event::ToolCallStarted { agent, .. }

@@ -12,19 +12,19 @@
 //!   enforced);
 //! - L2: [`outcome`] (how an agent ended) and [`telemetry`] (logs and OTLP traces);
 //! - L3: [`config`] (`warren.toml`, profiles and agent files as plain validated
-//!   data), [`events`] (the event bus, with typed states) and [`journal`] (every
-//!   run recorded, and read back);
-//! - L4: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
+//!   data) and [`events`] (the event bus, with typed states);
+//! - L4: [`journal`] (every run recorded, and read back);
+//! - L5: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
 //!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
 //!   children, and the [`jobs::Backend`] seam);
-//! - L5: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
+//! - L6: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
 //!   the Redis backend);
-//! - L6: [`host`]: the composition root and library API (load once, start runs);
-//! - L7: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
+//! - L7: [`host`]: the composition root and library API (load once, start runs);
+//! - L8: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
 //!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
 //!   terminal view), [`init`], [`doctor`], `agents_report`, `runs_report`, [`scaffold`],
 //!   `fuzzing`;
-//! - L8: [`cli`].
+//! - L9: [`cli`].
 //!
 //! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
 //! in `fuzz/`.

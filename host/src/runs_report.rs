@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::events::AgentIntro;
 use crate::jobs::{thousands, title};
 use crate::journal::read::{self, AgentRecord, RunRecord};
 use crate::journal::record::{Line, Record};
@@ -250,7 +251,7 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
 /// The agent a record is about.
 fn record_agent(record: &Record) -> Option<&str> {
     match record {
-        Record::AgentQueued { agent, .. }
+        Record::AgentQueued(AgentIntro { agent, .. })
         | Record::AgentStarted { agent }
         | Record::AgentSpec { agent, .. }
         | Record::ModelResponse { agent, .. }

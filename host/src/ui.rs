@@ -17,7 +17,7 @@ use std::io::Write;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-use crate::events::Event;
+use crate::events::{AgentIntro, Event};
 use crate::outcome::AgentState;
 use crate::sandbox::ToolOutcome;
 use crate::term::{terminal_width, DRAWN};
@@ -78,18 +78,18 @@ impl AgentTree {
     /// Applies one event.
     pub fn apply(&mut self, event: &Event) {
         match event {
-            Event::AgentQueued {
+            Event::AgentQueued(AgentIntro {
                 agent,
                 parent,
                 profile,
                 ..
-            }
-            | Event::AgentStarted {
+            })
+            | Event::AgentStarted(AgentIntro {
                 agent,
                 parent,
                 profile,
                 ..
-            } => {
+            }) => {
                 if parent.is_none() && self.root.is_none() {
                     self.root = Some(agent.clone());
                 }
@@ -110,13 +110,13 @@ impl AgentTree {
                         started: None,
                         finished: None,
                     });
-                if let Event::AgentQueued {
+                if let Event::AgentQueued(AgentIntro {
                     label: Some(label), ..
-                } = event
+                }) = event
                 {
                     line.label = Some(label.clone());
                 }
-                if matches!(event, Event::AgentStarted { .. }) {
+                if matches!(event, Event::AgentStarted(_)) {
                     line.started = Some(Instant::now());
                     line.doing = "starting".into();
                 }
@@ -284,26 +284,26 @@ impl AgentTree {
 /// The plain, append-only line for an event, if it is worth one.
 pub fn plain_line(event: &Event) -> Option<String> {
     Some(match event {
-        Event::AgentQueued {
+        Event::AgentQueued(AgentIntro {
             agent,
             parent,
             profile,
             task,
             label,
-        } => {
+        }) => {
             format!(
                 "[{agent}] queued {} (parent {}): {task}",
                 crate::jobs::title(profile, label.as_deref()),
                 parent.as_deref().unwrap_or("-")
             )
         }
-        Event::AgentStarted {
+        Event::AgentStarted(AgentIntro {
             agent,
             profile,
             task,
             label,
             ..
-        } => format!(
+        }) => format!(
             "[{agent}] started {}: {task}",
             crate::jobs::title(profile, label.as_deref())
         ),
@@ -344,13 +344,13 @@ mod tests {
     use super::*;
 
     fn queued(agent: &str, parent: Option<&str>) -> Event {
-        Event::AgentQueued {
+        Event::AgentQueued(AgentIntro {
             agent: agent.into(),
             parent: parent.map(Into::into),
             profile: "p".into(),
             task: String::new(),
             label: None,
-        }
+        })
     }
 
     /// Children sit under their parent in the order they appeared, however the
@@ -364,13 +364,13 @@ mod tests {
             queued("a", Some("r")),
             queued("b", Some("r")),
             queued("a1", Some("a")),
-            Event::AgentStarted {
+            Event::AgentStarted(AgentIntro {
                 agent: "a".into(),
                 parent: Some("r".into()),
                 profile: "p".into(),
                 task: String::new(),
                 label: None,
-            },
+            }),
         ] {
             tree.apply(&event);
         }

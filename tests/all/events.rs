@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use warren::events::Event;
+use warren::events::{AgentIntro, Event};
 use warren::{AgentState, Config, Host};
 
 use crate::fake_llm::{FakeLlm, Reply};
@@ -123,7 +123,9 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
     assert_eq!(root, ids[0]);
     let mut states = HashMap::new();
     for id in [&ids[0], mid, fail, hang, leaf] {
-        let started = position(&|e| matches!(e, Event::AgentStarted { agent, .. } if agent == id));
+        let started = position(
+            &|e| matches!(e, Event::AgentStarted(AgentIntro { agent, .. }) if agent == id),
+        );
         let finished =
             position(&|e| matches!(e, Event::AgentFinished { agent, .. } if agent == id));
         assert!(started < finished, "{id}");
@@ -131,8 +133,9 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
             states.insert(id.clone(), *state);
         }
         if id != &ids[0] {
-            let queued =
-                position(&|e| matches!(e, Event::AgentQueued { agent, .. } if agent == id));
+            let queued = position(
+                &|e| matches!(e, Event::AgentQueued(AgentIntro { agent, .. }) if agent == id),
+            );
             assert!(queued < started, "{id}");
         }
     }
@@ -142,7 +145,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
     assert_eq!(states[fail], AgentState::Error);
     assert_eq!(states[hang], AgentState::Cancelled);
     assert!(
-        matches!(events.iter().find(|e| matches!(e, Event::AgentQueued { agent, .. } if agent == leaf)), Some(Event::AgentQueued { parent: Some(p), .. }) if p == mid)
+        matches!(events.iter().find(|e| matches!(e, Event::AgentQueued(AgentIntro { agent, .. }) if agent == leaf)), Some(Event::AgentQueued(AgentIntro { parent: Some(p), .. })) if p == mid)
     );
     // The root finishes last, and every tool call that started also finished.
     assert!(

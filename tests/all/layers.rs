@@ -24,27 +24,28 @@ const LAYERS: &[(&str, u8)] = &[
     // L3: the configuration as plain validated data; the event bus.
     ("config", 3),
     ("events", 3),
-    ("journal", 3),
-    // L4: loaded tools; the job tree, its owner, the narrowing rule, the Backend seam.
-    ("plugin", 4),
-    ("jobs", 4),
-    // L5: the agent loop and its spawn tools; the Redis backend.
-    ("agent", 5),
-    ("queue", 5),
-    // L6: the composition root.
-    ("host", 6),
-    // L7: what drives a host.
-    ("worker", 7),
-    ("mcp", 7),
-    ("ui", 7),
-    ("init", 7),
-    ("doctor", 7),
-    ("agents_report", 7),
-    ("runs_report", 7),
-    ("scaffold", 7),
-    ("fuzzing", 7),
-    // L8: the command line.
-    ("cli", 8),
+    // L4: the run journal.
+    ("journal", 4),
+    // L5: loaded tools; the job tree, its owner, the narrowing rule, the Backend seam.
+    ("plugin", 5),
+    ("jobs", 5),
+    // L6: the agent loop and its spawn tools; the Redis backend.
+    ("agent", 6),
+    ("queue", 6),
+    // L7: the composition root.
+    ("host", 7),
+    // L8: what drives a host.
+    ("worker", 8),
+    ("mcp", 8),
+    ("ui", 8),
+    ("init", 8),
+    ("doctor", 8),
+    ("agents_report", 8),
+    ("runs_report", 8),
+    ("scaffold", 8),
+    ("fuzzing", 8),
+    // L9: the command line.
+    ("cli", 9),
 ];
 
 /// Where the architecture's layer table is documented.

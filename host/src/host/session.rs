@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::{spawn_request, spawn_tool_definitions, Agent, Delivery, Role, Runtime};
-use crate::events::{Event, EventStream};
+use crate::events::{AgentIntro, Event, EventStream};
 use crate::jobs::{JobHandle, JobId, JobSelection, Phase, Tree};
 use crate::llm::{ToolCall, ToolDefinition};
 use crate::outcome::AgentOutcome;
@@ -227,7 +227,7 @@ async fn follow<T>(
         tokio::select! {
             biased;
             Some(record) = events.next() => {
-                if let Event::AgentQueued { agent, parent: Some(parent), .. } = &record.event {
+                if let Event::AgentQueued(AgentIntro { agent, parent: Some(parent), .. }) = &record.event {
                     if followed.contains(parent) {
                         followed.insert(agent.clone());
                     }

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::tree::{JobId, Phase, Tree};
-use crate::events::Event;
+use crate::events::{AgentIntro, Event};
 use crate::journal::Record;
 use crate::outcome::{AgentOutcome, AgentState};
 
@@ -143,12 +143,14 @@ impl JobHandle {
     fn record_queued(&self) {
         let tree = &self.place.tree;
         if let Some(job) = tree.journal.as_ref().and_then(|_| tree.job(&self.place.id)) {
-            tree.record(|| Record::AgentQueued {
-                agent: job.id.0,
-                parent: job.parent.map(|p| p.0),
-                profile: job.profile,
-                task: job.task,
-                label: job.label,
+            tree.record(|| {
+                Record::AgentQueued(AgentIntro {
+                    agent: job.id.0,
+                    parent: job.parent.map(|p| p.0),
+                    profile: job.profile,
+                    task: job.task,
+                    label: job.label,
+                })
             });
         }
     }

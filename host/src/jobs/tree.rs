@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::slots;
 use crate::config::RunLimits;
-use crate::events::{summarize, Event, EventBus};
+use crate::events::{summarize, AgentIntro, Event, EventBus};
 use crate::journal::{Journal, Record};
 use crate::outcome::AgentOutcome;
 
@@ -118,27 +118,16 @@ impl Job {
     /// The event that introduces the job to a watcher that has not seen it: its
     /// `agent_queued` while it waits, its `agent_started` once it runs (or ran).
     pub fn introduction(&self) -> Event {
-        let (agent, parent) = (self.id.0.clone(), self.parent.as_ref().map(|p| p.0.clone()));
-        let (profile, task, label) = (
-            self.profile.clone(),
-            summarize(&self.task),
-            self.label.clone(),
-        );
+        let intro = AgentIntro {
+            agent: self.id.0.clone(),
+            parent: self.parent.as_ref().map(|p| p.0.clone()),
+            profile: self.profile.clone(),
+            task: summarize(&self.task),
+            label: self.label.clone(),
+        };
         match self.phase {
-            Phase::Queued => Event::AgentQueued {
-                agent,
-                parent,
-                profile,
-                task,
-                label,
-            },
-            Phase::Running(_) | Phase::Done(_) => Event::AgentStarted {
-                agent,
-                parent,
-                profile,
-                task,
-                label,
-            },
+            Phase::Queued => Event::AgentQueued(intro),
+            Phase::Running(_) | Phase::Done(_) => Event::AgentStarted(intro),
         }
     }
 

@@ -131,22 +131,16 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
     for line in &lines {
         last_ms = last_ms.max(line.ts_ms);
         match &line.record {
-            Record::AgentQueued {
-                agent,
-                parent,
-                profile,
-                task,
-                label,
-            } => {
-                order.push(agent.clone());
+            Record::AgentQueued(intro) => {
+                order.push(intro.agent.clone());
                 agents.insert(
-                    agent.clone(),
+                    intro.agent.clone(),
                     AgentRecord {
-                        id: agent.clone(),
-                        parent: parent.clone(),
-                        profile: profile.clone(),
-                        label: label.clone(),
-                        task: task.clone(),
+                        id: intro.agent.clone(),
+                        parent: intro.parent.clone(),
+                        profile: intro.profile.clone(),
+                        label: intro.label.clone(),
+                        task: intro.task.clone(),
                         state: "queued".into(),
                         ..AgentRecord::default()
                     },
@@ -300,8 +294,7 @@ mod tests {
     }
 
     const START: &str = r#"{"ts_ms":1,"type":"run_started","v":1,"run":"r1","task":"t","profile":"main","warren":"0","config":"c","config_sha256":"00"}"#;
-    const QUEUED: &str =
-        r#"{"ts_ms":2,"type":"agent_queued","agent":"a","profile":"main","task":"t"}"#;
+    const QUEUED: &str = r#"{"ts_ms":2,"type":"agent_queued","agent":"a","parent":null,"profile":"main","task":"t"}"#;
 
     #[test]
     fn only_a_torn_last_line_is_forgiven() {

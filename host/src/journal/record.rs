@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::events::AgentIntro;
 use crate::outcome::AgentState;
 use crate::sandbox::ToolOutcome;
 
@@ -42,21 +43,9 @@ pub enum Record {
         /// SHA-256 of the configuration file's text, hex.
         config_sha256: String,
     },
-    /// A job was registered (queued); for the root, when the run starts.
-    AgentQueued {
-        /// Its id.
-        agent: String,
-        /// Who spawned it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        parent: Option<String>,
-        /// Its profile.
-        profile: String,
-        /// Its task, whole.
-        task: String,
-        /// Its parent's label for it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        label: Option<String>,
-    },
+    /// A job was registered (queued); for the root, when the run starts. Its task is
+    /// whole.
+    AgentQueued(AgentIntro),
     /// A job started running.
     AgentStarted {
         /// Its id.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::events::Event;
+use crate::events::{AgentIntro, Event};
 use crate::jobs::thousands;
 
 /// What one followed agent is doing.
@@ -38,11 +38,11 @@ impl CallProgress {
         let agent = event.agent()?.to_string();
         let view = self.agents.entry(agent.clone()).or_default();
         let status = match event {
-            Event::AgentQueued { profile, .. } => {
+            Event::AgentQueued(AgentIntro { profile, .. }) => {
                 view.profile.clone_from(profile);
                 "queued".to_string()
             }
-            Event::AgentStarted { profile, .. } => {
+            Event::AgentStarted(AgentIntro { profile, .. }) => {
                 view.profile.clone_from(profile);
                 "started".to_string()
             }
@@ -124,13 +124,13 @@ mod tests {
         let agent = || "a3f9c1".to_string();
         let mut messages = Vec::new();
         for event in [
-            Event::AgentStarted {
+            Event::AgentStarted(AgentIntro {
                 agent: agent(),
                 parent: Some("root".into()),
                 profile: "researcher".into(),
                 task: "t".into(),
                 label: None,
-            },
+            }),
             Event::TurnStarted {
                 agent: agent(),
                 turn: 2,

@@ -23,7 +23,7 @@ use super::wire::{
     PARENT_POLL,
 };
 use crate::config::QueueConfig;
-use crate::events::Event;
+use crate::events::{AgentIntro, Event};
 use crate::jobs::{Backend, ChildSpec, JobHandle, JobId};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
@@ -554,11 +554,11 @@ impl<'a> Mirror<'a> {
     fn map(&mut self, mut event: Event) -> Option<Event> {
         let root = self.job.id();
         match &mut event {
-            Event::AgentStarted {
+            Event::AgentStarted(AgentIntro {
                 agent,
                 parent: None,
                 ..
-            } => {
+            }) => {
                 // A (re)started remote root: a retry on another worker starts afresh.
                 // What the earlier attempt spent stays charged: it was spent.
                 self.ids.clear();
@@ -568,13 +568,14 @@ impl<'a> Mirror<'a> {
                 self.job.start();
                 return None;
             }
-            Event::AgentQueued {
-                agent,
-                parent,
-                profile,
-                task,
-                label,
-            } => {
+            Event::AgentQueued(intro) => {
+                let AgentIntro {
+                    agent,
+                    parent,
+                    profile,
+                    task,
+                    label,
+                } = intro;
                 let under = parent.as_ref().and_then(|p| self.ids.get(p));
                 let place = match under.and_then(|id| self.descendants.get(id)) {
                     Some(parent) => parent.place(),
@@ -585,7 +586,7 @@ impl<'a> Mirror<'a> {
                 self.descendants.insert(child.id().clone(), child);
                 return None;
             }
-            Event::AgentStarted { agent, .. } => {
+            Event::AgentStarted(AgentIntro { agent, .. }) => {
                 let id = self.ids.get(agent.as_str())?;
                 self.descendants.get(id)?.start();
                 return None;
