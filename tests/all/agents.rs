@@ -990,4 +990,24 @@ async fn a_session_is_told_to_await_and_every_job_it_starts_ends_with_an_event()
         2,
         "{finished:?}"
     );
+
+    // The session is journaled as a run, its end recorded when it closes.
+    drop(session);
+    let dir = world.path(".warren/runs");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let run = loop {
+        let (runs, problems) = warren::journal::read::runs(&dir);
+        assert!(problems.is_empty(), "{problems:?}");
+        if let Some(run) = runs.into_iter().find(|r| r.finished) {
+            break run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session's end was not journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(run.agents.len(), 4, "{run:?}");
+    assert_eq!(run.state, "cancelled");
+    assert_eq!(run.agents[1].text, "slow done");
 }

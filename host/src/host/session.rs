@@ -13,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::agent::{spawn_request, spawn_tool_definitions, Agent, Delivery, Role, Runtime};
 use crate::events::{AgentIntro, Event, EventStream};
 use crate::jobs::{JobHandle, JobId, JobSelection, Phase, Tree};
+use crate::journal::Record;
 use crate::llm::{ToolCall, ToolDefinition};
 use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
@@ -63,7 +64,9 @@ impl Session {
     /// root running from now on.
     pub(super) fn new(runtime: Arc<Runtime>, profile: &str) -> anyhow::Result<Session> {
         let profile = runtime.config.profile(profile)?;
-        let tree = Tree::new(runtime.config.run_limits);
+        let run_id = crate::jobs::random_id();
+        let journal = super::open_journal(&runtime.config, &run_id, &profile.name, SESSION_TASK)?;
+        let tree = Tree::for_queue_job(runtime.config.run_limits, None, Some(run_id), journal);
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
         let spawn_tools = spawn_tool_definitions(&runtime.config, Delivery::Awaited);
@@ -201,9 +204,13 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.cancel();
         if let Some(job) = self.job.take() {
-            job.finish(AgentOutcome {
+            let outcome = job.finish(AgentOutcome {
                 error: Some("the session ended".into()),
                 ..AgentOutcome::cancelled_before_start()
+            });
+            self.tree.record(|| Record::RunFinished {
+                state: outcome.state,
+                cost_usd: self.tree.spent(),
             });
         }
     }
