@@ -184,7 +184,7 @@ impl Agent {
                 agent: self.id.0.clone(),
                 message: task.clone(),
                 model: self.profile.model.clone(),
-                tools: self.tool_definitions().into_iter().map(|t| t.name).collect(),
+                tools: self.tool_names(),
                 max_turns: self.limits.max_turns,
                 timeout_s: self.limits.timeout_s,
                 max_cost_usd: self.limits.max_cost_usd,
@@ -597,6 +597,14 @@ impl Agent {
     /// tools when it may spawn.
     pub(crate) fn tool_definitions(&self) -> Vec<ToolDefinition> {
         self.tool_definitions_with(&self.runtime.spawn_tools)
+    }
+
+    /// The names of the tools this agent's model is offered.
+    fn tool_names(&self) -> Vec<String> {
+        let plugin = self.runtime.registry.names_for(&self.profile);
+        let spawn = self.runtime.spawn_tools.iter().map(|t| t.name.as_str());
+        let spawn = spawn.filter(|_| self.can_spawn());
+        plugin.into_iter().chain(spawn).map(String::from).collect()
     }
 
     /// The profile's plugin tools, then `spawn_tools` when this agent may spawn.

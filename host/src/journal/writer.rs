@@ -24,6 +24,9 @@ use super::record::{Line, Record};
 /// The file of a run's journal inside its directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 
+/// How long the writer lets a batch gather after its first record.
+const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// A record on its way to disk, and whoever waits for it to be durable.
 struct Pending {
     /// The serialized line, newline included (empty for a flush).
@@ -120,6 +123,9 @@ fn write_batches(
     failed: &AtomicBool,
 ) {
     while let Some(first) = receiver.blocking_recv() {
+        // A moment for the records of other agents to join this batch: one sync and
+        // one wake-up serve them all (a group-commit delay, as databases have).
+        std::thread::sleep(COMMIT_DELAY);
         let mut batch = vec![first];
         while let Ok(more) = receiver.try_recv() {
             batch.push(more);
