@@ -71,7 +71,8 @@ pub struct StreamOutcome {
 pub fn openai_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<OpenAi> = OnceLock::new();
     let provider = PROVIDER.get_or_init(|| {
-        OpenAi::new("fuzz", &model_config("openai")).expect("a plain config builds")
+        OpenAi::new("fuzz", &model_config("openai"), &Default::default())
+            .expect("a plain config builds")
     });
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))
@@ -82,7 +83,8 @@ pub fn openai_stream(body: &[u8]) -> StreamOutcome {
 pub fn anthropic_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<Anthropic> = OnceLock::new();
     let provider = PROVIDER.get_or_init(|| {
-        Anthropic::new("fuzz", &model_config("anthropic")).expect("a plain config builds")
+        Anthropic::new("fuzz", &model_config("anthropic"), &Default::default())
+            .expect("a plain config builds")
     });
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))

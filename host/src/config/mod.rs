@@ -27,6 +27,7 @@ mod profile;
 mod profile_table;
 mod queue;
 mod raw;
+mod secrets;
 mod source;
 mod tool_selection;
 mod values;
@@ -87,6 +88,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// Every secret this configuration names (model keys and header values, the
+    /// Redis password, OTLP headers), for the model providers to remove from what
+    /// remote servers say.
+    pub fn secrets(&self) -> crate::llm::Secrets {
+        secrets::configured(&self.models, &self.queue)
+    }
+
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| {
