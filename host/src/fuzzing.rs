@@ -33,6 +33,9 @@ pub struct SseOutcome {
     pub unfinished: Option<(usize, String)>,
     /// Bytes consumed before `finish`.
     pub position: usize,
+    /// Bytes the parser's line-end search looked at: at most the stream's length
+    /// when the parser is linear, however the stream is cut.
+    pub examined: usize,
 }
 
 /// Feeds `chunks` to one `SseParser`, in order, then ends the body.
@@ -44,6 +47,7 @@ pub fn sse<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
     }
     let unfinished = parser.unfinished();
     let position = parser.position();
+    let examined = parser.examined;
     let last = parser.finish();
     let finished = last.len();
     events.extend(last);
@@ -55,6 +59,7 @@ pub fn sse<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
         finished,
         unfinished,
         position,
+        examined,
     }
 }
 
