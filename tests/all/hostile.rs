@@ -223,3 +223,58 @@ async fn secrets_quoted_by_a_server_appear_in_no_output() {
         }
     }
 }
+
+/// Four agent files with descriptions just under 1 MiB each would put 4 MB into every
+/// request of every agent that may spawn: a description over
+/// `MAX_PROFILE_DESCRIPTION_BYTES` skips its agent file (naming the cap) and is an
+/// error in `[profiles]` (naming the key and line); the other files still load.
+#[test]
+fn profile_descriptions_over_the_cap_are_refused_at_load() {
+    let world = World::new();
+    let huge = "d".repeat(1024 * 1024 - 100);
+    std::fs::create_dir(world.path("agents")).unwrap();
+    for i in 0..4 {
+        std::fs::write(
+            world.path(&format!("agents/huge{i}.md")),
+            format!("---\nname: huge{i}\ndescription: {huge}\n---\nPrompt\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        world.path("agents/small.md"),
+        "---\nname: small\ndescription: Does one thing\n---\nPrompt\n",
+    )
+    .unwrap();
+    let path = world.path("warren.toml");
+    std::fs::write(&path, "[profiles.main]\ndescription = \"Coordinator\"\n").unwrap();
+    let config = warren::Config::load(&path).unwrap();
+    assert!(config.profile("small").is_ok());
+    let skipped = &config.agent_files.skipped;
+    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    for file in skipped {
+        assert!(
+            file.reason.contains(&format!(
+                "the description is {} bytes; a profile's description is at most {}",
+                huge.len(),
+                warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+            )),
+            "{file:?}"
+        );
+    }
+
+    let long = "x".repeat(warren::config::MAX_PROFILE_DESCRIPTION_BYTES + 1);
+    std::fs::write(
+        &path,
+        format!("[profiles.main]\n\n[profiles.big]\ndescription = \"{long}\"\n"),
+    )
+    .unwrap();
+    let error = warren::Config::load(&path).err().unwrap().to_string();
+    assert!(
+        error.contains(":4") && error.contains("profiles.big.description"),
+        "{error}"
+    );
+    assert!(
+        error.contains("a profile's description is at most 4096"),
+        "{error}"
+    );
+}

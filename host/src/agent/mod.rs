@@ -9,13 +9,16 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
-//! `turns` (the loop), `spawn_tools` (the four spawn tools and how a child is spawned).
+//! `turns` (the loop), `spawn_tools` (the four spawn tools and how a child is spawned),
+//! `spawn_profiles` (the bounded list of profiles a spawning agent is shown).
 
 mod runtime;
+mod spawn_profiles;
 mod spawn_tools;
 mod turns;
 
 pub(crate) use self::runtime::{Agent, Role, Runtime};
+pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{
     definitions as spawn_tool_definitions, spawn_request, Delivery,
 };

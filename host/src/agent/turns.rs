@@ -496,20 +496,8 @@ impl Agent {
         parts.extend(self.extra_prompt.clone());
         let profiles = &self.runtime.config.profiles;
         if self.can_spawn() && !profiles.is_empty() {
-            let lines: Vec<String> = profiles
-                .values()
-                .map(|p| {
-                    format!(
-                        "- {}: {} (tools: {})",
-                        p.name,
-                        p.description.as_deref().unwrap_or("no description"),
-                        p.tools.describe()
-                    )
-                })
-                .collect();
-            parts.push(format!(
-                "<available_spawn_profiles>\nYou can hand scoped tasks to sub-agents with spawn_agent. Profiles:\n{}\n</available_spawn_profiles>",
-                lines.join("\n")
+            parts.push(super::spawn_profiles::spawn_profiles_block(
+                profiles.values(),
             ));
         }
         parts

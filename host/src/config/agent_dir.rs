@@ -13,7 +13,7 @@ use super::agent_files::{self, AgentFile, ParseError};
 use super::defaults::Inherited;
 use super::limits::AgentLimits;
 use super::names::profile_name_from;
-use super::profile::{turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::profile::{description_too_long, turns_ceiling, Profile, ProfileNote, ProfileSource};
 use super::tool_selection::{resolve, ListKind, ToolSelection, WRITE_TOOLS};
 use crate::policy::FsMode;
 
@@ -86,6 +86,10 @@ pub(super) fn load(
                 continue;
             }
         };
+        if let Some(reason) = file.description.as_deref().and_then(description_too_long) {
+            skip(1, reason);
+            continue;
+        }
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -47,7 +47,7 @@ pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::plugin_tables::PluginTable;
 pub use self::plugins::default_cache_dir;
-pub use self::profile::{Profile, ProfileNote, ProfileSource};
+pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
 pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
