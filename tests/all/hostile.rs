@@ -278,3 +278,113 @@ fn profile_descriptions_over_the_cap_are_refused_at_load() {
         "{error}"
     );
 }
+
+/// Runs `command` to its end, or kills it after a minute (a hang, which the old code
+/// had: the assertion that follows then fails instead of the suite hanging).
+fn output_or_kill(mut command: Command) -> Option<std::process::Output> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+/// A cloned project's hostile agent folders and bootstrap files: two directory
+/// symlinks making a cycle in `.claude/agents` (followed, loading ran forever), agent
+/// files that are `/dev/zero` and a FIFO (read until memory ran out, or forever),
+/// `ENVIRONMENT.md` a FIFO (read forever), and `AGENTS.md` linked to a file outside
+/// the project (sent to the model as the system prompt). The run and `warren agents`
+/// finish; the outside file never reaches the model; the bad files are named.
+#[tokio::test]
+async fn hostile_agent_folders_and_bootstrap_files_are_read_within_bounds() {
+    let world = World::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let server = FakeLlm::start().await;
+    server.push(Reply::answer("RAN", (10, 5)));
+    config(&world, &server, "");
+    let outside = elsewhere.path().join("credentials");
+    std::fs::write(&outside, "OUTSIDE-SECRET").unwrap();
+    let link = |target: &std::path::Path, at: &str| {
+        std::os::unix::fs::symlink(target, world.path(at)).unwrap();
+    };
+    link(&outside, "AGENTS.md");
+    let environment = world.path("ENVIRONMENT.md");
+    assert!(Command::new("mkfifo")
+        .arg(&environment)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::create_dir_all(world.path(".claude/agents")).unwrap();
+    link(std::path::Path::new("."), ".claude/agents/loop");
+    link(std::path::Path::new(".."), ".claude/agents/up");
+    std::fs::write(
+        world.path(".claude/agents/good.md"),
+        "---\nname: good\ndescription: Fine\n---\nPrompt\n",
+    )
+    .unwrap();
+    std::fs::create_dir(world.path("agents")).unwrap();
+    link(std::path::Path::new("/dev/zero"), "agents/zero.md");
+    let fifo = world.path("agents/fifo.md");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+
+    let command = warren(&world, &["run", "--json", "TASK"], &[]);
+    let output = tokio::task::spawn_blocking(|| output_or_kill(command))
+        .await
+        .unwrap()
+        .expect("warren run finished");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(text(&output.stdout).contains("RAN"));
+    let system = server.requests()[0].body["messages"][0].to_string();
+    assert!(!system.contains("OUTSIDE-SECRET"), "{system}");
+    assert!(
+        stderr.contains("AGENTS.md as a bootstrap file: it resolves to")
+            && stderr.contains("outside"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ENVIRONMENT.md as a bootstrap file: not a regular file"),
+        "{stderr}"
+    );
+
+    let command = warren(&world, &["agents", "--json"], &[]);
+    let output = tokio::task::spawn_blocking(|| output_or_kill(command))
+        .await
+        .unwrap()
+        .expect("warren agents finished");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let skipped = report["skipped"].to_string();
+    assert!(
+        skipped.contains("agents/fifo.md") && skipped.contains("agents/zero.md"),
+        "{skipped}"
+    );
+    assert_eq!(
+        skipped.matches("not a regular file").count(),
+        2,
+        "{skipped}"
+    );
+    let names: Vec<&str> = report["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "good").count(),
+        1,
+        "{names:?}"
+    );
+}

@@ -29,6 +29,7 @@ mod queue;
 mod raw;
 mod secrets;
 mod source;
+mod text_file;
 mod tool_selection;
 mod values;
 
@@ -39,7 +40,9 @@ use toml::Spanned;
 
 use crate::llm::ModelConfig;
 
-pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::agent_dir::{
+    AgentFilesReport, SkippedFile, MAX_AGENT_DIR_ENTRIES, MAX_AGENT_FILE_BYTES,
+};
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
@@ -52,6 +55,7 @@ pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
 use self::source::Source;
+pub use self::text_file::MAX_PROMPT_FILE_BYTES;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
 
