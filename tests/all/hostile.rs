@@ -388,3 +388,62 @@ async fn hostile_agent_folders_and_bootstrap_files_are_read_within_bounds() {
         "{names:?}"
     );
 }
+
+/// One model reply of 100 `read_file` calls on a 200 KB granted file (20 MB of
+/// results): 64 calls run, at most `MAX_TURN_RESULT_BYTES` of results go into the next
+/// request, every call gets an answer, and the next turn is served.
+#[tokio::test]
+async fn a_reply_of_many_large_tool_calls_is_bounded() {
+    let world = World::new();
+    std::fs::write(world.path("docs/big.txt"), "y".repeat(200 * 1000)).unwrap();
+    let server = FakeLlm::start().await;
+    let calls: Vec<(&str, serde_json::Value)> = (0..100)
+        .map(|_| ("read_file", json!({"path": "/docs/big.txt"})))
+        .collect();
+    server.push(Reply::tool_calls(&calls, (10, 5)));
+    server.push(Reply::answer("READ-ALL", (10, 5)));
+    let text = format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+stream = false
+max_retries = 0
+
+[profiles.main]
+tools = ["read_file"]
+[profiles.main.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
+"#,
+        server.base_url
+    );
+    let config = warren::Config::load(&world.config(&text)).unwrap();
+    let host = warren::Host::load(config).await.unwrap();
+    let report = host.start("main", "READ", None).unwrap().wait().await;
+    assert_eq!(report.root.text, "READ-ALL", "{:?}", report.root);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.len(), 100, "every call is answered");
+    let size = requests[1].body.to_string().len();
+    assert!(
+        size < warren::agent::MAX_TURN_RESULT_BYTES + 100 * 1024,
+        "the next request is {size} bytes"
+    );
+    assert!(results
+        .iter()
+        .any(|r| r.contains("(MAX_TURN_RESULT_BYTES)")));
+    assert_eq!(
+        results
+            .iter()
+            .filter(|r| r.starts_with("not run: one reply may make at most 64 tool calls"))
+            .count(),
+        36
+    );
+}

@@ -337,15 +337,12 @@ impl Agent {
                 )));
                 continue;
             }
-            let results = join_all(calls.iter().map(|call| self.execute(call))).await;
-            for (call, result) in calls.into_iter().zip(results) {
-                let (content, is_error) = match result {
-                    Ok(output) => (output, false),
-                    Err(error) => (error, true),
-                };
+            for (call, content, is_error) in
+                super::turn_limits::run_calls(&calls, |call| self.execute(call)).await
+            {
                 request.messages.push(Message::ToolResult {
-                    call_id: call.id,
-                    name: call.name,
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
                     content,
                     is_error,
                 });
