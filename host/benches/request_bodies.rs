@@ -93,8 +93,8 @@ fn main() {
     let config = |provider: &str| -> ModelConfig {
         toml::from_str(&format!("provider = \"{provider}\"\nmodel = \"m\"\n")).unwrap()
     };
-    let openai = OpenAi::new("bench", &config("openai")).unwrap();
-    let anthropic = Anthropic::new("bench", &config("anthropic")).unwrap();
+    let openai = OpenAi::new("bench", &config("openai"), &Default::default()).unwrap();
+    let anthropic = Anthropic::new("bench", &config("anthropic"), &Default::default()).unwrap();
     let messages = request.messages.len();
     report("openai", messages, || openai.body(&request));
     report("anthropic", messages, || anthropic.body(&request));

@@ -77,8 +77,9 @@ pub async fn run(config_path: &Path) -> anyhow::Result<usize> {
             "fix the file or move it out of agents/ (warren agents lists every file)",
         )?;
     }
+    let secrets = config.secrets();
     for (name, model) in &config.models {
-        check_model(name, model, &mut report).await?;
+        check_model(name, model, &secrets, &mut report).await?;
     }
     if config.models.is_empty() {
         report.fail(
@@ -157,6 +158,7 @@ fn check_profiles(
 async fn check_model(
     name: &str,
     model: &crate::llm::ModelConfig,
+    secrets: &crate::llm::Secrets,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let what = match model.provider {
@@ -176,7 +178,7 @@ async fn check_model(
         .to_lowercase(),
     };
     if model.provider == ProviderKind::Scripted {
-        match crate::llm::connect(name, model) {
+        match crate::llm::connect(name, model, secrets) {
             Ok(_) => report.ok(format!("model {name} ({what}): script loads"))?,
             Err(error) => report.fail(
                 format!("model {name}: {error}"),
@@ -185,7 +187,7 @@ async fn check_model(
         }
         return Ok(());
     }
-    let provider = match crate::llm::connect(name, model) {
+    let provider = match crate::llm::connect(name, model, secrets) {
         Ok(provider) => provider,
         Err(error) => {
             report.fail(

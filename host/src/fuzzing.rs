@@ -33,6 +33,9 @@ pub struct SseOutcome {
     pub unfinished: Option<(usize, String)>,
     /// Bytes consumed before `finish`.
     pub position: usize,
+    /// Bytes the parser's line-end search looked at: at most the stream's length
+    /// when the parser is linear, however the stream is cut.
+    pub examined: usize,
 }
 
 /// Feeds `chunks` to one `SseParser`, in order, then ends the body.
@@ -44,6 +47,7 @@ pub fn sse<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
     }
     let unfinished = parser.unfinished();
     let position = parser.position();
+    let examined = parser.examined;
     let last = parser.finish();
     let finished = last.len();
     events.extend(last);
@@ -55,6 +59,7 @@ pub fn sse<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> SseOutcome {
         finished,
         unfinished,
         position,
+        examined,
     }
 }
 
@@ -71,7 +76,8 @@ pub struct StreamOutcome {
 pub fn openai_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<OpenAi> = OnceLock::new();
     let provider = PROVIDER.get_or_init(|| {
-        OpenAi::new("fuzz", &model_config("openai")).expect("a plain config builds")
+        OpenAi::new("fuzz", &model_config("openai"), &Default::default())
+            .expect("a plain config builds")
     });
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))
@@ -82,7 +88,8 @@ pub fn openai_stream(body: &[u8]) -> StreamOutcome {
 pub fn anthropic_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<Anthropic> = OnceLock::new();
     let provider = PROVIDER.get_or_init(|| {
-        Anthropic::new("fuzz", &model_config("anthropic")).expect("a plain config builds")
+        Anthropic::new("fuzz", &model_config("anthropic"), &Default::default())
+            .expect("a plain config builds")
     });
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))

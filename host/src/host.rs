@@ -99,8 +99,9 @@ impl Host {
             registry.check_profile(&profile, &config.plugin_limits)?;
         }
         let mut providers = BTreeMap::new();
+        let secrets = config.secrets();
         for (name, model) in &config.models {
-            providers.insert(name.clone(), llm::connect(name, model)?);
+            providers.insert(name.clone(), llm::connect(name, model, &secrets)?);
         }
         let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
         let queue = match &config.queue.redis {

@@ -289,7 +289,8 @@ pub fn parse_headers(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn percent_decode(text: &str) -> String {
+/// `text` with `%XX` escapes decoded (as in URLs and `OTEL_EXPORTER_OTLP_HEADERS`).
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -7,7 +7,8 @@
 //! what the worker's profile allows. While the agent runs, its events
 //! go back to the parent in batches (job progress), and the worker polls the job's
 //! cancel key. Jobs that cannot run here (no such profile, bad job data) fail at once
-//! with the reason; jobs whose agent cannot start (no model on this worker, or not the
+//! with the reason (a job whose data passes `MAX_JOB_DATA_BYTES` too, checked first);
+//! jobs whose agent cannot start (no model on this worker, or not the
 //! model a `model: inherit` child takes from its parent) are retried with backoff, on
 //! any worker, up to `[queue] attempts`, and each attempt's reason is kept in the
 //! job's log.
@@ -34,7 +35,7 @@ use crate::jobs::{compose_task, narrow, ChildAsk};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
 use crate::queue::wire::{
-    events_progress, JobData, JobOutcome, CANCEL_POLL, EVENT_BATCH, HEARTBEAT_POLL,
+    data_too_large, events_progress, JobData, JobOutcome, CANCEL_POLL, EVENT_BATCH, HEARTBEAT_POLL,
 };
 
 pub use crate::queue::wire::process_name as default_name;
@@ -141,6 +142,10 @@ pub async fn run(
 /// Runs one job; the `Ok` value is the job's return value ([`JobOutcome`]).
 async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value, bullmq::Error> {
     let id = job.id().to_string();
+    if let Some(reason) = data_too_large(job.data()) {
+        tracing::warn!(job = %id, "{reason}");
+        return Err(bullmq::Error::Unrecoverable(format!("job {id}: {reason}")));
+    }
     let mut data: JobData = serde_json::from_value(job.data().clone())
         .map_err(|e| bullmq::Error::Unrecoverable(format!("job {id}: not a warren job: {e}")))?;
     let worker = &shared.name;

@@ -31,6 +31,10 @@ pub(crate) enum Reply {
     Hang,
     /// The inner reply after a pause (model latency).
     Delayed(Duration, Box<Reply>),
+    /// `status` with a body of `bytes` bytes (its `content-length` says so), written
+    /// 64 KiB at a time until it is all sent or the client stops reading: an error
+    /// body too large to hold.
+    Flood { status: u16, bytes: usize },
 }
 
 impl Reply {
@@ -313,6 +317,23 @@ async fn serve(
                 }
             }
             dropped.store(true, Ordering::SeqCst);
+        }
+        Some(Reply::Flood { status, bytes }) => {
+            let head = format!(
+                "HTTP/1.1 {status} Flood\r\ncontent-type: application/json\r\ncontent-length: {bytes}\r\nconnection: close\r\n\r\n"
+            );
+            if socket.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            let piece = vec![b'x'; 64 * 1024];
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(piece.len());
+                if socket.write_all(&piece[..n]).await.is_err() {
+                    return;
+                }
+                left -= n;
+            }
         }
         Some(Reply::Delayed(..)) => unreachable!("unwrapped above"),
     }

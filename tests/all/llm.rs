@@ -80,7 +80,7 @@ async fn chat(
     config: &ModelConfig,
     request: &ChatRequest,
 ) -> (Result<llm::ChatResponse, LlmError>, Vec<StreamEvent>) {
-    let provider = llm::connect("test", config).unwrap();
+    let provider = llm::connect("test", config, &Default::default()).unwrap();
     let (sink, mut receiver) = llm::EventSink::channel();
     let result = provider.chat(request, &sink).await;
     let mut events = Vec::new();
@@ -467,7 +467,10 @@ async fn a_response_longer_than_the_limit_is_not_read() {
             "provider = \"openai\"\nmodel = \"m\"\nmax_response_mib = {limit}\n"
         ))
         .unwrap();
-        let error = llm::connect("big", &config).err().unwrap().to_string();
+        let error = llm::connect("big", &config, &Default::default())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             error.contains("model `big`: max_response_mib must be between 1 and 4096"),
             "{error}"
@@ -810,7 +813,7 @@ async fn dropping_the_call_aborts_a_hung_request_at_once() {
     server.push(Reply::Hang);
     let mut config = model("openai", &server, "");
     config.read_timeout_s = 600.0;
-    let provider = llm::connect("test", &config).unwrap();
+    let provider = llm::connect("test", &config, &Default::default()).unwrap();
     let task = tokio::spawn(async move {
         provider
             .chat(&conversation(), &llm::EventSink::none())
@@ -835,7 +838,9 @@ async fn a_named_key_variable_must_exist() {
     let server = FakeLlm::start().await;
     let mut config = model("openai", &server, "");
     config.api_key_env = Some("WARREN_TEST_SURELY_UNSET_KEY".into());
-    let error = llm::connect("gpt", &config).err().unwrap();
+    let error = llm::connect("gpt", &config, &Default::default())
+        .err()
+        .unwrap();
     assert_eq!(
         error.to_string(),
         "model `gpt`: api_key_env names WARREN_TEST_SURELY_UNSET_KEY, which is not set"
@@ -905,7 +910,7 @@ text = "a is alpha."
     );
     assert!((response.cost_usd - 10.0 / 1e6).abs() < 1e-12);
 
-    let provider = llm::connect("offline", &config).unwrap();
+    let provider = llm::connect("offline", &config, &Default::default()).unwrap();
     provider
         .chat(&ask("main", "go"), &llm::EventSink::none())
         .await

@@ -10,6 +10,7 @@ mod cli;
 mod events;
 mod fake_llm;
 mod guests;
+mod hostile;
 mod journal;
 mod languages;
 mod layers;

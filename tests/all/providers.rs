@@ -120,7 +120,8 @@ async fn replay(recording: &Recording) -> Result<(), String> {
         "provider = \"{provider}\"\nbase_url = \"{base_url}\"\nmodel = \"recorded\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = {stream}\nmax_retries = 0\n"
     ))
     .unwrap();
-    let model = connect(&recording.name, &config).map_err(|e| e.to_string())?;
+    let model =
+        connect(&recording.name, &config, &Default::default()).map_err(|e| e.to_string())?;
     let request = ChatRequest {
         system: "You are helpful.".into(),
         messages: vec![Message::User("Hello".into())],
@@ -401,8 +402,9 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
         "provider = \"anthropic\"\nbase_url = \"{base_url}\"\nmodel = \"recorded\"\napi_key_env = \"CARGO_PKG_NAME\"\nmax_retries = 0\n"
     ))
     .unwrap();
-    let provider = warren::llm::anthropic::Anthropic::new("recorded", &config).unwrap();
-    let model = connect("recorded", &config).unwrap();
+    let provider =
+        warren::llm::anthropic::Anthropic::new("recorded", &config, &Default::default()).unwrap();
+    let model = connect("recorded", &config, &Default::default()).unwrap();
     let request = ChatRequest {
         messages: vec![Message::User("Hello".into())],
         ..ChatRequest::default()

@@ -1541,3 +1541,67 @@ async fn an_inheriting_child_runs_on_its_parents_model_on_a_worker() {
         "the child never ran on another model"
     );
 }
+
+/// A job larger than `MAX_JOB_DATA_BYTES` (a producer's 8 MiB task): the worker fails
+/// it at once, unrecoverably (one attempt of three), naming the limit, without running
+/// an agent on it; the next job is served.
+#[test]
+fn a_job_over_the_size_limit_fails_at_once_and_the_next_is_served() {
+    let redis = Redis::start();
+    let worker_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        worker_dir.path().join("warren.toml"),
+        "[plugins]\ncache = false\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[profiles.main]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        worker_dir.path().join("script.toml"),
+        "[[turns]]\nprofile = \"main\"\ntext = \"small done\"\n",
+    )
+    .unwrap();
+    let worker = Worker::start(worker_dir.path(), &redis, "sized", 1);
+    let huge = "x".repeat(2 * warren::queue::MAX_JOB_DATA_BYTES);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let queue = bullmq::Queue::with_options(
+            "warren",
+            bullmq::QueueOptions {
+                connection: bullmq::options::RedisConnectionOptions {
+                    url: redis.url(),
+                    ..Default::default()
+                },
+                ..bullmq::QueueOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        for (id, task) in [("huge", huge.as_str()), ("small", "a small task")] {
+            queue
+                .add(
+                    "agent",
+                    serde_json::json!({"task": task, "profile": "main"}),
+                )
+                .options(bullmq::JobOptions {
+                    job_id: Some(id.into()),
+                    attempts: Some(3),
+                    ..bullmq::JobOptions::default()
+                })
+                .await
+                .unwrap();
+        }
+    });
+    let outcomes = redis.wait_outcomes(1, Duration::from_secs(30));
+    assert_eq!(outcomes.len(), 1, "{}", worker.output());
+    assert_eq!(outcomes[0]["text"], "small done", "{}", outcomes[0]);
+    let jobs = redis.jobs();
+    let (_, failed) = jobs.iter().find(|(id, _)| id == "huge").unwrap();
+    assert!(
+        failed["failedReason"].contains(&format!(
+            "the job's data is more than {} bytes of JSON (MAX_JOB_DATA_BYTES)",
+            warren::queue::MAX_JOB_DATA_BYTES
+        )),
+        "{:?}",
+        failed.get("failedReason")
+    );
+    assert_eq!(failed["atm"], "1", "not retried");
+}

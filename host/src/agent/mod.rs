@@ -9,14 +9,21 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
-//! `turns` (the loop), `spawn_tools` (the four spawn tools and how a child is spawned).
+//! `turns` (the loop), `spawn_tools` (the four spawn tools and how a child is spawned),
+//! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
+//! `turn_limits` (how many tool calls one reply runs and how much of their results
+//! is kept).
 
 mod runtime;
+mod spawn_profiles;
 mod spawn_tools;
+mod turn_limits;
 mod turns;
 
 pub(crate) use self::runtime::{Agent, Role, Runtime};
+pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{
     definitions as spawn_tool_definitions, spawn_request, Delivery,
 };
+pub use self::turn_limits::{MAX_TOOL_CALLS_PER_REPLY, MAX_TURN_RESULT_BYTES};
 pub use self::turns::SUBAGENT_PROMPT;

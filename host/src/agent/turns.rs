@@ -388,15 +388,12 @@ impl Agent {
                 )));
                 continue;
             }
-            let results = join_all(calls.iter().map(|call| self.execute(call))).await;
-            for (call, result) in calls.into_iter().zip(results) {
-                let (content, is_error) = match result {
-                    Ok(output) => (output, false),
-                    Err(error) => (error, true),
-                };
+            for (call, content, is_error) in
+                super::turn_limits::run_calls(&calls, |call| self.execute(call)).await
+            {
                 request.messages.push(Message::ToolResult {
-                    call_id: call.id,
-                    name: call.name,
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
                     content,
                     is_error,
                 });
@@ -570,20 +567,8 @@ impl Agent {
         parts.extend(self.extra_prompt.clone());
         let profiles = &self.runtime.config.profiles;
         if self.can_spawn() && !profiles.is_empty() {
-            let lines: Vec<String> = profiles
-                .values()
-                .map(|p| {
-                    format!(
-                        "- {}: {} (tools: {})",
-                        p.name,
-                        p.description.as_deref().unwrap_or("no description"),
-                        p.tools.describe()
-                    )
-                })
-                .collect();
-            parts.push(format!(
-                "<available_spawn_profiles>\nYou can hand scoped tasks to sub-agents with spawn_agent. Profiles:\n{}\n</available_spawn_profiles>",
-                lines.join("\n")
+            parts.push(super::spawn_profiles::spawn_profiles_block(
+                profiles.values(),
             ));
         }
         parts

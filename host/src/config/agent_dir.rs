@@ -13,17 +13,25 @@ use super::agent_files::{self, AgentFile, ParseError};
 use super::defaults::Inherited;
 use super::limits::AgentLimits;
 use super::names::profile_name_from;
-use super::profile::{turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::profile::{description_too_long, turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::text_file::read_text;
 use super::tool_selection::{resolve, ListKind, ToolSelection, WRITE_TOOLS};
 use crate::policy::FsMode;
 
 /// Folders searched for agent files, relative to the config file.
 const AGENT_DIRS: [&str; 2] = ["agents", ".claude/agents"];
 
-/// At most this many files are read from the agent folders, and files over
-/// [`MAX_FILE_BYTES`] are skipped: a folder cannot make loading unbounded.
+/// At most this many files are read from the agent folders, at most
+/// [`MAX_AGENT_DIR_ENTRIES`] entries are looked at, and files over
+/// [`MAX_AGENT_FILE_BYTES`] are skipped: a folder cannot make loading unbounded.
+/// Directory symlinks inside the folders are not followed (two links to `.` made
+/// loading run forever); a symlinked `.md` file is read wherever it points, since only
+/// a file with agent front matter becomes a profile.
 const MAX_FILES: usize = 2_000;
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// Most directory entries (of any kind) looked at in the agent folders.
+pub const MAX_AGENT_DIR_ENTRIES: usize = 20_000;
+/// Most bytes of one agent file.
+pub const MAX_AGENT_FILE_BYTES: usize = 1024 * 1024;
 
 /// What happened to the files in the agent folders that did not become profiles.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,8 +63,9 @@ pub(super) fn load(
 ) -> AgentFilesReport {
     let mut report = AgentFilesReport::default();
     let mut files = Vec::new();
+    let mut entries = 0;
     for dir in AGENT_DIRS {
-        collect(&base.join(dir), &mut files, &mut report);
+        collect(&base.join(dir), &mut files, &mut entries, &mut report);
     }
     let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for path in files {
@@ -86,6 +95,10 @@ pub(super) fn load(
                 continue;
             }
         };
+        if let Some(reason) = file.description.as_deref().and_then(description_too_long) {
+            skip(1, reason);
+            continue;
+        }
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -119,14 +132,35 @@ pub(super) fn load(
     report
 }
 
-/// Every `*.md` under `dir`, recursively, in path order.
-fn collect(dir: &Path, files: &mut Vec<PathBuf>, report: &mut AgentFilesReport) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// Every `*.md` under `dir`, recursively, in path order, without following directory
+/// symlinks below `dir`; `entries` counts the entries looked at.
+fn collect(
+    dir: &Path,
+    files: &mut Vec<PathBuf>,
+    entries: &mut usize,
+    report: &mut AgentFilesReport,
+) {
+    let Ok(listing) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
+    let mut found = Vec::new();
+    for entry in listing.filter_map(Result::ok) {
+        *entries += 1;
+        if *entries > MAX_AGENT_DIR_ENTRIES {
+            report.skipped.push(SkippedFile {
+                path: dir.to_path_buf(),
+                line: 1,
+                reason: format!(
+                    "more than {MAX_AGENT_DIR_ENTRIES} entries in the agent folders; the rest are not read"
+                ),
+            });
+            return;
+        }
+        let is_real_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        found.push((entry.path(), is_real_dir));
+    }
+    found.sort();
+    for (path, is_real_dir) in found {
         if files.len() >= MAX_FILES {
             report.skipped.push(SkippedFile {
                 path,
@@ -135,8 +169,8 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>, report: &mut AgentFilesReport) 
             });
             return;
         }
-        if path.is_dir() {
-            collect(&path, files, report);
+        if is_real_dir {
+            collect(&path, files, entries, report);
         } else if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("md"))
@@ -147,17 +181,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>, report: &mut AgentFilesReport) 
 }
 
 fn read(path: &Path) -> Result<String, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read: {e}"))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return Err(format!(
-            "{size} bytes; agent files are at most {MAX_FILE_BYTES}"
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes)
-        .map_err(|e| format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
+    read_text(path, MAX_AGENT_FILE_BYTES, None)
 }
 
 fn profile(

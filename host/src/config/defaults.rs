@@ -117,7 +117,7 @@ impl<'a> Inherited<'a> {
             raw_capabilities: &raw.capabilities,
             capabilities,
             max_turns_ceiling: raw.max_turns_ceiling.map(|v| v.0 as u32),
-            bootstrap: src.default_bootstrap()?,
+            bootstrap: src.default_bootstrap(),
             model,
             limits,
             models,

@@ -28,7 +28,9 @@ mod profile;
 mod profile_table;
 mod queue;
 mod raw;
+mod secrets;
 mod source;
+mod text_file;
 mod tool_selection;
 mod values;
 
@@ -39,7 +41,9 @@ use toml::Spanned;
 
 use crate::llm::ModelConfig;
 
-pub use self::agent_dir::{AgentFilesReport, SkippedFile};
+pub use self::agent_dir::{
+    AgentFilesReport, SkippedFile, MAX_AGENT_DIR_ENTRIES, MAX_AGENT_FILE_BYTES,
+};
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
 pub use self::journal::DEFAULT_JOURNAL_DIR;
@@ -48,11 +52,12 @@ pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::plugin_tables::PluginTable;
 pub use self::plugins::default_cache_dir;
-pub use self::profile::{Profile, ProfileNote, ProfileSource};
+pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
 pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
 use self::source::Source;
+pub use self::text_file::MAX_PROMPT_FILE_BYTES;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
 
@@ -91,6 +96,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// Every secret this configuration names (model keys and header values, the
+    /// Redis password, OTLP headers), for the model providers to remove from what
+    /// remote servers say.
+    pub fn secrets(&self) -> crate::llm::Secrets {
+        secrets::configured(&self.models, &self.queue)
+    }
+
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| {

@@ -9,6 +9,11 @@ use super::limits::AgentLimits;
 use super::tool_selection::ToolSelection;
 use crate::policy::CapabilitySet;
 
+/// Longest description a profile may have, in bytes (`[profiles.NAME] description`
+/// or an agent file's `description`): every agent that may spawn gets every profile's
+/// description in its system prompt, on every request.
+pub const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
+
 /// A named set of tools, capabilities, prompt, model and limits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -37,6 +42,16 @@ pub struct Profile {
     /// What a user should know about the definition: tools with no sandboxed
     /// equivalent, a model name that means nothing here, keys with no meaning.
     pub notes: Vec<ProfileNote>,
+}
+
+/// Why `description` is refused, when it passes [`MAX_PROFILE_DESCRIPTION_BYTES`].
+pub(super) fn description_too_long(description: &str) -> Option<String> {
+    (description.len() > MAX_PROFILE_DESCRIPTION_BYTES).then(|| {
+        format!(
+            "the description is {} bytes; a profile's description is at most {MAX_PROFILE_DESCRIPTION_BYTES} (every agent that may spawn gets it in its prompt)",
+            description.len()
+        )
+    })
 }
 
 impl Profile {

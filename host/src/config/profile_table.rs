@@ -10,7 +10,9 @@ use super::defaults::Inherited;
 use super::error::ConfigError;
 use super::limits::AgentLimits;
 use super::models::model_name;
-use super::profile::{join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::profile::{
+    description_too_long, join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource,
+};
 use super::source::Source;
 use super::tool_selection::{resolve, ListKind, ToolSelection};
 use super::values::{Bounded, Dollars, ToolPattern};
@@ -20,7 +22,7 @@ use super::values::{Bounded, Dollars, ToolPattern};
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProfile {
     /// What the profile is for, shown to a parent.
-    description: Option<String>,
+    description: Option<Spanned<String>>,
     /// Inline prompt, last of the prompt's parts.
     system_prompt: Option<String>,
     /// A prompt file, before the inline prompt.
@@ -54,6 +56,11 @@ pub(super) fn profile(
     defaults: &Inherited<'_>,
 ) -> Result<Profile, ConfigError> {
     let key = format!("profiles.{name}");
+    if let Some(description) = &raw.description {
+        if let Some(message) = description_too_long(description.get_ref()) {
+            return src.invalid(description.span(), &format!("{key}.description"), message);
+        }
+    }
     let capabilities = capabilities::resolve(
         src,
         &raw.capabilities,
@@ -112,7 +119,7 @@ pub(super) fn profile(
         .map_or(defaults.limits.max_turns, |v| v.0 as u32);
     Ok(Profile {
         name: name.to_string(),
-        description: raw.description.clone(),
+        description: raw.description.as_ref().map(|d| d.get_ref().clone()),
         tools: ToolSelection::new(allow, deny, true),
         capabilities,
         system_prompt: join_prompt(&prompt),

@@ -6,6 +6,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::error::ConfigError;
+use super::text_file::{read_text, MAX_PROMPT_FILE_BYTES};
 
 /// The file being read, for everything resolved after parsing (paths, files, names
 /// across tables), so errors still name the file, line and key.
@@ -38,33 +39,48 @@ impl Source<'_> {
         })
     }
 
-    /// `AGENTS.md` and `ENVIRONMENT.md` beside the config, when present: read once, and
-    /// a file that exists but cannot be read is an error.
-    pub(super) fn default_bootstrap(&self) -> Result<Vec<String>, ConfigError> {
+    /// `AGENTS.md` and `ENVIRONMENT.md` beside the config, when present: read once.
+    /// Found, not named, so each must resolve inside the config's directory (a cloned
+    /// project must not make warren send a file from elsewhere to the model), be a
+    /// regular file and hold at most [`MAX_PROMPT_FILE_BYTES`] of UTF-8; one that is
+    /// not so is left out with a warning naming it and why, so a broken or hostile
+    /// file cannot stop every command run beside it.
+    pub(super) fn default_bootstrap(&self) -> Vec<String> {
+        let inside = if self.base.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            self.base
+        };
         let mut texts = Vec::new();
         for name in ["AGENTS.md", "ENVIRONMENT.md"] {
             let path = self.base.join(name);
-            match std::fs::read_to_string(&path) {
+            if std::fs::symlink_metadata(&path).is_err() {
+                continue;
+            }
+            match read_text(&path, MAX_PROMPT_FILE_BYTES, Some(inside)) {
                 Ok(text) => texts.push(text),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(ConfigError::Read { path, source }),
+                Err(reason) => {
+                    tracing::warn!("not using {} as a bootstrap file: {reason}", path.display())
+                }
             }
         }
-        Ok(texts)
+        texts
     }
 
-    /// The text of `file`, relative to the config file; an error at its line for `key`.
+    /// The text of `file`, relative to the config file (a regular file of at most
+    /// [`MAX_PROMPT_FILE_BYTES`], wherever it is: the config names it); an error at its
+    /// line for `key`.
     pub(super) fn read_file(
         &self,
         file: &Spanned<String>,
         key: &str,
     ) -> Result<String, ConfigError> {
         let path = self.base.join(file.get_ref());
-        std::fs::read_to_string(&path).or_else(|e| {
+        read_text(&path, MAX_PROMPT_FILE_BYTES, None).or_else(|message| {
             self.invalid(
                 file.span(),
                 key,
-                format!("cannot read {}: {e}", path.display()),
+                format!("cannot use {}: {message}", path.display()),
             )
         })
     }

@@ -17,6 +17,7 @@ use super::chat::{
 };
 use super::error::LlmError;
 use super::model::ModelConfig;
+use super::secrets::Secrets;
 use super::transport::{api_key, json_offset, malformed, Transport};
 
 /// The API version header this code speaks.
@@ -52,11 +53,10 @@ enum Block {
 
 impl Anthropic {
     /// Builds the provider for model `name`; reads the API key from its variable.
-    pub fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
+    /// `secrets` are the host's configured secrets, removed from every error.
+    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
-        headers.extend(
-            api_key(name, config, "ANTHROPIC_API_KEY")?.map(|key| ("x-api-key", key, true)),
-        );
+        headers.extend(api_key(name, config)?.map(|key| ("x-api-key", key, true)));
         Ok(Anthropic {
             transport: Transport::new(
                 "anthropic",
@@ -64,6 +64,7 @@ impl Anthropic {
                 config,
                 ("https://api.anthropic.com/v1", "messages"),
                 &headers,
+                secrets,
             )?,
             price: config.price,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -536,7 +537,7 @@ mod tests {
     fn the_history_goes_in_the_documented_shape() {
         let config: ModelConfig =
             toml::from_str("provider = \"anthropic\"\nmodel = \"m\"\nstream = false").unwrap();
-        let provider = Anthropic::new("test", &config).unwrap();
+        let provider = Anthropic::new("test", &config, &Secrets::default()).unwrap();
         let call = |id: &str, arguments: &str| ToolCall {
             id: id.into(),
             name: "read_file".into(),

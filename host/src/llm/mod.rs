@@ -6,7 +6,8 @@
 //! usage, streaming, the [`Provider`] trait), [`model`] (`[models.NAME]`), `error`
 //! ([`LlmError`]); [`openai`], [`anthropic`] and [`scripted`] implement the trait;
 //! `transport` holds the HTTP client, retries and error classification shared by the
-//! two HTTP providers; `sse` parses server-sent events. This file only connects a
+//! two HTTP providers; [`secrets`] removes configured secrets from what they let out;
+//! `sse` parses server-sent events. This file only connects a
 //! configured model to its provider.
 
 pub mod anthropic;
@@ -15,6 +16,7 @@ mod error;
 pub mod model;
 pub mod openai;
 pub mod scripted;
+pub mod secrets;
 pub(crate) mod sse;
 mod transport;
 
@@ -27,13 +29,20 @@ pub use self::chat::{
 pub(crate) use self::error::excerpt;
 pub use self::error::LlmError;
 pub use self::model::{ModelConfig, ProviderKind};
+pub use self::secrets::Secrets;
 pub(crate) use self::transport::redirect_policy;
+pub use self::transport::MAX_ERROR_BODY_BYTES;
 
-/// Builds the provider for model `name`.
-pub fn connect(name: &str, config: &ModelConfig) -> Result<Arc<dyn Provider>, LlmError> {
+/// Builds the provider for model `name`; `secrets` (the host's configured secrets,
+/// see [`Secrets`]) never appear in what its errors and warnings say.
+pub fn connect(
+    name: &str,
+    config: &ModelConfig,
+    secrets: &Secrets,
+) -> Result<Arc<dyn Provider>, LlmError> {
     Ok(match config.provider {
-        ProviderKind::Openai => Arc::new(openai::OpenAi::new(name, config)?),
-        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(name, config)?),
+        ProviderKind::Openai => Arc::new(openai::OpenAi::new(name, config, secrets)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(name, config, secrets)?),
         ProviderKind::Scripted => Arc::new(scripted::Scripted::new(name, config)?),
     })
 }

@@ -67,6 +67,19 @@ pub struct ModelConfig {
     pub script: Option<PathBuf>,
 }
 
+impl ModelConfig {
+    /// The environment variable holding the API key: `api_key_env`, else the
+    /// provider's default (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`); a scripted model
+    /// has none.
+    pub fn key_variable(&self) -> Option<&str> {
+        self.api_key_env.as_deref().or(match self.provider {
+            ProviderKind::Openai => Some("OPENAI_API_KEY"),
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderKind::Scripted => None,
+        })
+    }
+}
+
 fn yes() -> bool {
     true
 }

@@ -15,6 +15,7 @@ use super::chat::{
 };
 use super::error::LlmError;
 use super::model::ModelConfig;
+use super::secrets::Secrets;
 use super::transport::{api_key, json_offset, malformed, Transport};
 
 /// A model behind an OpenAI-compatible API.
@@ -31,8 +32,9 @@ pub struct OpenAi {
 
 impl OpenAi {
     /// Builds the provider for model `name`; reads the API key from its variable.
-    pub fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
-        let auth: Vec<(&str, String, bool)> = api_key(name, config, "OPENAI_API_KEY")?
+    /// `secrets` are the host's configured secrets, removed from every error.
+    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+        let auth: Vec<(&str, String, bool)> = api_key(name, config)?
             .map(|key| ("authorization", format!("Bearer {key}"), true))
             .into_iter()
             .collect();
@@ -43,6 +45,7 @@ impl OpenAi {
                 config,
                 ("https://api.openai.com/v1", "chat/completions"),
                 &auth,
+                secrets,
             )?,
             price: config.price,
             max_tokens: config.max_tokens,

@@ -5,7 +5,9 @@
 //! headers an HTTP client keeps across hosts, such as `x-api-key`) and the whole
 //! conversation (see [`redirect_policy`]). The request headers (content type, API key,
 //! version, the config's extras) are built and checked once per model; key values are
-//! marked sensitive so they never print.
+//! marked sensitive so they never print. An error response's body is read up to
+//! [`MAX_ERROR_BODY_BYTES`] within the read timeout, and every error and warning that
+//! leaves the transport has the configured secrets removed ([`Secrets::redact`]).
 //! Also the helpers both HTTP providers share: reading the key, and reporting a
 //! malformed body at its byte offset.
 
@@ -16,11 +18,15 @@ use tracing::{debug, warn};
 
 use super::error::{excerpt, LlmError};
 use super::model::ModelConfig;
+use super::secrets::Secrets;
 
 /// Longest wait honoured from a `Retry-After` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Longest backoff between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Most bytes of an error response's body (4xx, 5xx) read, for its excerpt and its
+/// classification; the rest is not read. The whole read gets one read timeout.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A configured HTTP client for one model.
 pub(crate) struct Transport {
@@ -45,6 +51,9 @@ pub(crate) struct Transport {
     /// Sent with every request: content type, the provider's own (API key, version)
     /// and the config's extra headers; built and checked once, keys marked sensitive.
     headers: reqwest::header::HeaderMap,
+    /// Removed from every error and warning the transport lets out: every secret the
+    /// host was configured with, this model's key and header values included.
+    secrets: Secrets,
 }
 
 /// What one attempt ended with.
@@ -60,13 +69,14 @@ enum Attempt {
 impl Transport {
     /// A transport for model `name`'s `config` that POSTs to `{base_url}/{path}` (the base URL
     /// `default_base` when the config names none); `provider_headers` are (name, value,
-    /// sensitive).
+    /// sensitive). `secrets` are the host's other configured secrets.
     pub(crate) fn new(
         provider: &'static str,
         name: &str,
         config: &ModelConfig,
         (default_base, path): (&str, &'static str),
         provider_headers: &[(&str, String, bool)],
+        secrets: &Secrets,
     ) -> Result<Self, LlmError> {
         let invalid = |message: String| LlmError::Config {
             model: name.to_string(),
@@ -106,7 +116,12 @@ impl Transport {
             .headers
             .iter()
             .map(|(name, value)| (name.as_str(), value.clone(), false));
+        let mut own_secrets = Vec::new();
         for (name, value, sensitive) in provider_headers.iter().cloned().chain(extra) {
+            if sensitive || config.headers.contains_key(name) {
+                own_secrets.extend(value.strip_prefix("Bearer ").map(str::to_string));
+                own_secrets.push(value.clone());
+            }
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| invalid(format!("`{name}` is not a valid HTTP header name")))?;
             let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
@@ -128,6 +143,7 @@ impl Transport {
             max_retries: config.max_retries,
             retry_base: Duration::from_millis(config.retry_base_ms),
             headers,
+            secrets: secrets.with(own_secrets),
         })
     }
 
@@ -168,6 +184,14 @@ impl Transport {
                 Ok(Err(e)) => Attempt::Fail(self.connection(describe(&e), retries)),
                 Ok(Ok(response)) if response.status().is_success() => Attempt::Done(response),
                 Ok(Ok(response)) => self.classify(response, retries).await,
+            };
+            let attempt = match attempt {
+                Attempt::Retry { error, after } => Attempt::Retry {
+                    error: self.secrets.redact_error(error),
+                    after,
+                },
+                Attempt::Fail(error) => Attempt::Fail(self.secrets.redact_error(error)),
+                done => done,
             };
             match attempt {
                 Attempt::Done(response) => return Ok(response),
@@ -219,7 +243,7 @@ impl Transport {
     {
         let mut retries = 0;
         loop {
-            match attempt().await? {
+            match attempt().await?.map_err(|e| self.secrets.redact_error(e)) {
                 Err(error) if error.retryable_after_start() && retries < self.max_retries => {
                     let delay = self.backoff(retries);
                     warn!(provider = self.provider, model = %self.model, retry = retries + 1, ?delay, "retrying model call: {error}");
@@ -303,6 +327,26 @@ impl Transport {
         })
     }
 
+    /// The start of an error response's body: at most [`MAX_ERROR_BODY_BYTES`] (and
+    /// never more than `max_response_mib`), all of it within one read timeout; what
+    /// arrived is kept when the body breaks off or the time runs out.
+    async fn error_body(&self, mut response: reqwest::Response) -> String {
+        let limit = MAX_ERROR_BODY_BYTES.min(self.max_response_bytes);
+        let mut body = Vec::new();
+        let read = async {
+            while body.len() < limit {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        body.extend_from_slice(&chunk[..chunk.len().min(limit - body.len())])
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.read_timeout, read).await;
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
     fn connection(&self, what: String, retries: u32) -> LlmError {
         LlmError::Connection {
             provider: self.provider,
@@ -363,8 +407,8 @@ impl Transport {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
-        let body = response.text().await.unwrap_or_default();
-        let excerpt = excerpt(&body);
+        let body = self.error_body(response).await;
+        let excerpt = excerpt(&self.secrets.redact(&body));
         debug!(provider = self.provider, status, %excerpt, "model call failed");
         let lower = body.to_ascii_lowercase();
         let (provider, model) = (self.provider, self.model.clone());
@@ -491,14 +535,11 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
-/// Reads the key from the configured variable. With the default variable, a missing
-/// key means none (local servers need none); a variable named in the config must exist.
-pub(crate) fn api_key(
-    name: &str,
-    config: &ModelConfig,
-    default_env: &str,
-) -> Result<Option<String>, LlmError> {
-    let variable = config.api_key_env.as_deref().unwrap_or(default_env);
+/// Reads the key from the configured variable ([`ModelConfig::key_variable`]). With
+/// the default variable, a missing key means none (local servers need none); a
+/// variable named in the config must exist.
+pub(crate) fn api_key(name: &str, config: &ModelConfig) -> Result<Option<String>, LlmError> {
+    let variable = config.key_variable().unwrap_or_default();
     match std::env::var(variable) {
         Ok(key) if !key.is_empty() => Ok(Some(key)),
         _ if config.api_key_env.is_some() => Err(LlmError::Config {

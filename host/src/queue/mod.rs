@@ -26,5 +26,5 @@
 pub mod client;
 pub mod wire;
 
-pub use self::wire::{process_name, JobData, JobLimits, JobOutcome, JOB_NAME};
+pub use self::wire::{process_name, JobData, JobLimits, JobOutcome, JOB_NAME, MAX_JOB_DATA_BYTES};
 pub use crate::config::QueueConfig;

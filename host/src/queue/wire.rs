@@ -28,6 +28,37 @@ pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(250);
 /// How often a worker checks a running job's parent heartbeat.
 pub(crate) const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
 
+/// Most bytes of one job's data (as JSON) a worker takes: a job over it fails at
+/// once, unrecoverably, naming the limit, before the worker reads it as a job or
+/// sends any of it to a model (a 300 MB job was sent as a 300 MB prompt, and the busy
+/// worker let its lock lapse so the job was taken again and again).
+pub const MAX_JOB_DATA_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why `data` may not be taken, when its JSON passes [`MAX_JOB_DATA_BYTES`]. Counted by
+/// writing it out to a counter that stops at the limit, so nothing is allocated and
+/// no more than the limit is walked.
+pub(crate) fn data_too_large(data: &Value) -> Option<String> {
+    /// Counts bytes written and refuses the write that passes the limit.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            if self.0 > MAX_JOB_DATA_BYTES {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Counter(0), data).is_err().then(|| {
+        format!(
+            "the job's data is more than {MAX_JOB_DATA_BYTES} bytes of JSON (MAX_JOB_DATA_BYTES); a worker takes no job that large"
+        )
+    })
+}
+
 /// How often a parent renews its heartbeat: six times per `parent_timeout_s`, so a
 /// few lost renewals do not orphan its jobs.
 pub(crate) fn heartbeat_every(parent_timeout_s: u64) -> Duration {
