@@ -24,7 +24,7 @@ use crate::agent::{Agent, Delivery, Role, Runtime};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
 use crate::events::EventStream;
 use crate::jobs::{Backend, Job, JobHandle, JobId, Tree};
-use crate::journal::{Journal, Record};
+use crate::journal::Record;
 use crate::llm;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -207,7 +207,8 @@ impl Host {
 
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
         let run_id = job.run_id.unwrap_or_else(crate::jobs::random_id);
-        let journal = open_journal(&self.parts.config, &run_id, &job.profile.name, &job.task)?;
+        let journal =
+            crate::journal::open(&self.parts.config, &run_id, &job.profile.name, &job.task)?;
         let tree = Tree::for_queue_job(
             RunLimits {
                 budget_usd: job.budget_usd,
@@ -242,48 +243,6 @@ impl Host {
             first_events,
         })
     }
-}
-
-/// The journal of a new run `run_id`, its first record written: `None` when
-/// journaling is off, or (with a warning) when the journal directory cannot be
-/// written, so a read-only project still runs. A run id that is already journaled
-/// is an error: a journal names one run.
-pub(crate) fn open_journal(
-    config: &Config,
-    run_id: &str,
-    profile: &str,
-    task: &str,
-) -> anyhow::Result<Option<Arc<Journal>>> {
-    let Some(dir) = &config.journal_dir else {
-        return Ok(None);
-    };
-    let journal = match Journal::create(dir, run_id) {
-        Ok(journal) => journal,
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            anyhow::bail!(
-                "run `{run_id}` is already journaled in {}: a run id names one run (choose another --run-id)",
-                dir.display()
-            )
-        }
-        Err(error) => {
-            tracing::warn!(
-                "cannot journal run {run_id} in {}: {error}; it runs unjournaled (set [journal] dir, or enabled = false)",
-                dir.display()
-            );
-            return Ok(None);
-        }
-    };
-    let config_text = std::fs::read(&config.path).unwrap_or_default();
-    journal.record(Record::RunStarted {
-        v: crate::journal::VERSION,
-        run: run_id.to_string(),
-        task: task.to_string(),
-        profile: profile.to_string(),
-        warren: env!("CARGO_PKG_VERSION").to_string(),
-        config: config.path.display().to_string(),
-        config_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&config_text)),
-    });
-    Ok(Some(Arc::new(journal)))
 }
 
 impl Run {

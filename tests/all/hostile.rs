@@ -397,7 +397,8 @@ async fn a_reply_of_many_large_tool_calls_is_bounded() {
     let world = World::new();
     std::fs::write(world.path("docs/big.txt"), "y".repeat(200 * 1000)).unwrap();
     let server = FakeLlm::start().await;
-    let calls: Vec<(&str, serde_json::Value)> = (0..100)
+    let made = warren::agent::MAX_TOOL_CALLS_PER_REPLY + 36;
+    let calls: Vec<(&str, serde_json::Value)> = (0..made)
         .map(|_| ("read_file", json!({"path": "/docs/big.txt"})))
         .collect();
     server.push(Reply::tool_calls(&calls, (10, 5)));
@@ -430,10 +431,10 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
         .filter(|m| m["role"] == "tool")
         .map(|m| m["content"].as_str().unwrap())
         .collect();
-    assert_eq!(results.len(), 100, "every call is answered");
+    assert_eq!(results.len(), made, "every call is answered");
     let size = requests[1].body.to_string().len();
     assert!(
-        size < warren::agent::MAX_TURN_RESULT_BYTES + 100 * 1024,
+        size < warren::agent::MAX_TURN_RESULT_BYTES + 200 * 1024,
         "the next request is {size} bytes"
     );
     assert!(results
@@ -442,7 +443,10 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
     assert_eq!(
         results
             .iter()
-            .filter(|r| r.starts_with("not run: one reply may make at most 64 tool calls"))
+            .filter(|r| r.starts_with(&format!(
+                "not run: one reply may make at most {} tool calls",
+                warren::agent::MAX_TOOL_CALLS_PER_REPLY
+            )))
             .count(),
         36
     );

@@ -65,7 +65,7 @@ impl Session {
     pub(super) fn new(runtime: Arc<Runtime>, profile: &str) -> anyhow::Result<Session> {
         let profile = runtime.config.profile(profile)?;
         let run_id = crate::jobs::random_id();
-        let journal = super::open_journal(&runtime.config, &run_id, &profile.name, SESSION_TASK)?;
+        let journal = crate::journal::open(&runtime.config, &run_id, &profile.name, SESSION_TASK)?;
         let tree = Tree::for_queue_job(runtime.config.run_limits, None, Some(run_id), journal);
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
