@@ -37,8 +37,7 @@ impl Placement {
         let cancel = self.children_cancel.child_token();
         let (id, done) = tree.insert(Some(&self.id), profile, task, label, cancel.clone());
         let child = JobHandle::new(tree, id, cancel, done);
-        child.record_queued();
-        child.announce();
+        child.registered(true);
         child
     }
 }
@@ -60,7 +59,7 @@ impl JobHandle {
         let cancel = tree.cancel.clone();
         let (id, done) = tree.insert(None, profile, task, None, cancel.clone());
         let root = JobHandle::new(tree, id, cancel, done);
-        root.record_queued();
+        root.registered(false);
         root
     }
 
@@ -139,20 +138,25 @@ impl JobHandle {
         }
     }
 
-    /// Journals the job's registration (the root's too, so a journal names every job).
-    fn record_queued(&self) {
+    /// Journals the job's registration (the root's too, so a journal names every job)
+    /// and, for a child, announces it (`agent_queued`): one read of the job for both.
+    fn registered(&self, announce: bool) {
         let tree = &self.place.tree;
-        if let Some(job) = tree.journal.as_ref().and_then(|_| tree.job(&self.place.id)) {
-            tree.record(|| {
-                Record::AgentQueued(AgentIntro {
-                    agent: job.id.0,
-                    parent: job.parent.map(|p| p.0),
-                    profile: job.profile,
-                    task: job.task,
-                    label: job.label,
-                })
-            });
+        let Some(job) = tree.job(&self.place.id) else {
+            return;
+        };
+        if announce {
+            tree.events.publish(job.introduction());
         }
+        tree.record(|| {
+            Record::AgentQueued(AgentIntro {
+                agent: job.id.0,
+                parent: job.parent.map(|p| p.0),
+                profile: job.profile,
+                task: job.task,
+                label: job.label,
+            })
+        });
     }
 }
 

@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use super::record::{Line, Record, VERSION};
 use super::writer::JOURNAL_FILE;
-use crate::outcome::AgentState;
 
 /// One agent of a journaled run, as far as its records go.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -227,19 +226,27 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
     })
 }
 
-/// Every run journaled in `dir`, newest first. A directory that is not a run's (or a
-/// journal that cannot be read) is reported in the second list, not fatal.
+/// The journals in `dir`, each with its run's id (its directory's name).
+fn journals(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|entry| {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            (id, entry.path().join(JOURNAL_FILE))
+        })
+        .filter(|(_, path)| path.is_file())
+        .collect()
+}
+
+/// Every run journaled in `dir`, newest first. A journal that cannot be read is
+/// reported in the second list, not fatal.
 pub fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     let mut runs = Vec::new();
     let mut problems = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (runs, problems);
-    };
-    for entry in entries.flatten() {
-        let path = entry.path().join(JOURNAL_FILE);
-        if !path.is_file() {
-            continue;
-        }
+    for (_, path) in journals(dir) {
         match run(&path) {
             Ok(record) => runs.push(record),
             Err(error) => problems.push(format!("{error:#}")),
@@ -249,19 +256,35 @@ pub fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     (runs, problems)
 }
 
+/// When the run of the journal at `path` started: its first line's time, read
+/// without reading the rest.
+fn started_ms(path: &Path) -> Option<u64> {
+    use std::io::BufRead as _;
+    let mut first = String::new();
+    std::io::BufReader::new(std::fs::File::open(path).ok()?)
+        .read_line(&mut first)
+        .ok()?;
+    serde_json::from_str::<Line>(&first)
+        .ok()
+        .map(|line| line.ts_ms)
+}
+
 /// The journal of the run `name` names in `dir`: its id, a unique prefix of it, or
-/// `last` (the newest).
+/// `last` (the newest). Runs are found by their directories' names; only `last`
+/// reads anything, each journal's first line.
 pub fn find(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
-    let (runs, _) = runs(dir);
-    if runs.is_empty() {
+    let mut journals = journals(dir);
+    if journals.is_empty() {
         anyhow::bail!("no runs are journaled in {}", dir.display());
     }
     if name == "last" {
-        return Ok(runs[0].path.clone());
+        journals.sort_by_key(|(id, path)| (started_ms(path), id.clone()));
+        return Ok(journals.pop().expect("not empty").1);
     }
-    let matching: Vec<&RunRecord> = runs.iter().filter(|r| r.id.starts_with(name)).collect();
-    match matching.as_slice() {
-        [one] => Ok(one.path.clone()),
+    journals.retain(|(id, _)| id.starts_with(name));
+    journals.sort();
+    match journals.as_slice() {
+        [(_, path)] => Ok(path.clone()),
         [] => anyhow::bail!(
             "no run `{name}` in {} (`warren runs` lists them)",
             dir.display()
@@ -270,16 +293,11 @@ pub fn find(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
             "`{name}` names {} runs ({}): give more of the id",
             many.len(),
             many.iter()
-                .map(|r| r.id.as_str())
+                .map(|(id, _)| id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
-}
-
-/// Whether `state` names an agent state that is not success.
-pub fn is_failure(state: &str) -> bool {
-    AgentState::from_name(state).is_some_and(|s| s != AgentState::Ok) || state == "interrupted"
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,8 +39,6 @@ struct Pending {
 pub struct Journal {
     /// Where its records go.
     sender: mpsc::UnboundedSender<Pending>,
-    /// The journal file.
-    path: PathBuf,
     /// Set when a write failed: the run goes on, unjournaled from then on, and the
     /// failure is logged once.
     failed: std::sync::Arc<AtomicBool>,
@@ -60,20 +58,10 @@ impl Journal {
         let (sender, receiver) = mpsc::unbounded_channel();
         let failed = std::sync::Arc::new(AtomicBool::new(false));
         let writer_failed = failed.clone();
-        let writer_path = path.clone();
         std::thread::Builder::new()
             .name("warren-journal".into())
-            .spawn(move || write_batches(file, receiver, &writer_path, &writer_failed))?;
-        Ok(Journal {
-            sender,
-            path,
-            failed,
-        })
-    }
-
-    /// The journal file.
-    pub fn path(&self) -> &Path {
-        &self.path
+            .spawn(move || write_batches(file, receiver, &path, &writer_failed))?;
+        Ok(Journal { sender, failed })
     }
 
     /// Appends `record` with the next batch, without waiting.
