@@ -258,7 +258,7 @@ fn record_agent(record: &Record) -> Option<&str> {
         | Record::ToolStarted { agent, .. }
         | Record::ToolFinished { agent, .. }
         | Record::AgentFinished { agent, .. } => Some(agent),
-        Record::RunStarted { .. } | Record::RunFinished { .. } => None,
+        Record::RunStarted { .. } | Record::RunResumed { .. } | Record::RunFinished { .. } => None,
     }
 }
 

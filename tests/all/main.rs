@@ -20,6 +20,7 @@ mod newcomer;
 mod plugins;
 mod providers;
 mod queue;
+mod resume;
 mod sandbox;
 mod support;
 mod tools;

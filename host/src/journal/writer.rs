@@ -55,6 +55,33 @@ impl Journal {
             .append(true)
             .create_new(true)
             .open(&path)?;
+        // Held while the run's process lives, so no `warren resume` takes it over.
+        lock(&file, &path)?;
+        Journal::start(file, path)
+    }
+
+    /// Opens the existing journal at `path` to append to it (a resumed run), first
+    /// cutting a torn last line left by a crash. Fails with `WouldBlock` while another
+    /// process holds it (the run is still going, or being resumed).
+    pub fn append(path: &Path) -> std::io::Result<Journal> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)?;
+        lock(&file, path)?;
+        let bytes = std::fs::read(path)?;
+        let whole = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
+        if whole < bytes.len() {
+            file.set_len(whole as u64)?;
+            file.sync_data()?;
+        }
+        Journal::start(file, path.to_path_buf())
+    }
+
+    fn start(file: File, path: std::path::PathBuf) -> std::io::Result<Journal> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let failed = std::sync::Arc::new(AtomicBool::new(false));
         let writer_failed = failed.clone();
@@ -100,6 +127,21 @@ impl Journal {
         line.push(b'\n');
         let _ = self.sender.send(Pending { line, synced });
     }
+}
+
+/// Takes the journal's lock (advisory, released when the file closes: when the
+/// process ends, however it ends).
+fn lock(file: &File, path: &Path) -> std::io::Result<()> {
+    file.try_lock().map_err(|error| match error {
+        std::fs::TryLockError::WouldBlock => std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            format!(
+                "{} is held by another process: the run is still going, or another `warren resume` has it",
+                path.display()
+            ),
+        ),
+        std::fs::TryLockError::Error(error) => error,
+    })
 }
 
 /// The writer thread: each batch (what has arrived since the last) is written whole
