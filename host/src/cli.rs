@@ -178,8 +178,35 @@ struct OutputArgs {
 #[derive(Debug, Args)]
 struct RunsArgs {
     /// Print JSON: {dir, runs: [...]}.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
+    #[command(subcommand)]
+    action: Option<RunsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsAction {
+    /// Delete old runs' journals: finished runs beyond the newest --keep, or older
+    /// than --older-than (either or both). Unfinished runs, which `warren resume` could
+    /// continue, are kept unless --unfinished; a run a process holds (running, or being
+    /// resumed) is never deleted. Prints each run deleted and the space freed.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+struct PruneArgs {
+    /// Keep the newest N runs.
+    #[arg(long, value_name = "N")]
+    keep: Option<usize>,
+    /// Delete runs that started more than DAYS days ago (fractions allowed: 0.5).
+    #[arg(long, value_name = "DAYS")]
+    older_than: Option<f64>,
+    /// Delete unfinished runs too.
+    #[arg(long)]
+    unfinished: bool,
+    /// Only print what would be deleted.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -525,6 +552,26 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
     let mut config = Config::load(&cli.config)?;
     match cli.command {
+        Command::Runs(RunsArgs {
+            json,
+            action: Some(RunsAction::Prune(prune)),
+        }) => {
+            let older_than = match prune.older_than {
+                Some(days) if !(days.is_finite() && days >= 0.0) => {
+                    return Err(Failure::Usage(format!(
+                        "--older-than: a number of days, 0 or more, got {days}"
+                    )))
+                }
+                days => days.map(|days| std::time::Duration::from_secs_f64(days * 86_400.0)),
+            };
+            let options = crate::journal::prune::Prune {
+                keep: prune.keep,
+                older_than,
+                unfinished: prune.unfinished,
+                dry_run: prune.dry_run,
+            };
+            crate::runs_report::prune(&journal_dir(&config)?, options, json)?;
+        }
         Command::Runs(args) => crate::runs_report::list(&journal_dir(&config)?, args.json)?,
         Command::Show(args) => crate::runs_report::show(
             &journal_dir(&config)?,
@@ -664,6 +711,16 @@ async fn drive(
     } else {
         output.progress
     };
+    if mode != ProgressMode::None {
+        // The run's id first, so a run whose process dies can be found and resumed.
+        match &run.tree.journal {
+            Some(_) => eprintln!(
+                "run {id} (journaled: `warren resume {id}` continues it if this process dies)",
+                id = run.tree.run_id
+            ),
+            None => eprintln!("run {} (not journaled)", run.tree.run_id),
+        }
+    }
     let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
     let cancel = run.cancel_token();
     let journaled = run.tree.journal.is_some().then(|| run.tree.run_id.clone());

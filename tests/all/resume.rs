@@ -511,3 +511,78 @@ async fn a_run_is_resumed_by_one_process_and_only_with_its_setup() {
         json!(["the configuration file changed"])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_while_children_run_on_a_worker_it_re_attaches_to_them() {
+    use crate::queue::{Redis, Worker};
+    let redis = Redis::start();
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(script));
+    project(&world, &server, "rw");
+    let config = world.path("warren.toml");
+    let mut text_of = std::fs::read_to_string(&config).unwrap();
+    text_of.push_str(&format!("\n[queue]\nredis = \"{}\"\n", redis.url()));
+    std::fs::write(&config, text_of).unwrap();
+    let _worker = Worker::start(world.dir.path(), &redis, "w1", 10);
+    let run_id = "resume-worker";
+    let child = start(&world, run_id);
+    // Some leaves have finished on the worker; the mids are still waiting for theirs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while agents_with(&journal_lines(&world, run_id), "agent_finished", "LEAF-") < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "{:#?}",
+            journal_lines(&world, run_id)
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    kill(child);
+    let before = journal_lines(&world, run_id);
+    let recorded = recorded_responses(&before);
+    let asked_before = server.requests().len();
+    // The worker goes on meanwhile.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let resumed = warren(&world, &["resume", run_id, "--json"]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let report: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    let answer = report["text"].as_str().unwrap();
+    for leaf in LEAVES {
+        assert!(
+            answer.contains(&format!("{leaf} OK")),
+            "{leaf} missing from {answer}"
+        );
+    }
+    let asked_again: Vec<(String, usize)> = server.requests()[asked_before..]
+        .iter()
+        .filter_map(|r| request_key(&r.body))
+        .filter(|key| recorded.contains(key))
+        .collect();
+    assert!(asked_again.is_empty(), "asked again for {asked_again:?}");
+    // No child was started twice: each mid's and leaf's turns were asked for once,
+    // and the queue holds one job per child.
+    let mut asked: BTreeMap<(String, usize), usize> = BTreeMap::new();
+    for key in server
+        .requests()
+        .iter()
+        .filter_map(|r| request_key(&r.body))
+    {
+        *asked.entry(key).or_default() += 1;
+    }
+    for (key, times) in &asked {
+        if key.0 != "ROOT" {
+            assert_eq!(*times, 1, "{key:?} asked {times} times: {asked:?}");
+        }
+    }
+    assert_eq!(
+        redis.jobs().len(),
+        9,
+        "{:?}",
+        redis.jobs().iter().map(|j| &j.0).collect::<Vec<_>>()
+    );
+    let log = std::fs::read_to_string(world.path("out/log.txt")).unwrap();
+    let mut sorted: Vec<&str> = log.lines().collect();
+    sorted.sort_unstable();
+    assert_eq!(sorted, LEAVES, "each line once:\n{log}");
+}

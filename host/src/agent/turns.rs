@@ -375,12 +375,10 @@ impl Agent {
             });
             progress.text = response.message.text.clone();
             if fresh {
-                // On disk before any of its tool calls runs: a resumed run reuses it.
+                // Written before any of its tool calls runs, and synced with the start
+                // of the first that could have an effect (see `traced_call`).
                 self.tree
-                    .record_durably(|| {
-                        record_response(&self.id, progress.turns, &request, &response)
-                    })
-                    .await;
+                    .record(|| record_response(&self.id, progress.turns, &request, &response));
             }
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
@@ -552,8 +550,10 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             error.type = tracing::field::Empty,
         );
-        // A plugin call is on disk before it runs: one with no recorded end may have
-        // happened. A spawn tool's effect is a job, journaled in its own right.
+        // A plugin call that could have an effect is on disk (its model response
+        // with it) before it runs: one with no recorded end may have happened. A call
+        // that can have none needs no sync (if its record is lost it is simply run
+        // again), and a spawn tool's effect is a job, journaled in its own right.
         let started_record = || Record::ToolStarted {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),
@@ -562,7 +562,9 @@ impl Agent {
         };
         if recorded.is_some() {
             // Its start is in the journal already (a resumed run).
-        } else if spawn_tools::is_spawn_tool(&call.name) {
+        } else if spawn_tools::is_spawn_tool(&call.name)
+            || self.access.profile.capabilities.replay_safe()
+        {
             self.tree.record(started_record);
         } else {
             self.tree.record_durably(started_record).await;

@@ -9,6 +9,7 @@
 //! commit and what is durable when), [`read`] (reading back, a torn last line
 //! ignored).
 
+pub mod prune;
 pub mod read;
 pub mod record;
 pub mod resume;
@@ -37,7 +38,7 @@ pub fn open(
     let Some(dir) = &config.journal_dir else {
         return Ok(None);
     };
-    let journal = match Journal::create(dir, run_id) {
+    let journal = match Journal::create(dir, run_id, config.journal_max_run_bytes) {
         Ok(journal) => journal,
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
             anyhow::bail!(
@@ -90,7 +91,7 @@ pub fn take_over(
         );
     };
     let path = read::find(dir, name)?;
-    let journal = Journal::append(&path)
+    let journal = Journal::append(&path, config.journal_max_run_bytes)
         .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
     let resume = Resume::new(read::records(&path)?)
         .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
@@ -99,6 +100,12 @@ pub fn take_over(
             "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it)",
             resume.run,
             state.as_str(),
+            resume.run
+        );
+    }
+    if let Some(mib) = resume.full {
+        anyhow::bail!(
+            "run {}'s journal reached its size bound ({mib} MiB, [journal] max_run_mib): what the run did after it was not recorded, so it cannot be resumed",
             resume.run
         );
     }

@@ -190,6 +190,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::JournalFull { .. }
             | Record::AgentSpec { .. }
             | Record::ToolStarted { .. }
             | Record::ToolFinished { .. } => {}

@@ -169,6 +169,12 @@ pub enum Record {
         /// Wall time.
         duration_ms: u64,
     },
+    /// The journal reached its size bound (`[journal] max_run_mib`): nothing after
+    /// this was recorded, and the run cannot be resumed.
+    JournalFull {
+        /// The bound, in MiB.
+        max_run_mib: u64,
+    },
     /// The run ended: its root finished and the tree's cost is final.
     RunFinished {
         /// The root's state.

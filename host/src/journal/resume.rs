@@ -108,6 +108,8 @@ pub struct Resume {
     pub finished: Option<AgentState>,
     /// Dollars the earlier processes spent.
     pub spent_usd: f64,
+    /// The size bound the journal reached, when it did (it cannot be resumed).
+    pub full: Option<u64>,
     agents: HashMap<String, RecordedAgent>,
     /// Every recorded job id (a new job never takes one).
     ids: HashSet<String>,
@@ -143,6 +145,7 @@ impl Resume {
             plugins_sha256,
             finished: None,
             spent_usd: 0.0,
+            full: None,
             agents: HashMap::new(),
             ids: HashSet::new(),
             unclaimed: Mutex::default(),
@@ -288,6 +291,7 @@ impl Resume {
                 }
             }
             Record::RunFinished { state, .. } => self.finished = Some(state),
+            Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
             Record::RunStarted { .. } | Record::RunResumed { .. } => {}
         }
     }
