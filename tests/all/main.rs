@@ -7,6 +7,7 @@ mod agent_files;
 mod agents;
 mod bounds;
 mod cli;
+mod docs;
 mod events;
 mod fake_llm;
 mod guests;
