@@ -200,7 +200,8 @@ fn broken_links(root: &Path) -> Vec<String> {
     broken
 }
 
-/// Every file under `dir`, recursively (build output and installed packages skipped).
+/// Every file under `dir`, recursively (what `.gitignore` leaves out skipped: build
+/// output, installed packages, run journals).
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -208,7 +209,12 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in entries {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy();
-        if path.is_dir() && !matches!(&*name, "target" | "node_modules" | ".venv") {
+        if path.is_dir()
+            && !matches!(
+                &*name,
+                "target" | "node_modules" | ".venv" | ".warren" | "__pycache__"
+            )
+        {
             files_under(&path, out);
         } else if path.is_file() {
             out.push(path);
