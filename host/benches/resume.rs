@@ -36,11 +36,9 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(dir.path().join("script.toml"), script)?;
     std::fs::write(
         dir.path().join("warren.toml"),
-        format!(
-            "[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+        "[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
              [defaults]\nmax_concurrent = 100\nmax_concurrent_total = 100\ntimeout_s = 600\n\n\
-             [profiles.main]\ntools = []\n\n[profiles.worker]\ntools = []\n"
-        ),
+             [profiles.main]\ntools = []\n\n[profiles.worker]\ntools = []\n",
     )?;
     let config_path = dir.path().join("warren.toml");
     let run_id = "resume-bench";
