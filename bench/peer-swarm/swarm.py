@@ -12,10 +12,15 @@ started fresh. Only the client process is measured, through wait4's resource usa
 defaults a user gets: its run journal on and plain progress lines (stdout and stderr go
 to a file). With --unstreamed warren's model table gets `stream = false`, so both
 clients get each answer as one JSON body, as the SDK asks for it.
+
+With --journal-cost N the SDK is left out: warren runs N times with its run journal on
+and N times with --no-journal, alternately, and the medians and their ratio are printed
+(what the journal costs; see docs/benchmarks.md).
 """
 
 import argparse
 import os
+import statistics
 import shutil
 import subprocess
 import sys
@@ -32,6 +37,8 @@ class Server:
 
     def __init__(self, workdir, style):
         self.port_file = os.path.join(workdir, f"{style}.port")
+        if os.path.exists(self.port_file):
+            os.remove(self.port_file)  # an earlier run's server's port
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "server.py"), "--style", style,
              "--fan", str(FAN), "--rounds", str(ROUNDS), "--port-file", self.port_file])
@@ -105,6 +112,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", required=True, help="the Python with openai-agents installed")
     parser.add_argument("--unstreamed", action="store_true", help="warren's model gets stream = false")
+    parser.add_argument("--journal-cost", type=int, metavar="N",
+                        help="warren only: N runs with the journal on and N with --no-journal")
     parser.add_argument("warren", help="the warren binary (a release build)")
     parser.add_argument("plugins", help="a directory holding files.wasm (only that file is used)")
     args = parser.parse_args()
@@ -124,21 +133,40 @@ def main():
             with open(os.path.join(docs, f"topic{k}.txt"), "w") as f:
                 f.write(f"code word w{k}\n")
 
+        def run_warren(extra):
+            with Server(work, "warren") as server:
+                config = os.path.join(work, "warren.toml")
+                with open(config, "w") as f:
+                    f.write(warren_config(server.port(), plugins, args.unstreamed))
+                env = dict(os.environ, WARREN_PEER_KEY="sk-peer-bench")
+                out = os.path.join(work, "warren.out")
+                measured = measure([warren, "run", "--config", config, "--profile", "main",
+                                    *extra, "gather"], out, work, env)
+            finished(out, "warren")
+            return measured
+
+        if args.journal_cost:
+            on, off = [], []
+            for _ in range(args.journal_cost):
+                on.append(run_warren([]))
+                off.append(run_warren(["--no-journal"]))
+            cpu_on = statistics.median(m[0] for m in on) * 1000 / n
+            cpu_off = statistics.median(m[0] for m in off) * 1000 / n
+            rss_on = statistics.median(m[1] for m in on) / 1024
+            rss_off = statistics.median(m[1] for m in off) / 1024
+            print(f"journal on: {cpu_on:.3f} ms per sub-agent, {rss_on:.0f} MiB; "
+                  f"off: {cpu_off:.3f} ms, {rss_off:.0f} MiB (medians of {args.journal_cost})")
+            print(f"journal cost: CPU {cpu_on / max(cpu_off, 1e-9):.3f}x, "
+                  f"peak RSS {rss_on / max(rss_off, 1e-9):.3f}x")
+            return
+
         with Server(work, "sdk") as server:
             sdk_out = os.path.join(work, "sdk.out")
             sdk = measure([args.python, os.path.join(HERE, "peer_sdk.py"), server.port(), docs],
                           sdk_out, work)
         finished(sdk_out, "OpenAI Agents SDK")
 
-        with Server(work, "warren") as server:
-            config = os.path.join(work, "warren.toml")
-            with open(config, "w") as f:
-                f.write(warren_config(server.port(), plugins, args.unstreamed))
-            env = dict(os.environ, WARREN_PEER_KEY="sk-peer-bench")
-            warren_out = os.path.join(work, "warren.out")
-            ours = measure([warren, "run", "--config", config, "--profile", "main", "gather"],
-                           warren_out, work, env)
-        finished(warren_out, "warren")
+        ours = run_warren([])
 
     ours_ms, sdk_ms = ours[0] * 1000 / n, sdk[0] * 1000 / n
     print(f"host CPU per sub-agent: warren {ours_ms:.3f} ms, OpenAI Agents SDK {sdk_ms:.3f} ms "
