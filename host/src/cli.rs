@@ -127,6 +127,22 @@ enum Command {
     ///
     /// RUN is a run id, a unique prefix of one, or `last`.
     Show(ShowArgs),
+    /// Serve the web view of a journaled run (its tree, transcripts and timeline), or
+    /// of the list of runs when no RUN is given, until Ctrl-C.
+    ///
+    /// RUN is a run id, a unique prefix of one, or `last`. A run still being written
+    /// (by `warren mcp`, a worker or another `warren run`) is followed as its journal
+    /// grows. The address, with its random token, is printed on stderr.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+struct ViewArgs {
+    /// The run: its id, a unique prefix of it, or `last` (default: the list of runs).
+    run: Option<String>,
+    /// Listen on this address (loopback by default; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = crate::web::DEFAULT_ADDR)]
+    addr: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]
@@ -307,6 +323,13 @@ struct RunArgs {
     /// digits, `_` and `-`, at most 64), e.g. to name it after an outside system's job.
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// Serve a live web view of the run (the agent tree, transcripts, a timeline,
+    /// cancelling an agent) on ADDR, loopback with a free port by default
+    /// (`--web=ADDR` to choose); its address, with a random token, is printed on
+    /// stderr. After the run it stays up until Ctrl-C.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+          default_missing_value = crate::web::DEFAULT_ADDR)]
+    web: Option<std::net::SocketAddr>,
     /// Do not journal this run (by default every run is recorded in `[journal] dir`,
     /// for `warren runs` and `warren show`).
     #[arg(long)]
@@ -490,6 +513,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     let mut config = Config::load(&cli.config)?;
     match cli.command {
         Command::Runs(args) => crate::runs_report::list(&journal_dir(&config)?, args.json)?,
+        Command::View(args) => {
+            let dir = journal_dir(&config)?;
+            let run = match &args.run {
+                Some(name) => Some(crate::journal::read::find(&dir, name)?),
+                None => None,
+            };
+            let server =
+                crate::web::WebServer::bind(args.addr, crate::web::Source::Journal { dir, run })
+                    .await?;
+            eprintln!("warren: web view at {}  (Ctrl-C to stop)", server.url());
+            server
+                .serve(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await;
+        }
         Command::Show(args) => crate::runs_report::show(
             &journal_dir(&config)?,
             &args.run,
@@ -579,9 +618,31 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 args.progress
             };
-            let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
+            let web = match args.web {
+                Some(address) => {
+                    let live =
+                        crate::web::LiveRun::new(run.tree.clone(), &args.profile, &args.task);
+                    let source = crate::web::Source::Live {
+                        run: live.clone(),
+                        journal_dir: host.config().journal_dir.clone(),
+                    };
+                    let server = crate::web::WebServer::bind(address, source).await?;
+                    let url = server.url();
+                    eprintln!("warren: web view at {url}");
+                    tokio::spawn(server.serve(std::future::pending()));
+                    Some((live, url))
+                }
+                None => None,
+            };
+            let progress = tokio::spawn(show_progress(
+                run.events(),
+                run.root.0.clone(),
+                mode,
+                log,
+                web.as_ref().map(|(live, _)| live.clone()),
+            ));
             let cancel = run.cancel_token();
-            tokio::spawn(async move {
+            let interrupt = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     eprintln!("\ncancelling every agent (Ctrl-C again to exit at once)…");
                     cancel.cancel();
@@ -592,6 +653,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             });
             let report = run.wait().await;
             progress.await.context("the progress task failed")??;
+            interrupt.abort();
             // A reader gone from stdout does not hide how the run ended: the answer is
             // written first and its failure reported after the agent's.
             let shown = if args.json {
@@ -601,6 +663,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             };
             if !args.quiet && !args.json {
                 eprint!("{}", summary(&report));
+            }
+            if let Some((_, url)) = &web {
+                eprintln!("warren: the run is over; the web view stays up at {url} until Ctrl-C");
+                let _ = tokio::signal::ctrl_c().await;
             }
             if report.root.state != AgentState::Ok {
                 return Err(Failure::Run(anyhow::anyhow!(
@@ -789,12 +855,14 @@ fn summary(report: &RunReport) -> String {
     out
 }
 
-/// Feeds the event stream to the progress view and the JSONL log until the root ends.
+/// Feeds the event stream to the progress view, the JSONL log and the web view until
+/// the root ends.
 async fn show_progress(
     mut events: EventStream,
     root: String,
     mode: ProgressMode,
     mut log: Option<std::io::BufWriter<std::fs::File>>,
+    web: Option<Arc<crate::web::LiveRun>>,
 ) -> anyhow::Result<()> {
     use std::io::{IsTerminal, Write};
     let live = match mode {
@@ -817,7 +885,10 @@ async fn show_progress(
                         serde_json::to_writer(&mut *log, &record)?;
                         log.write_all(b"\n")?;
                     }
-                    view.apply(&record.event);
+                    view.apply(&record);
+                    if let Some(web) = &web {
+                        web.apply(&record);
+                    }
                     if let Some(line) = plain.then(|| plain_line(&record.event)).flatten() {
                         writeln!(out, "{line}")?;
                     }
@@ -830,6 +901,9 @@ async fn show_progress(
                     }
                 };
                 out.flush()?;
+                if let Some(web) = &web {
+                    web.flush();
+                }
                 if root_finished {
                     break;
                 }
