@@ -24,3 +24,4 @@ mod sandbox;
 mod support;
 mod tools;
 mod typed;
+mod web;

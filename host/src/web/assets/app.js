@@ -261,7 +261,8 @@
     moveFocus(item, focus);
     $('streaming').textContent = '';
     drawFacts();
-    refreshTranscript(true);
+    transcriptAgain = false;
+    if (transcriptTimer) transcriptAgain = true; else refreshTranscript(true);
   }
 
   function moveFocus(item, focus) {
@@ -305,15 +306,24 @@
     $('cancel').hidden = !(run && run.live) || FINAL.has(row.state);
   }
 
+  // One transcript load at a time; a change seen meanwhile loads it again after.
   let transcriptTimer = null;
-  function refreshTranscript(now) {
-    if (transcriptTimer) return;
-    transcriptTimer = setTimeout(loadTranscript, now ? 0 : 250);
+  let transcriptAgain = false;
+  function refreshTranscript(immediate) {
+    if (transcriptTimer) { transcriptAgain = true; return; }
+    transcriptTimer = setTimeout(loadTranscript, immediate ? 0 : 250);
   }
 
   async function loadTranscript() {
-    transcriptTimer = null;
-    const id = selected;
+    try {
+      await drawTranscript(selected);
+    } finally {
+      transcriptTimer = null;
+      if (transcriptAgain) { transcriptAgain = false; refreshTranscript(false); }
+    }
+  }
+
+  async function drawTranscript(id) {
     if (!id) return;
     const response = await fetch(api('/api/agents/' + encodeURIComponent(id) + '/transcript'));
     const box = $('transcript');
@@ -324,6 +334,7 @@
       return;
     }
     const body = await response.json();
+    if (id !== selected) return;
     const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
     box.replaceChildren(...body.records.map(entry));
     if (atBottom) box.scrollTop = box.scrollHeight;
