@@ -6,6 +6,7 @@
 mod agent_files;
 mod agents;
 mod bounds;
+mod browser;
 mod cli;
 mod events;
 mod fake_llm;

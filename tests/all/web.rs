@@ -5,18 +5,13 @@
 //! (`tests/fixtures/web-python/browser.py`) does the clicking and checks what the
 //! page shows, this file checks what warren recorded.
 
-use std::io::{BufRead as _, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::browser::{browse, Served};
 use crate::fake_llm::{FakeLlm, Reply};
-use crate::support::{root, text, warren, World};
-
-const WARREN: &str = env!("CARGO_BIN_EXE_warren");
+use crate::support::{text, warren, World};
 
 fn answer(text: &str) -> Reply {
     Reply::answer(text, (100, 50))
@@ -75,128 +70,6 @@ fn script_reader(server: &FakeLlm) {
     server.route("read-only", answer("READER DONE"));
 }
 
-/// Python with Playwright, and the system's chromium.
-fn playwright() -> (PathBuf, PathBuf) {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let fixture = root().join("tests/fixtures/web-python");
-    let venv = root().join("target/web-python");
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if !*ready {
-        let hint = "python3 with venv and pip is needed for the web view tests (scripts/install-deps installs it)";
-        if !python.exists() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        *ready = true;
-    }
-    let chromium = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|dir| dir.join("chromium"))
-        .find(|path| path.is_file())
-        .expect("chromium is needed for the web view tests: scripts/install-deps installs it (apt-get install chromium)");
-    (python, chromium)
-}
-
-/// A warren process serving a web view, its stderr collected.
-struct Served {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Served {
-    /// Starts `warren ARGS` in `world` and waits for the address it prints.
-    fn start(world: &World, args: &[&str]) -> Served {
-        let mut child = Command::new(WARREN)
-            .args(args)
-            .current_dir(world.dir.path())
-            .env_remove("WARREN_CONFIG")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (found, url) = std::sync::mpsc::channel();
-        let lines = BufReader::new(child.stderr.take().unwrap());
-        let collected = stderr.clone();
-        std::thread::spawn(move || {
-            for line in lines.lines().map_while(Result::ok) {
-                if let Some(at) = line.find("web view at http://") {
-                    let url = line[at + "web view at ".len()..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string();
-                    let _ = found.send(url);
-                }
-                collected.lock().unwrap().push_str(&line);
-                collected.lock().unwrap().push('\n');
-            }
-        });
-        let url = url
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| {
-                panic!("warren printed no web address:\n{}", stderr.lock().unwrap())
-            });
-        Served { child, url, stderr }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs browser.py's `scenario` against `url`, with `on_line` called on each line it
-/// prints; panics with its output unless it ends with PASS.
-fn browse(scenario: &str, url: &str, screenshot: &str, on_line: impl Fn(&str)) {
-    let (python, chromium) = playwright();
-    let shot = root().join("target").join(screenshot);
-    let mut child = Command::new(python)
-        .arg(root().join("tests/fixtures/web-python/browser.py"))
-        .args([scenario, url])
-        .arg(&chromium)
-        .arg(&shot)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut printed = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-    {
-        on_line(&line);
-        printed.push(line);
-    }
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success() && printed.last().map(String::as_str) == Some("PASS"),
-        "browser scenario `{scenario}` failed:\n{}\n{}",
-        printed.join("\n"),
-        text(&output.stderr)
-    );
-    assert!(shot.is_file(), "no screenshot at {}", shot.display());
-}
-
 /// The newcomer's tour, live: the tree grows while the run spawns, a child's
 /// transcript shows its tool call and the sandbox's denial, cancelling a running
 /// child (after a confirm dialog) ends it as cancelled in the page and in `warren
@@ -237,7 +110,7 @@ async fn a_live_run_is_watched_and_a_child_cancelled_in_the_browser() {
     project(&world, &server);
 
     let served = Served::start(
-        &world,
+        world.dir.path(),
         &["run", "--progress", "plain", "--web", "ROOT-TASK"],
     );
     let url = served.url.clone();
@@ -300,14 +173,14 @@ async fn a_past_run_is_served_from_its_journal() {
     let run = warren(&world, &["run", "--json", "ROOT-TASK"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
 
-    let served = Served::start(&world, &["view", "last"]);
+    let served = Served::start(world.dir.path(), &["view", "last"]);
     let url = served.url.clone();
     tokio::task::spawn_blocking(move || browse("view", &url, "web-view-journal.png", |_| {}))
         .await
         .unwrap();
     drop(served);
 
-    let served = Served::start(&world, &["view"]);
+    let served = Served::start(world.dir.path(), &["view"]);
     let url = served.url.clone();
     tokio::task::spawn_blocking(move || browse("runs", &url, "web-view-runs.png", |_| {}))
         .await

@@ -35,7 +35,7 @@
   // For measurements (the bench reads them): the newest event drawn, when, and how
   // long drawing took.
   const stats = window.warrenStats = {
-    renders: 0, lastRenderMs: 0, maxRenderMs: 0, firstRenderMs: 0,
+    renders: 0, lastRenderMs: 0, maxRenderMs: 0, totalRenderMs: 0, firstRenderMs: 0,
     newestEventMs: 0, shownAtMs: 0, agents: 0,
   };
   let pendingEventMs = 0;
@@ -136,6 +136,7 @@
     stats.renders += 1;
     stats.lastRenderMs = took;
     stats.maxRenderMs = Math.max(stats.maxRenderMs, took);
+    stats.totalRenderMs += took;
     stats.agents = agents.size;
     if (pendingEventMs > stats.newestEventMs) {
       stats.newestEventMs = pendingEventMs;
