@@ -466,7 +466,10 @@ impl RunState {
                 error: error.clone(),
                 text: bounded(text, RESULT_CHARS),
             }],
-            Record::RunStarted { .. } | Record::RunFinished { .. } => Vec::new(),
+            Record::RunStarted { .. }
+            | Record::RunResumed { .. }
+            | Record::JournalFull { .. }
+            | Record::RunFinished { .. } => Vec::new(),
         }
     }
 }

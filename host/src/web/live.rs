@@ -45,14 +45,18 @@ struct Inner {
 }
 
 impl LiveRun {
-    /// The view of the run whose jobs are `tree`, started on `task` under `profile`.
-    pub fn new(tree: Arc<Tree>, profile: &str, task: &str) -> Arc<LiveRun> {
+    /// The view of the run whose jobs are `tree`, rooted at job `root`.
+    pub fn new(tree: Arc<Tree>, root: &JobId) -> Arc<LiveRun> {
+        let (profile, task) = tree
+            .job(root)
+            .map(|job| (job.profile, job.task))
+            .unwrap_or_default();
         Arc::new(LiveRun {
             inner: Mutex::default(),
             frames: broadcast::channel(FRAME_BACKLOG).0,
             tree,
-            profile: profile.to_string(),
-            task: task.to_string(),
+            profile,
+            task,
         })
     }
 

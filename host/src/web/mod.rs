@@ -13,7 +13,7 @@
 //! journal, neither of which holds API keys.
 //!
 //! Layout: [`live`] (the served run: the shared fold of its events, and the frames
-//! sent to event-stream clients), `access` (token, `Host` and `Origin` checks, the
+//! sent to event-stream clients), `source` (what a server shows), `access` (token, `Host` and `Origin` checks, the
 //! response headers), `api` (the JSON the endpoints answer), `server` (the listener
 //! and routes).
 
@@ -21,36 +21,16 @@ mod access;
 mod api;
 pub mod live;
 mod server;
+mod source;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 pub use self::live::LiveRun;
+pub use self::source::Source;
 
 /// The address `--web` listens on when given none: loopback, a free port.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:0";
-
-/// What a web server shows.
-#[derive(Clone)]
-pub enum Source {
-    /// A run of this process, as it goes; the journal directory (when runs are
-    /// journaled) serves earlier runs and this one's transcripts.
-    Live {
-        /// The run.
-        run: Arc<LiveRun>,
-        /// Where runs are journaled.
-        journal_dir: Option<PathBuf>,
-    },
-    /// Journaled runs: the one named, or the list when `run` is `None`.
-    Journal {
-        /// Where runs are journaled.
-        dir: PathBuf,
-        /// The run's journal file.
-        run: Option<PathBuf>,
-    },
-}
 
 /// A web server listening, not yet serving.
 pub struct WebServer {

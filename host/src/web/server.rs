@@ -27,8 +27,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use super::access::{self, Gate, Pass, Refusal};
+use super::api;
 use super::live::{push_frame, LiveRun};
-use super::{api, Source};
+use super::source::Source;
 use crate::jobs::CancelJob;
 use crate::journal::read;
 
