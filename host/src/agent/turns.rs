@@ -153,6 +153,14 @@ impl Agent {
                 max_cost_usd: self.limits.max_cost_usd,
                 depth: self.depth,
             });
+            self.tree.events.publish(Event::AgentSpec {
+                agent: self.id.0.clone(),
+                model: self.profile.model.clone(),
+                max_turns: self.limits.max_turns,
+                timeout_s: self.limits.timeout_s,
+                max_cost_usd: self.limits.max_cost_usd,
+                depth: self.depth,
+            });
             let mut progress = Progress::default();
             let ended = {
                 let body = self.converse(task, &mut progress);
