@@ -26,3 +26,4 @@ mod sandbox;
 mod support;
 mod tools;
 mod typed;
+mod typed_results;

@@ -266,6 +266,7 @@ impl Resume {
                 agent,
                 state,
                 text,
+                output,
                 error,
                 turns,
                 input_tokens,
@@ -278,6 +279,7 @@ impl Resume {
                     agent.finished = Some(AgentOutcome {
                         state,
                         text,
+                        output,
                         error,
                         turns,
                         usage: Usage {
