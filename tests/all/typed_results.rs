@@ -624,3 +624,59 @@ async fn blocking_run(world: &World) -> (Value, String) {
         .await
         .unwrap()
 }
+
+#[test]
+fn a_python_bullmq_producer_reads_a_field_of_a_typed_result() {
+    use crate::queue::{python_bullmq, world, Redis, Worker};
+    let (python, fixture) = python_bullmq();
+    let redis = Redis::start();
+    let script = r#"
+[[turns]]
+profile = "researcher"
+when = "count the foxes"
+text = '{"count": 2, "note": "two foxes"}'
+[[turns]]
+profile = "researcher"
+when = "count the owls"
+text = "I saw some owls."
+[[turns]]
+profile = "researcher"
+when = "does not match the output schema"
+text = "Some owls, I said."
+"#;
+    let dir = world("", script);
+    let _worker = Worker::start(dir.path(), &redis, "w1", 1);
+    // The producer sends its own schema with the job, and reads `output.count`.
+    let produce = |task: &str, schema: &Value| -> (String, String) {
+        let data = json!({"task": task, "profile": "researcher", "output_schema": schema});
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{python:?} {:?} {:?} warren {:?} 1 | {python:?} -c \"import json, sys; r = json.load(sys.stdin); print(r['state'], r['result']['state'] if r['result'] else r['failed']); print(r['result']['output']['count'] if r['result'] and r['result'].get('output') else r['result'])\"",
+                fixture.join("producer.py"),
+                redis.url(),
+                data.to_string(),
+            ))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let stdout = text(&output.stdout);
+        let (head, field) = stdout
+            .trim()
+            .split_once('\n')
+            .unwrap_or((stdout.trim(), ""));
+        (head.to_string(), field.to_string())
+    };
+    let (state, count) = produce("count the foxes", &count_schema());
+    assert_eq!(state, "completed ok");
+    assert_eq!(count, "2");
+    // Prose where JSON was asked for, twice: the job completes with the state.
+    let (state, _) = produce("count the owls", &count_schema());
+    assert_eq!(state, "completed invalid_output");
+    // A schema that is not one fails the job at once, naming the field.
+    let (state, _) = produce("count the foxes", &json!({"type": "objekt"}));
+    assert!(
+        state.starts_with("failed") && state.contains("`output_schema`: not a valid JSON Schema"),
+        "{state}"
+    );
+}
