@@ -680,3 +680,44 @@ text = "Some owls, I said."
         "{state}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_client_gets_structured_content() {
+    for wire in WIRES {
+        let server = FakeLlm::start().await;
+        let world = World::new();
+        // The SDK starts the server with a minimal environment: no key variable.
+        let text = config(&server, wire, "")
+            .replace(
+                "[profiles.main]\nsystem_prompt = \"ROOT-PROMPT\"\ntools = []",
+                "[profiles.main]\ntools = [\"spawn\"]",
+            )
+            .replace("api_key_env = \"CARGO_PKG_NAME\"\n", "");
+        std::fs::write(world.path("warren.toml"), text).unwrap();
+        let counts = Arc::new(std::sync::atomic::AtomicU64::new(5));
+        server.respond_with(Arc::new(move |_body: &Value| {
+            let count = counts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(wire.typed(json!({"count": count})))
+        }));
+        let report = crate::mcp::client(&world, None, "structured").await;
+        let results = report["foreground"]["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{wire:?}: no structuredContent: {report:#}"));
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0]["state"], "ok");
+        assert_eq!(results[0]["output"], json!({"count": 5}), "{wire:?}");
+        assert!(report["foreground_text"]
+            .as_str()
+            .unwrap()
+            .contains(r#"{"count":5}"#));
+        assert_eq!(
+            report["awaited"]["results"][0]["output"],
+            json!({"count": 6})
+        );
+        assert_eq!(
+            report["started"],
+            Value::Null,
+            "a background spawn has no result yet"
+        );
+    }
+}
