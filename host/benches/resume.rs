@@ -5,10 +5,7 @@
 //!
 //! Run with: `cargo bench --bench resume`
 
-#[allow(dead_code)] // the bench uses the root's turns only
-#[path = "support/runs.rs"]
-mod runs;
-
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use warren::{Config, Host};
@@ -18,18 +15,30 @@ const CHILDREN: usize = 1000;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let mut script = runs::root_turns(CHILDREN);
+    // The root spawns its children in four replies of 250 (a reply runs at most 256
+    // calls), awaits them and answers; each child answers after 100 ms.
+    let mut script = String::new();
+    for (reply, when) in ["bench", "job", "job", "job"].iter().enumerate() {
+        let _ = writeln!(
+            script,
+            "[[turns]]\nprofile = \"main\"\nwhen = \"{when}\"\ntool_calls = ["
+        );
+        for i in reply * 250..(reply + 1) * 250 {
+            let _ = writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},");
+        }
+        script.push_str("]\n\n");
+    }
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
     for _ in 0..CHILDREN {
-        script.push_str("[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ntext = \"done\"\n\n");
+        script.push_str("[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ndelay_ms = 100\ntext = \"done\"\n\n");
     }
     std::fs::write(dir.path().join("script.toml"), script)?;
     std::fs::write(
         dir.path().join("warren.toml"),
-        format!(
-            "[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
-             [defaults]\nmax_concurrent = {CHILDREN}\nmax_concurrent_total = {CHILDREN}\ntimeout_s = 600\n\n\
-             [profiles.main]\ntools = []\n\n[profiles.worker]\ntools = []\n"
-        ),
+        "[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+             [defaults]\nmax_concurrent = 100\nmax_concurrent_total = 100\ntimeout_s = 600\n\n\
+             [profiles.main]\ntools = []\n\n[profiles.worker]\ntools = []\n",
     )?;
     let config_path = dir.path().join("warren.toml");
     let run_id = "resume-bench";
@@ -66,7 +75,12 @@ async fn main() -> anyhow::Result<()> {
         .filter(|l| l.contains("\"agent_finished\""))
         .count();
 
-    // A new host, as a new process would be, resumes it.
+    // A new host, as a new process would be, resumes it; its model has one turn left
+    // to give, the root's last.
+    std::fs::write(
+        dir.path().join("script.toml"),
+        "[[turns]]\nprofile = \"main\"\ntext = \"all done\"\n",
+    )?;
     let host = Host::load(Config::load(&config_path)?).await?;
     let deadline = Instant::now() + Duration::from_secs(5);
     let started = Instant::now();

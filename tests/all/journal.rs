@@ -112,6 +112,14 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
     assert_eq!(count("agent_queued"), 3);
     assert_eq!(count("agent_finished"), 3);
     assert!(count("model_response") >= 4, "{lines:#?}");
+    // Each response names the request it answered by a digest of the body sent.
+    let digests: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "model_response")
+        .map(|l| l["request_digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(digests.len(), count("model_response"), "{digests:?}");
+    assert!(digests.iter().all(|d| d.len() == 32), "{digests:?}");
     // Every tool call is recorded before it runs, and its result after.
     assert_eq!(count("tool_started"), count("tool_finished"));
     let write = lines

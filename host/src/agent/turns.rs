@@ -106,6 +106,7 @@ fn record_response(
         agent: agent.0.clone(),
         turn,
         request_messages: request.messages.len(),
+        request_digest: response.request_digest.clone(),
         text: message.text.clone(),
         reasoning: message.reasoning.clone(),
         refusal: message.refusal.clone(),
@@ -161,6 +162,7 @@ fn replayed_response(recorded: &RecordedResponse) -> crate::llm::ChatResponse {
         },
         usage: recorded.usage,
         cost_usd: recorded.cost_usd,
+        request_digest: recorded.request_digest.clone(),
     }
 }
 

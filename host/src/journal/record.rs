@@ -94,6 +94,9 @@ pub enum Record {
         turn: u32,
         /// Messages in the request it answered (the history's length then).
         request_messages: usize,
+        /// A digest of the exact request body sent (XXH3-128 of its bytes, hex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_digest: Option<String>,
         /// Its text.
         text: String,
         /// Reasoning the model showed.

@@ -35,6 +35,8 @@ pub struct RecordedResponse {
     pub usage: Usage,
     /// Dollars.
     pub cost_usd: f64,
+    /// The digest of the request it answered.
+    pub request_digest: Option<String>,
 }
 
 /// A tool call as recorded: started, and perhaps finished.
@@ -219,6 +221,7 @@ impl Resume {
                 cached_input_tokens,
                 output_tokens,
                 cost_usd,
+                request_digest,
                 ..
             } => {
                 self.spent_usd += cost_usd;
@@ -238,6 +241,7 @@ impl Resume {
                             output_tokens,
                         },
                         cost_usd,
+                        request_digest,
                     });
                 }
             }
@@ -400,6 +404,7 @@ mod tests {
                 agent: agent.into(),
                 turn,
                 request_messages: 1,
+                request_digest: None,
                 text: String::new(),
                 reasoning: String::new(),
                 refusal: None,
