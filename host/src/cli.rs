@@ -397,6 +397,10 @@ struct RunArgs {
     /// for `warren runs` and `warren show`).
     #[arg(long)]
     no_journal: bool,
+    /// A JSON Schema file the root's answer must match: stdout is then that JSON (a
+    /// run ending `invalid_output` prints nothing there and exits 1).
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
     #[command(flatten)]
     queue: QueueArgs,
 }
@@ -675,6 +679,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "--run-id: use letters, digits, `_` and `-` (at most 64), got `{id}`"
                 )));
             }
+            let output_schema = args
+                .output_schema
+                .as_deref()
+                .map(read_output_schema)
+                .transpose()?;
             let log = args.output.event_log()?;
             let host = load(config).await?;
             // The one unknown-model check (in `Host::start`) is a configuration error:
@@ -685,13 +694,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     &args.task,
                     args.model.as_deref(),
                     args.run_id.as_deref(),
+                    output_schema,
                 )
                 .map_err(|error| match error.downcast::<ConfigError>() {
                     Ok(config) => Failure::Config(config),
                     Err(other) => Failure::Run(other),
                 })?;
             let journal_dir = host.config().journal_dir.clone();
-            drive(run, &args.output, log, journal_dir).await?;
+            let typed = args.output_schema.is_some();
+            drive(run, &args.output, log, journal_dir, typed).await?;
         }
         Command::Resume(args) => {
             args.queue.apply(&mut config)?;
@@ -699,7 +710,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let host = load(config).await?;
             let run = host.resume(&args.run, args.force)?;
             let journal_dir = host.config().journal_dir.clone();
-            drive(run, &args.output, log, journal_dir).await?;
+            drive(run, &args.output, log, journal_dir, false).await?;
         }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
@@ -741,12 +752,15 @@ impl OutputArgs {
 }
 
 /// Shows `run`'s progress, waits for it and prints its answer or report; Ctrl-C
-/// cancels it, a second Ctrl-C exits at once, leaving it to `warren resume`.
+/// cancels it, a second Ctrl-C exits at once, leaving it to `warren resume`. A
+/// `typed` root's answer is printed only when it is the checked JSON, so whatever
+/// reads stdout never gets prose.
 async fn drive(
     run: Run,
     output: &OutputArgs,
     log: Option<std::io::BufWriter<std::fs::File>>,
     journal_dir: Option<PathBuf>,
+    typed: bool,
 ) -> Result<(), Failure> {
     let mode = if output.quiet {
         ProgressMode::None
@@ -820,6 +834,8 @@ async fn drive(
     // written first and its failure reported after the agent's.
     let shown = if output.json {
         outln!("{:#}", report_json(&report))
+    } else if typed && report.root.output.is_none() {
+        Ok(())
     } else {
         outln!("{}", report.root.text)
     };
@@ -1059,11 +1075,24 @@ async fn show_progress(
 }
 
 /// `warren run --json`: the result and every agent's usage.
+/// `--output-schema FILE`: read within [`crate::config::MAX_OUTPUT_SCHEMA_BYTES`]
+/// (pretty-printed, up to four times that) and checked; a usage error naming the file.
+fn read_output_schema(path: &std::path::Path) -> Result<crate::config::OutputSchema, Failure> {
+    let limit = crate::config::MAX_OUTPUT_SCHEMA_BYTES as u64 * 4;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(limit + 1).read_to_string(&mut text))
+        .map_err(|e| Failure::Usage(format!("--output-schema {}: {e}", path.display())))?;
+    crate::config::OutputSchema::from_json(&text)
+        .map_err(|e| Failure::Usage(format!("--output-schema {}: {e}", path.display())))
+}
+
 fn report_json(report: &RunReport) -> serde_json::Value {
     let outcome = |o: &crate::outcome::AgentOutcome| {
         serde_json::json!({
             "state": o.state.as_str(),
             "text": o.text,
+            "output": o.output,
             "error": o.error,
             "turns": o.turns,
             "input_tokens": o.usage.input_tokens,

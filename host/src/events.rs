@@ -139,6 +139,9 @@ pub enum Event {
         /// Its answer (or partial output), up to [`RESULT_CHARS`] characters.
         #[serde(default)]
         text: String,
+        /// Its typed answer (an output schema), as JSON, whole.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
     },
     /// A subscriber fell behind and lost this many events (never published by agents).
     Lagged {
@@ -161,6 +164,7 @@ impl Event {
             duration_ms: outcome.duration.as_millis() as u64,
             error: outcome.error.clone(),
             text: bounded(&outcome.text, RESULT_CHARS),
+            output: outcome.output.clone(),
         }
     }
 
@@ -176,6 +180,7 @@ impl Event {
             duration_ms,
             error,
             text,
+            output,
             ..
         } = self
         else {
@@ -184,6 +189,7 @@ impl Event {
         Some(AgentOutcome {
             state: *state,
             text: text.clone(),
+            output: output.clone(),
             error: error.clone(),
             turns: *turns,
             usage: Usage {

@@ -138,21 +138,27 @@ impl Host {
 
     /// Starts a root agent with `profile` on `task`; `model` overrides the profile's.
     pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> anyhow::Result<Run> {
-        self.start_with_run_id(profile, task, model, None)
+        self.start_with_run_id(profile, task, model, None, None)
     }
 
     /// As [`Host::start`], with the run's id chosen by the caller (`None`: random). Job
     /// ids derive from it: a run given an id hands out the ids every run of that id
-    /// does, so the id must not be reused for unrelated runs.
+    /// does, so the id must not be reused for unrelated runs. With `output_schema`,
+    /// the root's answer is typed (`warren run --output-schema`): the profile's own
+    /// schema, if it has one, is replaced for the root only.
     pub fn start_with_run_id(
         &self,
         profile: &str,
         task: &str,
         model: Option<&str>,
         run_id: Option<&str>,
+        output_schema: Option<crate::config::OutputSchema>,
     ) -> anyhow::Result<Run> {
         let config = &self.parts.config;
         let mut profile = config.profile(profile)?;
+        if output_schema.is_some() {
+            profile.output_schema = output_schema;
+        }
         if let Some(model) = model {
             if !config.models.contains_key(model) {
                 return Err(crate::config::ConfigError::UnknownModel {

@@ -30,6 +30,9 @@ pub enum AgentState {
     Truncated,
     /// The provider refused or filtered the answer (`content_filter`, a refusal).
     Refused,
+    /// Its answer did not match its output schema, twice (once more after being told
+    /// why): the error lists the schema errors, the text is the raw answer.
+    InvalidOutput,
 }
 
 impl AgentState {
@@ -44,11 +47,12 @@ impl AgentState {
             AgentState::BudgetExceeded => "budget_exceeded",
             AgentState::Truncated => "truncated",
             AgentState::Refused => "refused",
+            AgentState::InvalidOutput => "invalid_output",
         }
     }
 
     /// Every state, for parsing names back.
-    pub const ALL: [AgentState; 8] = [
+    pub const ALL: [AgentState; 9] = [
         AgentState::Ok,
         AgentState::Error,
         AgentState::Cancelled,
@@ -57,6 +61,7 @@ impl AgentState {
         AgentState::BudgetExceeded,
         AgentState::Truncated,
         AgentState::Refused,
+        AgentState::InvalidOutput,
     ];
 
     /// The state named `name` (as [`AgentState::as_str`] writes it).
@@ -76,8 +81,11 @@ impl std::fmt::Display for AgentState {
 pub struct AgentOutcome {
     /// How it ended.
     pub state: AgentState,
-    /// Its final answer (or the last text it wrote).
+    /// Its final answer (or the last text it wrote); a typed answer's compact JSON.
     pub text: String,
+    /// A typed answer (its profile or spawn had an output schema), checked against
+    /// the schema: only ever set when `state` is `Ok`.
+    pub output: Option<serde_json::Value>,
     /// Why it did not end well, naming the limit where one was hit.
     pub error: Option<String>,
     /// Model turns used.
@@ -104,6 +112,7 @@ impl AgentOutcome {
         AgentOutcome {
             state: AgentState::Cancelled,
             text: String::new(),
+            output: None,
             error: Some("cancelled before it started".into()),
             turns: 0,
             usage: Usage::default(),

@@ -449,6 +449,7 @@ impl RunState {
                 agent,
                 state,
                 text,
+                output,
                 error,
                 turns,
                 input_tokens,
@@ -456,6 +457,7 @@ impl RunState {
                 cost_usd,
                 duration_ms,
             } => vec![Event::AgentFinished {
+                output: output.clone(),
                 agent: agent.clone(),
                 state: *state,
                 turns: *turns,

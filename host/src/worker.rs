@@ -28,7 +28,7 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::config::names_or_none;
+use crate::config::{names_or_none, OutputSchema};
 use crate::events::Event;
 use crate::host::{Host, JobStart};
 use crate::jobs::{compose_task, narrow, ChildAsk};
@@ -191,7 +191,16 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         }
     }
     let ceiling = data.ceiling.as_ref().map(|c| c.to_capabilities());
+    let output_schema = data
+        .output_schema
+        .clone()
+        .map(OutputSchema::new)
+        .transpose()
+        .map_err(|reason| {
+            bullmq::Error::Unrecoverable(format!("job {id}: `output_schema`: {reason}"))
+        })?;
     let ask = ChildAsk {
+        output_schema: output_schema.as_ref(),
         tools: data.tools.as_deref(),
         max_turns: data.limits.max_turns,
         timeout_s: data.limits.timeout_s,

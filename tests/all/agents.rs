@@ -73,7 +73,7 @@ async fn run(world: &World, text: &str, task: &str) -> (RunReport, Duration) {
     let host = Host::load(config).await.unwrap();
     let started = Instant::now();
     let report = host
-        .start_with_run_id("main", task, None, Some(RUN_ID))
+        .start_with_run_id("main", task, None, Some(RUN_ID), None)
         .unwrap()
         .wait()
         .await;

@@ -101,7 +101,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
         .await
         .unwrap();
     let run = host
-        .start_with_run_id("main", "ROOT-TASK", None, Some("events-test"))
+        .start_with_run_id("main", "ROOT-TASK", None, Some("events-test"), None)
         .unwrap();
     let mut stream = run.events();
     let root = run.root.0.clone();

@@ -73,6 +73,7 @@ fn conversation() -> ChatRequest {
             profile: "main".into(),
             agent_id: "a1".into(),
         },
+        answer_schema: None,
     }
 }
 

@@ -27,4 +27,5 @@ mod sandbox;
 mod support;
 mod tools;
 mod typed;
+mod typed_results;
 mod web;

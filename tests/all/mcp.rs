@@ -115,7 +115,7 @@ enum Transport {
 }
 
 /// `warren mcp --http 127.0.0.1:0` in `world`, with its stderr collected.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
     url: String,
@@ -181,7 +181,7 @@ impl Drop for HttpServer {
 
 /// Runs `scenario` of the Python client against `warren mcp` in `world` (over stdio,
 /// or through `server`); returns its report.
-async fn client(world: &World, server: Option<&HttpServer>, scenario: &str) -> Value {
+pub(crate) async fn client(world: &World, server: Option<&HttpServer>, scenario: &str) -> Value {
     let python = python_mcp();
     let script = root().join("tests/fixtures/mcp-python/client.py");
     let mut command = tokio::process::Command::new(python);

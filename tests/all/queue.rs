@@ -237,7 +237,7 @@ impl Drop for Worker {
 
 /// A directory with `warren.toml` (scripted model, `[queue]` with short locks) and
 /// `script.toml`.
-fn world(extra: &str, script: &str) -> tempfile::TempDir {
+pub(crate) fn world(extra: &str, script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("warren.toml"),
@@ -542,7 +542,7 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
 /// A Python with the official BullMQ package (pinned in
 /// `tests/fixtures/bullmq-python/requirements.txt`), in a venv under `target/`, and the
 /// fixture directory.
-fn python_bullmq() -> (PathBuf, PathBuf) {
+pub(crate) fn python_bullmq() -> (PathBuf, PathBuf) {
     static READY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let fixture = crate::support::root().join("tests/fixtures/bullmq-python");
     let venv = crate::support::root().join("target/bullmq-python");

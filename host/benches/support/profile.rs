@@ -16,6 +16,7 @@ pub(crate) fn bench_profile(capabilities: CapabilitySet) -> Profile {
         limits: Default::default(),
         max_turns_ceiling: 10,
         inherit_model: false,
+        output_schema: None,
         source: ProfileSource::Config,
         notes: Vec::new(),
     }

@@ -14,7 +14,7 @@
 //! `spawn_tools` (the four spawn tools and how a child is spawned),
 //! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
-//! is kept).
+//! is kept), `typed_output` (an answer asked for and checked against an output schema).
 
 mod replay;
 mod runtime;
@@ -23,6 +23,7 @@ mod spawn_tools;
 mod tool_calls;
 mod turn_limits;
 mod turns;
+mod typed_output;
 
 pub(crate) use self::runtime::{Agent, Role, Runtime};
 pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;

@@ -144,7 +144,8 @@ pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefini
                     "max_turns": {"type": "integer", "minimum": 1, "description": "Up to the profile's max_turns_ceiling"},
                     "max_cost_usd": {"type": "number", "minimum": 0},
                     "timeout_s": {"type": "integer", "minimum": 1},
-                    "background": {"type": "boolean", "default": true}
+                    "background": {"type": "boolean", "default": true},
+                    "output_schema": {"type": "object", "description": "A JSON Schema its final answer must match: its result is then that JSON. Not for a profile that fixes its own"}
                 },
                 "required": ["task"],
                 "additionalProperties": false
@@ -256,11 +257,23 @@ impl Agent {
             max_cost_usd: max_cost,
             timeout_s,
             background: _,
+            output_schema,
         } = request;
         let config = &self.runtime.config;
         // No profile: the parent's own (its prompt, tools and model; capabilities
         // already its effective ones), as other sub-agent systems spawn by default.
+        // The parent's own profile with the output schema its definition has: a schema
+        // given to the root alone (`warren run --output-schema`) is not passed down.
+        let own;
         let base = match &asked_profile {
+            None if self.profile.output_schema.is_some() => {
+                let mut profile = self.profile.clone();
+                profile.output_schema = config
+                    .find_profile(&profile.name)
+                    .and_then(|p| p.output_schema.clone());
+                own = profile;
+                &own
+            }
             None => &self.profile,
             Some(name) => config.find_profile(name).ok_or_else(|| {
                 format!(
@@ -277,6 +290,7 @@ impl Agent {
             max_cost_usd: max_cost,
             ceiling: Some(&self.profile.capabilities),
             parent_model: self.profile.model.as_deref(),
+            output_schema: output_schema.as_ref(),
         };
         let (profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
         let notes = clamp_notes(base, &ask, &limits);
@@ -317,6 +331,7 @@ impl Agent {
             tools,
             limits,
             model: profile.inherited_model().map(String::from),
+            output_schema: profile.output_schema.clone(),
             budget_usd: self
                 .tree
                 .limits

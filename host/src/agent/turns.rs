@@ -17,6 +17,7 @@ use crate::outcome::{AgentOutcome, AgentState};
 
 use super::replay::{record_response, replayed_response};
 use super::runtime::Agent;
+use super::typed_output::{drop_response_format, Settled, TypedAnswer};
 
 /// The system prompt of a sub-agent whose profile has none.
 pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
@@ -31,6 +32,8 @@ struct Progress {
     usage: Usage,
     cost_usd: f64,
     text: String,
+    /// A typed answer, once checked.
+    output: Option<serde_json::Value>,
 }
 
 /// Logs what a user must know about a profile (tools with no sandboxed equivalent, a
@@ -193,6 +196,7 @@ impl Agent {
             let outcome = AgentOutcome {
                 state,
                 text: progress.text,
+                output: progress.output.filter(|_| state == AgentState::Ok),
                 error,
                 turns: progress.turns,
                 usage: progress.usage,
@@ -239,7 +243,12 @@ impl Agent {
                 profile: self.profile.name.clone(),
                 agent_id: self.id.0.clone(),
             },
+            answer_schema: None,
         };
+        let mut typed = TypedAnswer::new(self.profile.output_schema.as_ref(), &*provider);
+        if let Some(typed) = &typed {
+            typed.prepare(&mut request);
+        }
         loop {
             let notes = self.finished_children_notes();
             if !notes.is_empty() {
@@ -288,7 +297,7 @@ impl Agent {
             let fresh = replayed.is_none();
             let response = match replayed {
                 Some(response) => response,
-                None => self.ask(&provider, &request).await?,
+                None => self.ask(&provider, &mut request).await?,
             };
             progress.usage = progress.usage + response.usage;
             progress.cost_usd += response.cost_usd;
@@ -315,7 +324,21 @@ impl Agent {
             }
             let calls = response.message.tool_calls.clone();
             request.messages.push(Message::Assistant(response.message));
-            if calls.is_empty() {
+            let reported = typed.as_ref().and_then(|t| t.report(&calls)).is_some();
+            if calls.is_empty() || reported {
+                if let Some(typed) = typed.as_mut() {
+                    match typed.settle(&calls, &progress.text, &mut request) {
+                        Settled::Valid(value) => {
+                            progress.text = value.to_string();
+                            progress.output = Some(value);
+                        }
+                        Settled::Reasked => continue,
+                        Settled::Invalid { error, raw } => {
+                            progress.text = raw;
+                            return Err((AgentState::InvalidOutput, error));
+                        }
+                    }
+                }
                 if let Some(ended) = self.drain_children(&mut request).await {
                     return ended;
                 }
@@ -346,7 +369,7 @@ impl Agent {
     async fn ask(
         &self,
         provider: &std::sync::Arc<dyn crate::llm::Provider>,
-        request: &ChatRequest,
+        request: &mut ChatRequest,
     ) -> Result<crate::llm::ChatResponse, (AgentState, String)> {
         // Streamed text goes to the event bus as it arrives.
         let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
@@ -368,10 +391,18 @@ impl Agent {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let response = provider
+        let mut response = provider
             .chat(request, &sink)
             .instrument(chat_span.clone())
             .await;
+        if let Err(error) = &response {
+            if drop_response_format(request, error, provider.model()) {
+                response = provider
+                    .chat(request, &sink)
+                    .instrument(chat_span.clone())
+                    .await;
+            }
+        }
         match &response {
             Ok(response) => {
                 chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);

@@ -262,6 +262,7 @@ fn profile(
         },
         max_turns_ceiling: turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
         inherit_model,
+        output_schema: file.output_schema,
         source: ProfileSource::AgentFile { path, written_name },
         notes,
     }

@@ -11,6 +11,8 @@
 
 use serde_json::Value;
 
+use super::output_schema::OutputSchema;
+
 /// Keys agent files use that warren gives no meaning to. With [`MEANINGFUL_KEYS`]
 /// they are the known keys: in a lenient read, only a known key ends a plain-text
 /// field, so `Context:` lines inside a description stay in it.
@@ -44,6 +46,8 @@ pub(crate) struct AgentFile {
     pub(crate) max_turns: Option<u32>,
     /// `permissionMode` (`plan` makes the agent read-only).
     pub(crate) permission_mode: Option<String>,
+    /// `output_schema`: a YAML mapping, or a string of JSON.
+    pub(crate) output_schema: Option<OutputSchema>,
     /// Keys warren gives no meaning to (`color`, `hooks`, …), in file order.
     pub(crate) ignored_keys: Vec<String>,
     /// Why the strict YAML parse failed, when the file was read leniently.
@@ -143,6 +147,13 @@ pub(crate) fn parse(text: &str) -> Result<AgentFile, ParseError> {
                 file.max_turns = Some(turns);
             }
             "permissionMode" | "permission_mode" => file.permission_mode = scalar(&value),
+            "output_schema" => {
+                let schema = match value {
+                    Value::String(text) => OutputSchema::from_json(&text),
+                    value => OutputSchema::new(value),
+                };
+                file.output_schema = Some(schema.map_err(invalid)?);
+            }
             _ => file.ignored_keys.push(key),
         }
     }
@@ -285,6 +296,7 @@ const MEANINGFUL_KEYS: &[&str] = &[
     "max_turns",
     "permissionMode",
     "permission_mode",
+    "output_schema",
 ];
 
 /// The front matter rewritten for a second, lenient parse, and the keys it dropped.

@@ -138,6 +138,7 @@ impl<'a> Inherited<'a> {
             max_turns_ceiling: turns_ceiling(None, self.max_turns_ceiling, self.limits.max_turns),
             limits: self.limits,
             inherit_model: false,
+            output_schema: None,
             source: ProfileSource::Config,
             notes: Vec::new(),
         }

@@ -10,7 +10,7 @@
 //! `models`, `capabilities`, `defaults` (what every profile inherits), `profile_table` (a `[profiles.NAME]` table into a
 //! [`Profile`]), `agent_dir` and `agent_files` (agent files into profiles),
 //! `plugins` and `plugin_tables`, `queue`; `tool_selection` maps tool names;
-//! `profile`, `limits` and `error` are the types they produce. This file puts them
+//! `profile`, `output_schema`, `limits` and `error` are the types they produce. This file puts them
 //! together into a [`Config`].
 
 mod agent_dir;
@@ -22,6 +22,7 @@ mod journal;
 mod limits;
 mod models;
 mod names;
+mod output_schema;
 mod plugin_tables;
 mod plugins;
 mod profile;
@@ -50,6 +51,9 @@ pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
+pub use self::output_schema::{
+    OutputSchema, MAX_OUTPUT_SCHEMA_BYTES, MAX_OUTPUT_SCHEMA_DEPTH, MAX_REPORTED_ERRORS,
+};
 pub use self::plugin_tables::PluginTable;
 pub use self::plugins::default_cache_dir;
 pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};

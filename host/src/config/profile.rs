@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::limits::AgentLimits;
+use super::output_schema::OutputSchema;
 use super::tool_selection::ToolSelection;
 use crate::policy::CapabilitySet;
 
@@ -37,6 +38,9 @@ pub struct Profile {
     pub max_turns_ceiling: u32,
     /// `model: inherit` (agent files): a sub-agent takes its parent's model.
     pub inherit_model: bool,
+    /// The JSON Schema its final answer must match (`output_schema`): its answer is
+    /// then data, checked, and delivered as JSON. A spawn may not ask for another.
+    pub output_schema: Option<OutputSchema>,
     /// Where it was defined.
     pub source: ProfileSource,
     /// What a user should know about the definition: tools with no sandboxed

@@ -10,6 +10,7 @@ use super::defaults::Inherited;
 use super::error::ConfigError;
 use super::limits::AgentLimits;
 use super::models::model_name;
+use super::output_schema::{OutputSchema, MAX_OUTPUT_SCHEMA_BYTES};
 use super::profile::{
     description_too_long, join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource,
 };
@@ -43,6 +44,10 @@ pub(super) struct RawProfile {
     tools: Option<Vec<ToolPattern>>,
     /// Tools subtracted after `tools`.
     disallowed_tools: Option<Vec<ToolPattern>>,
+    /// The JSON Schema its answer must match, as an inline table.
+    output_schema: Option<Spanned<toml::Value>>,
+    /// The same, from a JSON file (relative to the config).
+    output_schema_file: Option<Spanned<String>>,
     /// Its own capabilities, over `[defaults.capabilities]`.
     #[serde(default)]
     capabilities: RawCapabilities,
@@ -114,6 +119,7 @@ pub(super) fn profile(
         )?),
         None => defaults.model.clone(),
     };
+    let output_schema = output_schema(src, &key, raw)?;
     let max_turns = raw
         .max_turns
         .map_or(defaults.limits.max_turns, |v| v.0 as u32);
@@ -135,7 +141,48 @@ pub(super) fn profile(
             max_turns,
         ),
         inherit_model: false,
+        output_schema,
         source: ProfileSource::Config,
         notes,
     })
+}
+
+/// `output_schema` (an inline table) or `output_schema_file` (a JSON file), checked;
+/// an error at the line of the one written, naming it.
+fn output_schema(
+    src: &Source<'_>,
+    key: &str,
+    raw: &RawProfile,
+) -> Result<Option<OutputSchema>, ConfigError> {
+    match (&raw.output_schema, &raw.output_schema_file) {
+        (None, None) => Ok(None),
+        (Some(_), Some(file)) => src.invalid(
+            file.span(),
+            &format!("{key}.output_schema_file"),
+            "give `output_schema` or `output_schema_file`, not both".into(),
+        ),
+        (Some(table), None) => {
+            let schema = serde_json::to_value(table.get_ref())
+                .map_err(|e| e.to_string())
+                .and_then(OutputSchema::new);
+            schema.map(Some).or_else(|message| {
+                src.invalid(table.span(), &format!("{key}.output_schema"), message)
+            })
+        }
+        (None, Some(file)) => {
+            let field = format!("{key}.output_schema_file");
+            let path = src.base.join(file.get_ref());
+            // Pretty-printed JSON is larger than its compact form, which is what is bounded.
+            super::text_file::read_text(&path, MAX_OUTPUT_SCHEMA_BYTES * 4, None)
+                .and_then(|text| OutputSchema::from_json(&text))
+                .map(Some)
+                .or_else(|message| {
+                    src.invalid(
+                        file.span(),
+                        &field,
+                        format!("cannot use {}: {message}", path.display()),
+                    )
+                })
+        }
+    }
 }

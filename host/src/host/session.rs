@@ -127,6 +127,25 @@ impl Session {
         self.call_watched(name, arguments, None).await
     }
 
+    /// The typed answers (output schemas) of this session's jobs whose result blocks
+    /// `text` holds, as `{"results": [{"id", "state", "output"}]}`; `None` when it
+    /// holds none (a client reads the values rather than the blocks).
+    pub fn typed_results(&self, text: &str) -> Option<Value> {
+        let results: Vec<Value> = self
+            .tree
+            .children(&self.root.id)
+            .into_iter()
+            .filter_map(|job| match &job.phase {
+                Phase::Done(outcome) if text.contains(&format!("[{}: ", job.id)) => outcome
+                    .output
+                    .as_ref()
+                    .map(|output| serde_json::json!({"id": job.id.0, "state": outcome.state, "output": output})),
+                _ => None,
+            })
+            .collect();
+        (!results.is_empty()).then(|| serde_json::json!({ "results": results }))
+    }
+
     /// As [`Session::call`], sending to `watch` every event of the agents the call
     /// waits for (a foreground `spawn_agent`'s child, the jobs `await_agents` names)
     /// and of their descendants, while it waits.

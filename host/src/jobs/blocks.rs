@@ -47,7 +47,8 @@ pub fn result_block(job: &Job) -> String {
                 | AgentState::MaxTurns
                 | AgentState::BudgetExceeded
                 | AgentState::Truncated
-                | AgentState::Refused => "ERROR",
+                | AgentState::Refused
+                | AgentState::InvalidOutput => "ERROR",
             };
             let header = match outcome.state {
                 AgentState::Ok => format!(

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::handle::JobHandle;
 use super::tree::JobId;
-use crate::config::{AgentLimits, Profile};
+use crate::config::{AgentLimits, OutputSchema, Profile};
 use crate::outcome::AgentOutcome;
 use crate::policy::CapabilitySet;
 
@@ -29,6 +29,9 @@ pub struct ChildAsk<'a> {
     /// The parent's model (a `[models]` name): a child whose profile says `model:
     /// inherit` runs on it. `None` (a job from another producer): the profile's own.
     pub parent_model: Option<&'a str>,
+    /// The JSON Schema the child's answer must match, when the profile fixes none (or
+    /// fixes this one).
+    pub output_schema: Option<&'a OutputSchema>,
 }
 
 /// What a child of profile `base` gets when asked for `ask`: capabilities within the
@@ -44,6 +47,18 @@ pub fn narrow<'a>(
     available: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(Profile, AgentLimits), String> {
     let mut profile = base.clone();
+    match (&base.output_schema, ask.output_schema) {
+        (Some(fixed), Some(asked)) if fixed != asked => {
+            return Err(format!(
+                "profile `{}` fixes its output schema ({}); the `output_schema` asked for ({}) differs: leave it out to get the profile's",
+                base.name,
+                bounded_schema(fixed),
+                bounded_schema(asked)
+            ))
+        }
+        (None, Some(asked)) => profile.output_schema = Some(asked.clone()),
+        _ => {}
+    }
     if let Some(ceiling) = ask.ceiling {
         profile.capabilities = base.capabilities.intersect(ceiling);
     }
@@ -67,6 +82,15 @@ pub fn narrow<'a>(
         max_cost_usd: ask.max_cost_usd,
     });
     Ok((profile, limits))
+}
+
+/// A schema's compact JSON for an error, cut at 200 characters.
+fn bounded_schema(schema: &OutputSchema) -> String {
+    let text = schema.compact();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
 }
 
 /// What a spawn asked for and did not get, one sentence each, for the parent: a
@@ -141,6 +165,8 @@ pub struct ChildSpec {
     /// `[models]` name: the machine running it narrows with it again, and needs a
     /// model of that name. `None` when its profile names its own.
     pub model: Option<String>,
+    /// The JSON Schema its answer must match, once narrowed.
+    pub output_schema: Option<OutputSchema>,
     /// What is left of the run's budget.
     pub budget_usd: Option<f64>,
     /// Its parent's capabilities: it never gets more.

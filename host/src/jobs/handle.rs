@@ -118,6 +118,7 @@ impl JobHandle {
             agent: self.place.id.0.clone(),
             state: outcome.state,
             text: outcome.text.clone(),
+            output: outcome.output.clone(),
             error: outcome.error.clone(),
             turns: outcome.turns,
             input_tokens: outcome.usage.input_tokens,

@@ -3,8 +3,10 @@
 
 use serde_json::Value;
 
+use crate::config::OutputSchema;
+
 /// Arguments `spawn_agent` accepts.
-pub const SPAWN_ARGUMENTS: [&str; 11] = [
+pub const SPAWN_ARGUMENTS: [&str; 12] = [
     "task",
     "description",
     "profile",
@@ -16,6 +18,7 @@ pub const SPAWN_ARGUMENTS: [&str; 11] = [
     "max_cost_usd",
     "timeout_s",
     "background",
+    "output_schema",
 ];
 
 /// A well-formed `spawn_agent` call.
@@ -43,6 +46,8 @@ pub struct SpawnRequest {
     pub timeout_s: Option<u64>,
     /// Return at once with the job id (default) or wait for the result.
     pub background: bool,
+    /// The JSON Schema the child's answer must match (checked when given).
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl SpawnRequest {
@@ -110,7 +115,14 @@ impl SpawnRequest {
             Value::Bool(b) => *b,
             other => return Err(format!("`background` must be true or false, got {other}")),
         };
+        let output_schema = match &args["output_schema"] {
+            Value::Null => None,
+            schema => Some(
+                OutputSchema::new(schema.clone()).map_err(|e| format!("`output_schema`: {e}"))?,
+            ),
+        };
         Ok(SpawnRequest {
+            output_schema,
             task,
             description,
             profile,
@@ -192,6 +204,10 @@ mod tests {
             (
                 json!({"task": "t", "profile": "p", "background": "no"}),
                 "true or false",
+            ),
+            (
+                json!({"task": "t", "output_schema": {"type": 7}}),
+                "`output_schema`: not a valid JSON Schema",
             ),
         ] {
             let got = SpawnRequest::parse(&args).unwrap_err();

@@ -193,6 +193,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
                 output_tokens,
                 cost_usd,
                 duration_ms,
+                ..
             } => {
                 if let Some(a) = agents.get_mut(agent) {
                     a.state = state.as_str().into();

@@ -158,6 +158,9 @@ pub enum Record {
         state: AgentState,
         /// Its answer (or the last text), whole.
         text: String,
+        /// Its typed answer (an output schema), as JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<serde_json::Value>,
         /// Why it did not end well.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,

@@ -270,6 +270,7 @@ impl Resume {
                 agent,
                 state,
                 text,
+                output,
                 error,
                 turns,
                 input_tokens,
@@ -282,6 +283,7 @@ impl Resume {
                     agent.finished = Some(AgentOutcome {
                         state,
                         text,
+                        output,
                         error,
                         turns,
                         usage: Usage {

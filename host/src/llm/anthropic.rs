@@ -483,6 +483,11 @@ impl super::chat::Provider for Anthropic {
         &self.transport.model
     }
 
+    /// Messages has no structured-output parameter: a typed answer is a tool call.
+    fn answers_by_tool(&self) -> bool {
+        true
+    }
+
     async fn chat(
         &self,
         request: &ChatRequest,

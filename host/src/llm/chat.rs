@@ -90,6 +90,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolDefinition>,
     /// Who asks.
     pub requester: Requester,
+    /// The JSON Schema the answer must match, for a provider with a structured-output
+    /// parameter (OpenAI-compatible: `response_format`); `None` for the others, which
+    /// get it as a reporting tool (see [`Provider::answers_by_tool`]).
+    pub answer_schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 impl ChatRequest {
@@ -304,6 +308,13 @@ impl ChatResponse {
 pub trait Provider: Send + Sync {
     /// The model name sent to the API (for traces and reports).
     fn model(&self) -> &str;
+
+    /// Whether a typed answer is asked for as the arguments of a reporting tool (a
+    /// provider with no structured-output parameter) rather than through
+    /// [`ChatRequest::answer_schema`].
+    fn answers_by_tool(&self) -> bool {
+        false
+    }
 
     /// Sends `request`; streams events to `events` and returns the final message.
     /// Dropping the future aborts the HTTP request.

@@ -68,6 +68,17 @@ impl OpenAi {
                     include_usage: true,
                 },
             }),
+            response_format: request
+                .answer_schema
+                .as_deref()
+                .map(|schema| ResponseFormat {
+                    r#type: "json_schema",
+                    json_schema: JsonSchemaFormat {
+                        name: "result",
+                        schema,
+                        strict: false,
+                    },
+                }),
         };
         request.serialise(&body)
     }
@@ -438,6 +449,24 @@ struct Body<'a> {
     /// `stream` and `stream_options`, when streaming.
     #[serde(flatten)]
     streaming: Option<Streaming>,
+    /// `{type: "json_schema", json_schema: {...}}` when the answer is typed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+/// `response_format` asking for JSON matching a schema. `strict: false`: strict mode
+/// accepts only a subset of JSON Schema, and warren checks the answer itself.
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    r#type: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
 }
 
 /// `"stream": true` with usage in the last chunk.
@@ -646,6 +675,7 @@ mod tests {
             tools: &request.tools,
             max_tokens: None,
             streaming: None,
+            response_format: None,
         };
         assert_eq!(
             serde_json::to_value(&body).unwrap(),
@@ -696,6 +726,7 @@ mod tests {
             tools: &request.tools,
             max_tokens: Some(100),
             streaming: None,
+            response_format: None,
         };
         let bytes = request.serialise(&body);
         let hint = request.json_size_hint();

@@ -119,7 +119,16 @@ impl WarrenServer {
             result = work => result,
         };
         match result {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Ok(text) => {
+                // A typed answer goes to the client as data too (no `outputSchema` is
+                // declared: a background spawn's answer is a job id, not the schema's).
+                let typed = matches!(name, "spawn_agent" | "await_agents")
+                    .then(|| self.session.typed_results(&text))
+                    .flatten();
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = typed;
+                result
+            }
             Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),
         }
     }

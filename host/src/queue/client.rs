@@ -397,6 +397,7 @@ fn failed_outcome(error: String) -> AgentOutcome {
     AgentOutcome {
         state: AgentState::Error,
         text: String::new(),
+        output: None,
         error: Some(error),
         turns: 0,
         usage: Usage::default(),

@@ -177,6 +177,10 @@ pub struct JobData {
     /// its own model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The JSON Schema the sub-agent's answer must match (its return value's
+    /// `output` is then that JSON); checked by the worker as a spawn's argument is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// Limits; each only tightens the worker's profile.
     #[serde(default)]
     pub limits: JobLimits,
@@ -225,10 +229,14 @@ pub struct JobLimits {
 /// A finished job's return value: the sub-agent's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOutcome {
-    /// `ok`, `error`, `cancelled`, `timed_out`, `max_turns` or `budget_exceeded`.
+    /// How it ended: an [`AgentState`] name (`ok`, `invalid_output`, …).
     pub state: String,
-    /// The final answer (or the last text).
+    /// The final answer (or the last text); a typed answer's compact JSON.
     pub text: String,
+    /// A typed answer (the job had an output schema), as JSON: a producer reads its
+    /// fields from the return value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
     /// Why it did not end well.
     #[serde(default)]
     pub error: Option<String>,
@@ -256,6 +264,7 @@ impl JobOutcome {
         JobOutcome {
             state: outcome.state.as_str().into(),
             text: outcome.text.clone(),
+            output: outcome.output.clone(),
             error: outcome.error.clone(),
             turns: outcome.turns,
             input_tokens: outcome.usage.input_tokens,
@@ -273,6 +282,7 @@ impl JobOutcome {
         AgentOutcome {
             state,
             text: self.text,
+            output: self.output,
             error: self.error,
             turns: self.turns,
             usage: Usage {
@@ -297,6 +307,7 @@ impl JobData {
             system_prompt: spec.system_prompt,
             tools: spec.tools,
             model: spec.model,
+            output_schema: spec.output_schema.map(|schema| schema.value().clone()),
             limits: JobLimits {
                 max_turns: Some(spec.limits.max_turns),
                 timeout_s: Some(spec.limits.timeout_s),

@@ -1,0 +1,218 @@
+//! An output schema: the JSON Schema an agent's final answer must match (a profile's
+//! `output_schema` or `output_schema_file`, an agent file's `output_schema`, a
+//! `spawn_agent` argument, `warren run --output-schema`). Bounded in size and depth
+//! and checked as a JSON Schema when given, so a bad one fails where it is written
+//! rather than at the end of an agent's work.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Most bytes of an output schema's compact JSON: it goes into the prompt and the
+/// request of every turn of every agent that has it.
+pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// Deepest nesting of objects and arrays in an output schema (a schema nested
+/// deeper describes nothing a model can be asked for, and costs a validator stack).
+pub const MAX_OUTPUT_SCHEMA_DEPTH: usize = 32;
+
+/// Most validation errors an invalid answer's report lists (the rest are counted).
+pub const MAX_REPORTED_ERRORS: usize = 10;
+
+/// A checked JSON Schema and its compiled validator.
+#[derive(Clone)]
+pub struct OutputSchema {
+    /// The schema as given, sent to the model and shown to the parent.
+    schema: Arc<Value>,
+    /// Compiled once, shared by every agent that has the schema.
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("OutputSchema").field(&self.schema).finish()
+    }
+}
+
+impl PartialEq for OutputSchema {
+    fn eq(&self, other: &OutputSchema) -> bool {
+        self.schema == other.schema
+    }
+}
+
+impl Eq for OutputSchema {}
+
+impl OutputSchema {
+    /// `schema` checked: an object, at most [`MAX_OUTPUT_SCHEMA_BYTES`] of JSON and
+    /// [`MAX_OUTPUT_SCHEMA_DEPTH`] deep, valid against its meta-schema, with no
+    /// reference outside itself. The error says what is wrong, not where (the caller
+    /// names the file, key or argument).
+    pub fn new(schema: Value) -> Result<OutputSchema, String> {
+        if !schema.is_object() {
+            return Err(format!(
+                "an output schema must be a JSON object (a JSON Schema), not {}",
+                kind(&schema)
+            ));
+        }
+        let depth = depth(&schema);
+        if depth > MAX_OUTPUT_SCHEMA_DEPTH {
+            return Err(format!(
+                "the schema nests {depth} levels deep; an output schema is at most {MAX_OUTPUT_SCHEMA_DEPTH} (MAX_OUTPUT_SCHEMA_DEPTH)"
+            ));
+        }
+        let bytes = serde_json::to_string(&schema).map_or(usize::MAX, |s| s.len());
+        if bytes > MAX_OUTPUT_SCHEMA_BYTES {
+            return Err(format!(
+                "the schema is {bytes} bytes of JSON; an output schema is at most {MAX_OUTPUT_SCHEMA_BYTES} (MAX_OUTPUT_SCHEMA_BYTES)"
+            ));
+        }
+        if let Err(error) = jsonschema::meta::validate(&schema) {
+            return Err(format!(
+                "not a valid JSON Schema: {error} (at {})",
+                pointer(&error.instance_path().to_string())
+            ));
+        }
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|error| format!("not a usable JSON Schema: {error}"))?;
+        Ok(OutputSchema {
+            schema: Arc::new(schema),
+            validator: Arc::new(validator),
+        })
+    }
+
+    /// A schema from JSON text (a file's, an argument's), bounded before it is parsed.
+    pub fn from_json(text: &str) -> Result<OutputSchema, String> {
+        if text.len() > MAX_OUTPUT_SCHEMA_BYTES * 4 {
+            return Err(format!(
+                "the schema is {} bytes; an output schema is at most {MAX_OUTPUT_SCHEMA_BYTES} bytes of compact JSON (MAX_OUTPUT_SCHEMA_BYTES)",
+                text.len()
+            ));
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        OutputSchema::new(value)
+    }
+
+    /// The schema as given.
+    pub fn value(&self) -> &Value {
+        &self.schema
+    }
+
+    /// The schema as given, shared.
+    pub fn shared(&self) -> Arc<Value> {
+        self.schema.clone()
+    }
+
+    /// The schema's compact JSON.
+    pub fn compact(&self) -> String {
+        self.schema.to_string()
+    }
+
+    /// Why `answer` does not match, one line per error (at most
+    /// [`MAX_REPORTED_ERRORS`], the rest counted), each naming where in the answer.
+    pub fn check(&self, answer: &Value) -> Result<(), Vec<String>> {
+        let mut errors: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        for error in self.validator.iter_errors(answer) {
+            if errors.len() < MAX_REPORTED_ERRORS {
+                errors.push(format!(
+                    "at {}: {error}",
+                    pointer(&error.instance_path().to_string())
+                ));
+            } else {
+                more += 1;
+            }
+        }
+        if more > 0 {
+            errors.push(format!("and {more} more"));
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// A JSON pointer as shown: `/` for the whole document.
+fn pointer(path: &str) -> String {
+    if path.is_empty() {
+        "/".into()
+    } else {
+        path.to_string()
+    }
+}
+
+/// How deep `value` nests (a scalar is 0, `{}` is 1), without recursion.
+fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, at)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Object(map) => Box::new(map.values()),
+            Value::Array(items) => Box::new(items.iter()),
+            _ => continue,
+        };
+        deepest = deepest.max(at + 1);
+        stack.extend(children.map(|child| (child, at + 1)));
+    }
+    deepest
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn schemas_are_checked_and_bounded() {
+        let schema = OutputSchema::new(json!({
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"]
+        }))
+        .unwrap();
+        assert!(schema.check(&json!({"count": 3})).is_ok());
+        let errors = schema.check(&json!({"count": "three"})).unwrap_err();
+        assert!(errors[0].starts_with("at /count: "), "{errors:?}");
+        let errors = schema.check(&json!({})).unwrap_err();
+        assert!(
+            errors[0].contains("\"count\" is a required property"),
+            "{errors:?}"
+        );
+        for (bad, says) in [
+            (json!("object"), "must be a JSON object"),
+            (json!({"type": "objekt"}), "not a valid JSON Schema"),
+            (json!({"minLength": -1}), "not a valid JSON Schema"),
+            (
+                json!({"$ref": "https://example.com/schema.json"}),
+                "not a usable JSON Schema",
+            ),
+        ] {
+            let error = OutputSchema::new(bad.clone()).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        let mut deep = json!({"type": "string"});
+        for _ in 0..20 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        let error = OutputSchema::new(deep).unwrap_err();
+        assert!(error.contains("MAX_OUTPUT_SCHEMA_DEPTH"), "{error}");
+        let wide = json!({"description": "x".repeat(MAX_OUTPUT_SCHEMA_BYTES)});
+        let error = OutputSchema::new(wide).unwrap_err();
+        assert!(error.contains("MAX_OUTPUT_SCHEMA_BYTES"), "{error}");
+        assert!(OutputSchema::from_json("{nope")
+            .unwrap_err()
+            .starts_with("not JSON"));
+    }
+}
