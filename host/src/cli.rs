@@ -157,6 +157,40 @@ struct McpArgs {
     /// one, printed on stderr) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// With --http: sessions open at once; an `initialize` over it gets 503
+    /// [default: 64].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: Option<u32>,
+    /// With --http: connections open at once; one over it is closed at once
+    /// [default: 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// With --http: seconds a connection may take to send a request's headers (or
+    /// stay idle between requests) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: Option<u64>,
+    /// With --http: seconds a session may go without a message before it ends and its
+    /// agents are cancelled [default: 900].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle: Option<u64>,
+}
+
+impl McpArgs {
+    /// The HTTP limits: the defaults, with the flags given.
+    fn http_limits(&self) -> crate::mcp::HttpLimits {
+        let default = crate::mcp::HttpLimits::default();
+        let seconds = std::time::Duration::from_secs;
+        crate::mcp::HttpLimits {
+            max_sessions: self
+                .max_sessions
+                .map_or(default.max_sessions, |n| n as usize),
+            max_connections: self
+                .max_connections
+                .map_or(default.max_connections, |n| n as usize),
+            header_timeout: self.header_timeout.map_or(default.header_timeout, seconds),
+            session_idle: self.session_idle.map_or(default.session_idle, seconds),
+        }
+    }
 }
 
 /// Where sub-agent jobs go.
@@ -516,6 +550,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             config.profile(&args.profile)?;
             let host = load(config).await?;
             let options = crate::mcp::McpOptions {
+                http_limits: args.http_limits(),
                 profile: Some(args.profile),
                 http: args.http,
             };

@@ -16,6 +16,7 @@ mod languages;
 mod layers;
 mod llm;
 mod mcp;
+mod mcp_http;
 mod newcomer;
 mod plugins;
 mod providers;

@@ -37,7 +37,7 @@ fn delayed(ms: u64, reply: Reply) -> Reply {
 
 /// A project whose `main` profile (the MCP client's) reads `docs/` and may spawn
 /// `worker`s that read it too, all on the fake model.
-fn project(server: &FakeLlm) -> World {
+pub(crate) fn project(server: &FakeLlm) -> World {
     let world = World::new();
     let config = format!(
         r#"
@@ -115,17 +115,35 @@ enum Transport {
 }
 
 /// `warren mcp --http 127.0.0.1:0` in `world`, with its stderr collected.
-struct HttpServer {
-    child: Child,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
-    url: String,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) url: String,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl HttpServer {
-    fn start(world: &World) -> HttpServer {
-        let mut child = Command::new(WARREN)
+    pub(crate) fn start(world: &World) -> HttpServer {
+        HttpServer::start_with(world, &[], None)
+    }
+
+    /// As [`HttpServer::start`], with `args` after `warren mcp --http 127.0.0.1:0`
+    /// and, when `descriptors` is given, that many open files at most (`ulimit -n`).
+    pub(crate) fn start_with(world: &World, args: &[&str], descriptors: Option<u32>) -> HttpServer {
+        let mut command = match descriptors {
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(WARREN);
+                shell
+            }
+            None => Command::new(WARREN),
+        };
+        let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0"])
+            .args(args)
             .current_dir(world.dir.path())
             .env_remove("WARREN_CONFIG")
             .env("RUST_LOG", "info")
@@ -158,7 +176,7 @@ impl HttpServer {
     }
 
     /// Stops it; returns what it wrote to stdout (which must stay empty).
-    fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let mut stdout = String::new();
@@ -181,7 +199,7 @@ impl Drop for HttpServer {
 
 /// Runs `scenario` of the Python client against `warren mcp` in `world` (over stdio,
 /// or through `server`); returns its report.
-async fn client(world: &World, server: Option<&HttpServer>, scenario: &str) -> Value {
+pub(crate) async fn client(world: &World, server: Option<&HttpServer>, scenario: &str) -> Value {
     let python = python_mcp();
     let script = root().join("tests/fixtures/mcp-python/client.py");
     let mut command = tokio::process::Command::new(python);
@@ -448,7 +466,7 @@ async fn python_client_spawns_and_awaits_sub_agents_with_progress_over_http() {
 }
 
 /// Waits up to `limit` for `condition`.
-async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
+pub(crate) async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
         if condition() {

@@ -66,7 +66,7 @@ impl Session {
         let profile = runtime.config.profile(profile)?;
         let run_id = crate::jobs::random_id();
         let journal = crate::journal::open(&runtime.config, &run_id, &profile.name, SESSION_TASK)?;
-        let tree = Tree::for_queue_job(runtime.config.run_limits, None, Some(run_id), journal);
+        let tree = Tree::for_session(runtime.config.run_limits, run_id, journal);
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
         let spawn_tools = spawn_tool_definitions(&runtime.config, Delivery::Awaited);

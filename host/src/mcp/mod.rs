@@ -29,6 +29,7 @@ mod logging;
 mod progress;
 mod server;
 
+pub use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
 
 use std::future::Future;
@@ -47,6 +48,8 @@ pub struct McpOptions {
     pub profile: Option<String>,
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
+    /// What HTTP clients may make the server hold.
+    pub http_limits: HttpLimits,
 }
 
 /// Serves MCP until the client leaves (stdio) or `shutdown` resolves; every session's
@@ -64,7 +67,16 @@ pub async fn serve(
             .unwrap_or(crate::config::DEFAULT_PROFILE),
     )?;
     match options.http {
-        Some(address) => http::serve(host, options.profile, address, shutdown).await,
+        Some(address) => {
+            http::serve(
+                host,
+                options.profile,
+                address,
+                options.http_limits,
+                shutdown,
+            )
+            .await
+        }
         None => serve_stdio(host, options.profile, shutdown).await,
     }
 }

@@ -13,7 +13,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument as _;
 
 use super::logging::LogSink;
@@ -34,6 +34,9 @@ pub(super) struct WarrenServer {
     /// Log records waiting for the client, until the first message that gives a way to
     /// send them (the client's `initialized`, or any request).
     pending_logs: Mutex<Option<mpsc::Receiver<LoggingMessageNotificationParam>>>,
+    /// Its place among the HTTP server's sessions (`--max-sessions`), given back when
+    /// it ends; `None` over stdio.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl WarrenServer {
@@ -51,7 +54,14 @@ impl WarrenServer {
             session,
             logs,
             pending_logs: Mutex::new(Some(receiver)),
+            _slot: None,
         })
+    }
+
+    /// The same session, holding `slot` until it ends.
+    pub(super) fn holding(mut self, slot: OwnedSemaphorePermit) -> WarrenServer {
+        self._slot = Some(slot);
+        self
     }
 
     /// Starts sending this session's log records to `peer` (once).
