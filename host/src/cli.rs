@@ -111,8 +111,10 @@ enum Command {
     /// Over stdio (the default) the client starts `warren mcp` itself, e.g.
     /// `claude mcp add warren -- warren mcp --config /path/to/warren.toml`; stdout
     /// carries only the protocol. With `--http 127.0.0.1:8931` it serves Streamable
-    /// HTTP at http://127.0.0.1:8931/mcp for any number of clients. Configuration
-    /// errors exit 2 before any client is served.
+    /// HTTP at http://127.0.0.1:8931/mcp for any number of clients, each sending the
+    /// bearer token (`Authorization: Bearer TOKEN`) printed at start, or given by
+    /// --token-file or WARREN_MCP_TOKEN. Configuration errors exit 2 before any
+    /// client is served.
     Mcp(McpArgs),
     /// List the journaled runs, newest first: id, start, state, agents, tokens, cost,
     /// time and task.
@@ -148,6 +150,9 @@ struct ShowArgs {
     json: bool,
 }
 
+/// The environment variable holding `warren mcp --http`'s bearer token.
+const TOKEN_VARIABLE: &str = "WARREN_MCP_TOKEN";
+
 #[derive(Debug, Args)]
 struct McpArgs {
     /// The profile whose tools (and capabilities) the clients get.
@@ -157,6 +162,20 @@ struct McpArgs {
     /// one, printed on stderr) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// With --http: the bearer token clients must send (`Authorization: Bearer
+    /// TOKEN`) is this file's text. Without it, WARREN_MCP_TOKEN's value, else a
+    /// token generated at start and printed on stderr.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "no_auth"
+    )]
+    token_file: Option<PathBuf>,
+    /// With --http: require no token, so any process that can connect may use the
+    /// server; only on a loopback address.
+    #[arg(long, requires = "http")]
+    no_auth: bool,
     /// With --http: sessions open at once; an `initialize` over it gets 503
     /// [default: 64].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -176,6 +195,42 @@ struct McpArgs {
 }
 
 impl McpArgs {
+    /// Who may use the HTTP server: `--no-auth` (loopback only), else the token of
+    /// `--token-file`, WARREN_MCP_TOKEN or, generated, printed on stderr.
+    fn http_auth(&self) -> Result<crate::mcp::HttpAuth, Failure> {
+        use crate::mcp::{BearerToken, HttpAuth};
+        let Some(address) = self.http else {
+            return Ok(HttpAuth::Open);
+        };
+        if self.no_auth {
+            if !address.ip().is_loopback() {
+                return Err(Failure::Usage(format!(
+                    "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), and {} is not one: any machine that can reach it could use the server (drop --no-auth to require a bearer token)",
+                    address.ip()
+                )));
+            }
+            return Ok(HttpAuth::Open);
+        }
+        if let Some(path) = &self.token_file {
+            return BearerToken::from_file(path)
+                .map(HttpAuth::Bearer)
+                .map_err(|error| Failure::Usage(format!("--token-file: {error}")));
+        }
+        if let Some(token) = std::env::var_os(TOKEN_VARIABLE) {
+            let token = token.to_string_lossy();
+            return BearerToken::new(token.trim())
+                .map(HttpAuth::Bearer)
+                .map_err(|error| Failure::Usage(format!("{TOKEN_VARIABLE}: {error}")));
+        }
+        let (token, text) = BearerToken::generate()
+            .map_err(|error| Failure::Run(anyhow::anyhow!("generating a bearer token: {error}")))?;
+        // stderr, as every message of warren mcp: stdout is never used.
+        eprintln!(
+            "warren mcp: clients must send `Authorization: Bearer TOKEN`; this server's token (generated; choose one with --token-file or {TOKEN_VARIABLE}): {text}"
+        );
+        Ok(HttpAuth::Bearer(token))
+    }
+
     /// The HTTP limits: the defaults, with the flags given.
     fn http_limits(&self) -> crate::mcp::HttpLimits {
         let default = crate::mcp::HttpLimits::default();
@@ -548,8 +603,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Mcp(args) => {
             config.profile(&args.profile)?;
+            let http_auth = args.http_auth()?;
             let host = load(config).await?;
             let options = crate::mcp::McpOptions {
+                http_auth,
                 http_limits: args.http_limits(),
                 profile: Some(args.profile),
                 http: args.http,

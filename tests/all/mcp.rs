@@ -114,11 +114,16 @@ enum Transport {
     Http,
 }
 
+/// The bearer token test servers are given, and clients send.
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+
 /// `warren mcp --http 127.0.0.1:0` in `world`, with its stderr collected.
 pub(crate) struct HttpServer {
     pub(crate) child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
     pub(crate) url: String,
+    /// The bearer token clients send: the one it was given, or the one it printed.
+    pub(crate) token: Option<String>,
     pub(crate) stderr: Arc<Mutex<String>>,
 }
 
@@ -130,6 +135,17 @@ impl HttpServer {
     /// As [`HttpServer::start`], with `args` after `warren mcp --http 127.0.0.1:0`
     /// and, when `descriptors` is given, that many open files at most (`ulimit -n`).
     pub(crate) fn start_with(world: &World, args: &[&str], descriptors: Option<u32>) -> HttpServer {
+        HttpServer::launch(world, args, descriptors, Some(TOKEN))
+    }
+
+    /// As [`HttpServer::start_with`], with `token` in `WARREN_MCP_TOKEN` (`None`:
+    /// the variable unset, so the server generates one unless told otherwise).
+    pub(crate) fn launch(
+        world: &World,
+        args: &[&str],
+        descriptors: Option<u32>,
+        token: Option<&str>,
+    ) -> HttpServer {
         let mut command = match descriptors {
             Some(limit) => {
                 let mut shell = Command::new("sh");
@@ -140,6 +156,10 @@ impl HttpServer {
                 shell
             }
             None => Command::new(WARREN),
+        };
+        match token {
+            Some(token) => command.env("WARREN_MCP_TOKEN", token),
+            None => command.env_remove("WARREN_MCP_TOKEN"),
         };
         let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0"])
@@ -154,12 +174,17 @@ impl HttpServer {
             .unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         let (found, url) = mpsc::channel();
+        let (printed, generated) = mpsc::channel();
         let lines = BufReader::new(child.stderr.take().unwrap());
         let collected = stderr.clone();
         std::thread::spawn(move || {
             for line in lines.lines().map_while(Result::ok) {
                 if let Some(at) = line.find("http://") {
                     let _ = found.send(line[at..].trim().to_string());
+                }
+                if let Some((_, token)) = line.split_once("this server's token") {
+                    let token = token.rsplit(' ').next().unwrap_or_default();
+                    let _ = printed.send(token.to_string());
                 }
                 collected.lock().unwrap().push_str(&(line + "\n"));
             }
@@ -172,7 +197,16 @@ impl HttpServer {
                     stderr.lock().unwrap()
                 )
             });
-        HttpServer { child, url, stderr }
+        // Printed before the address, when generated.
+        let token = token
+            .map(str::to_string)
+            .or_else(|| generated.try_recv().ok());
+        HttpServer {
+            child,
+            url,
+            token,
+            stderr,
+        }
     }
 
     /// Stops it; returns what it wrote to stdout (which must stay empty).
@@ -209,7 +243,12 @@ pub(crate) async fn client(world: &World, server: Option<&HttpServer>, scenario:
             .arg("--stdio")
             .arg(WARREN)
             .arg(world.path("warren.toml")),
-        Some(server) => command.arg("--http").arg(&server.url),
+        Some(server) => {
+            if let Some(token) = &server.token {
+                command.env("WARREN_MCP_TOKEN", token);
+            }
+            command.arg("--http").arg(&server.url)
+        }
     };
     command.arg(scenario).kill_on_drop(true);
     let output = tokio::time::timeout(SCENARIO_LIMIT, command.output())
@@ -839,7 +878,11 @@ async fn the_mcp_inspector_cli_lists_and_calls_tools() {
     let server = FakeLlm::start().await;
     let world = project(&server);
     let http = HttpServer::start(&world);
-    let targets: [Vec<&str>; 2] = [vec![WARREN, "mcp"], vec![http.url.as_str()]];
+    let authorization = format!("Authorization: Bearer {TOKEN}");
+    let targets: [Vec<&str>; 2] = [
+        vec![WARREN, "mcp"],
+        vec![http.url.as_str(), "--header", authorization.as_str()],
+    ];
     for target in &targets {
         let listed = inspect(&world, target, &["--method", "tools/list"]);
         let names: Vec<&str> = listed["tools"]

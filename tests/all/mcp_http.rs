@@ -4,13 +4,14 @@
 //! server stayed within its limits (memory, connections, log) and that an honest
 //! client (the official Python SDK) was served next.
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::fake_llm::FakeLlm;
-use crate::mcp::{client, project, HttpServer};
+use crate::mcp::{client, project, HttpServer, TOKEN};
 
 /// An `initialize` request body.
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}"#;
@@ -29,34 +30,55 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// POSTs an `initialize` to `url`, with `origin` when given; returns the status, the
-/// session id and the body.
+/// What the server answered.
+struct Answer {
+    status: u16,
+    /// `Mcp-Session-Id`, when a session was opened.
+    session: Option<String>,
+    /// `WWW-Authenticate`, when sent.
+    challenge: Option<String>,
+    body: String,
+}
+
+/// POSTs an `initialize` to `url` with `headers` and, when given, an
+/// `Authorization: Bearer` header with `token`.
 async fn initialize(
     http: &reqwest::Client,
     url: &str,
-    origin: Option<&str>,
-) -> (u16, Option<String>, String) {
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Answer {
     let mut request = http
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(INITIALIZE);
-    if let Some(origin) = origin {
-        request = request.header("origin", origin);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|id| id.to_str().unwrap().to_string());
-    (status, session, response.text().await.unwrap())
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_string())
+    };
+    Answer {
+        status: response.status().as_u16(),
+        session: header("mcp-session-id"),
+        challenge: header("www-authenticate"),
+        body: response.text().await.unwrap(),
+    }
 }
 
 /// Ends session `id` on `url`.
 async fn delete(http: &reqwest::Client, url: &str, id: &str) {
     let response = http
         .delete(url)
+        .header("authorization", format!("Bearer {TOKEN}"))
         .header("mcp-session-id", id)
         .send()
         .await
@@ -84,7 +106,7 @@ async fn an_initialize_flood_is_refused_past_the_session_limit() {
         tasks.spawn(async move {
             let mut answers = Vec::new();
             for _ in (worker..FLOOD).step_by(32) {
-                answers.push(initialize(&http, &url, None).await);
+                answers.push(initialize(&http, &url, Some(TOKEN), &[]).await);
             }
             answers
         });
@@ -94,19 +116,18 @@ async fn an_initialize_flood_is_refused_past_the_session_limit() {
     assert!(rss < MOST_KB, "warren mcp holds {rss} KiB after the flood");
     let mut sessions = Vec::new();
     let mut refusals = 0;
-    for answers in answers {
-        for (status, session, body) in answers {
-            match status {
-                200 => sessions.push(session.expect("a session id")),
-                503 => {
-                    assert!(body.contains("at most 64 sessions"), "{body}");
-                    assert!(body.contains("--max-sessions"), "{body}");
-                    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
-                    assert_eq!(error["error"]["code"], -32000, "{body}");
-                    refusals += 1;
-                }
-                other => panic!("initialize answered {other}: {body}"),
+    for answer in answers.into_iter().flatten() {
+        match answer.status {
+            200 => sessions.push(answer.session.expect("a session id")),
+            503 => {
+                let body = answer.body;
+                assert!(body.contains("at most 64 sessions"), "{body}");
+                assert!(body.contains("--max-sessions"), "{body}");
+                let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+                assert_eq!(error["error"]["code"], -32000, "{body}");
+                refusals += 1;
             }
+            other => panic!("initialize answered {other}: {}", answer.body),
         }
     }
     assert_eq!(sessions.len(), 64);
@@ -118,14 +139,16 @@ async fn an_initialize_flood_is_refused_past_the_session_limit() {
     // A deleted session gives its place back as it closes.
     let started = Instant::now();
     loop {
-        let (status, session, body) = initialize(&http, &url, None).await;
-        if status == 200 {
-            delete(&http, &url, &session.unwrap()).await;
+        let answer = initialize(&http, &url, Some(TOKEN), &[]).await;
+        if answer.status == 200 {
+            delete(&http, &url, &answer.session.unwrap()).await;
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "no session place came back: {status} {body}"
+            "no session place came back: {} {}",
+            answer.status,
+            answer.body
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -293,21 +316,129 @@ async fn a_foreign_origin_is_refused() {
         "http://localhost.evil.example:80",
         "null",
     ] {
-        let (status, session, body) = initialize(&http, &server.url, Some(origin)).await;
-        assert_eq!(status, 403, "{origin}: {body}");
-        assert_eq!(session, None);
-        assert!(body.contains("is not this server's"), "{body}");
+        let answer = initialize(&http, &server.url, Some(TOKEN), &[("origin", origin)]).await;
+        assert_eq!(answer.status, 403, "{origin}: {}", answer.body);
+        assert_eq!(answer.session, None);
+        assert!(
+            answer.body.contains("is not this server's"),
+            "{}",
+            answer.body
+        );
     }
-    for origin in [
-        None,
-        Some("http://localhost:6274"),
-        Some("http://127.0.0.1"),
+    for headers in [
+        &[][..],
+        &[("origin", "http://localhost:6274")],
+        &[("origin", "http://127.0.0.1")],
     ] {
-        let (status, session, body) = initialize(&http, &server.url, origin).await;
-        assert_eq!(status, 200, "{origin:?}: {body}");
-        delete(&http, &server.url, &session.unwrap()).await;
+        let answer = initialize(&http, &server.url, Some(TOKEN), headers).await;
+        assert_eq!(answer.status, 200, "{headers:?}: {}", answer.body);
+        delete(&http, &server.url, &answer.session.unwrap()).await;
     }
     let report = client(&world, Some(&server), "tools").await;
     assert_eq!(report["allowed"]["error"], false, "{report}");
+    assert_eq!(server.stop(), "");
+}
+
+/// Without the server's bearer token, or with another, a request is refused with 401
+/// and `WWW-Authenticate: Bearer` before anything is made for it; with it, served,
+/// the Python SDK sending it as a header. Before, anyone who could connect was
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_the_bearer_token_is_refused() {
+    let model = FakeLlm::start().await;
+    let world = project(&model);
+    let server = HttpServer::start(&world);
+    let http = reqwest::Client::new();
+    let wrong = format!("{TOKEN}x");
+    for token in [None, Some("wrong-token-0123456789"), Some(wrong.as_str())] {
+        let answer = initialize(&http, &server.url, token, &[]).await;
+        assert_eq!(answer.status, 401, "{token:?}: {}", answer.body);
+        assert_eq!(answer.session, None);
+        assert!(
+            answer.challenge.unwrap_or_default().starts_with("Bearer"),
+            "{token:?}"
+        );
+        assert!(
+            answer.body.contains("Authorization: Bearer TOKEN"),
+            "{}",
+            answer.body
+        );
+    }
+    let basic = initialize(
+        &http,
+        &server.url,
+        None,
+        &[("authorization", "Basic dGVzdA==")],
+    )
+    .await;
+    assert_eq!(basic.status, 401, "{}", basic.body);
+    let report = client(&world, Some(&server), "tools").await;
+    assert_eq!(report["allowed"]["error"], false, "{report}");
+    assert_eq!(server.stop(), "");
+}
+
+/// With neither `--token-file` nor `WARREN_MCP_TOKEN`, a token is generated and
+/// printed on stderr at start; it is required, and a client given it is served.
+/// Then `--token-file` names the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_or_file_token_is_required() {
+    let model = FakeLlm::start().await;
+    let world = project(&model);
+    let http = reqwest::Client::new();
+    let server = HttpServer::launch(&world, &[], None, None);
+    let token = server
+        .token
+        .clone()
+        .unwrap_or_else(|| panic!("no token printed: {}", server.stderr.lock().unwrap()));
+    assert_eq!(token.len(), 64, "{token}");
+    assert_eq!(initialize(&http, &server.url, None, &[]).await.status, 401);
+    assert_eq!(
+        initialize(&http, &server.url, Some(TOKEN), &[])
+            .await
+            .status,
+        401
+    );
+    let report = client(&world, Some(&server), "tools").await;
+    assert_eq!(report["allowed"]["error"], false, "{report}");
+    server.stop();
+
+    std::fs::write(world.path("token"), "from-a-file-0123456789\n").unwrap();
+    let server = HttpServer::launch(&world, &["--token-file", "token"], None, None);
+    assert!(!server
+        .stderr
+        .lock()
+        .unwrap()
+        .contains("this server's token"));
+    let answer = initialize(&http, &server.url, Some("from-a-file-0123456789"), &[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(initialize(&http, &server.url, None, &[]).await.status, 401);
+    server.stop();
+}
+
+/// `--no-auth` serves without a token on a loopback address, and is refused with
+/// exit 2, naming the flag, on any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_auth_is_allowed_only_on_loopback() {
+    let model = FakeLlm::start().await;
+    let world = project(&model);
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["mcp", "--http", "0.0.0.0:0", "--no-auth"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    let stderr = crate::support::text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--no-auth is allowed only on a loopback address"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+
+    let server = HttpServer::launch(&world, &["--no-auth"], None, None);
+    assert_eq!(server.token, None);
+    let http = reqwest::Client::new();
+    let answer = initialize(&http, &server.url, None, &[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(server.stop(), "");
 }

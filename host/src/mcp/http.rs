@@ -11,10 +11,9 @@
 //! pause, and each burst of failures is logged twice, not once per try.
 //!
 //! Only `Host` headers naming a loopback name, or the address listened on, are
-//! accepted (rmcp's DNS-rebinding guard), and a request whose `Origin` names another
-//! host is refused with 403 (as MCP requires of servers). There is no
-//! authentication: listen on a loopback address, or put an authenticating proxy in
-//! front.
+//! accepted (rmcp's DNS-rebinding guard), a request whose `Origin` names another host
+//! is refused with 403 (as MCP requires of servers), and one without the server's
+//! bearer token with 401 ([`super::auth`]), all before rmcp sees it.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -33,6 +32,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::HttpAuth;
 use super::server::WarrenServer;
 use crate::host::Host;
 
@@ -93,6 +93,7 @@ pub(super) async fn serve(
     profile: Option<String>,
     address: SocketAddr,
     limits: HttpLimits,
+    auth: HttpAuth,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(address)
@@ -129,6 +130,7 @@ pub(super) async fn serve(
     );
     let gate = Arc::new(Gate {
         local,
+        auth,
         sessions: Arc::new(Semaphore::new(limits.max_sessions)),
         max_sessions: limits.max_sessions,
     });
@@ -207,11 +209,13 @@ pub(super) async fn serve(
     Ok(())
 }
 
-/// What every request passes before rmcp sees it: the path, the `Origin`, and for a
-/// request that may open a session, a free session slot.
+/// What every request passes before rmcp sees it: the path, the `Origin`, the bearer
+/// token, and for a request that may open a session, a free session slot.
 struct Gate {
     /// The address listened on: an `Origin` naming it is the server's own.
     local: SocketAddr,
+    /// Who may use the server.
+    auth: HttpAuth,
     /// Free session slots; a session holds one until it ends.
     sessions: Arc<Semaphore>,
     /// `--max-sessions`, for the refusal.
@@ -245,6 +249,20 @@ impl Gate {
                         self.local
                     ),
                 );
+            }
+        }
+        if let HttpAuth::Bearer(token) = &self.auth {
+            let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+            if !token.admits(authorization.map(|value| value.as_bytes())) {
+                let mut response = refusal(
+                    hyper::StatusCode::UNAUTHORIZED,
+                    "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
+                );
+                response.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
+                );
+                return response;
             }
         }
         let opens_session = request.method() == hyper::Method::POST

@@ -18,17 +18,20 @@
 //!
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
 //! `logging` (records to clients), `progress` (progress messages), `http` (the
-//! Streamable HTTP listener); this file serves stdio or HTTP.
+//! Streamable HTTP listener), `auth` (its bearer token); this file serves stdio or
+//! HTTP.
 
 // `logging/setLevel` is deprecated from MCP 2026-07-28 on (SEP-2577); warren speaks
 // the session-based revisions up to 2025-11-25, where it is current.
 #![allow(deprecated)]
 
+mod auth;
 mod http;
 mod logging;
 mod progress;
 mod server;
 
+pub use self::auth::{BearerToken, HttpAuth};
 pub use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
 
@@ -50,6 +53,8 @@ pub struct McpOptions {
     pub http: Option<SocketAddr>,
     /// What HTTP clients may make the server hold.
     pub http_limits: HttpLimits,
+    /// Who may use the HTTP server.
+    pub http_auth: HttpAuth,
 }
 
 /// Serves MCP until the client leaves (stdio) or `shutdown` resolves; every session's
@@ -73,6 +78,7 @@ pub async fn serve(
                 options.profile,
                 address,
                 options.http_limits,
+                options.http_auth,
                 shutdown,
             )
             .await
