@@ -506,13 +506,16 @@ fn journal_dir(config: &Config) -> Result<std::path::PathBuf, Failure> {
 
 /// [`Host::load`], with a model's configuration error told apart from a failure.
 async fn load(config: Config) -> Result<Host, Failure> {
-    Host::load(config)
-        .await
-        .map_err(|error| match error.downcast::<crate::llm::LlmError>() {
-            Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
-            Ok(other) => Failure::Run(other.into()),
-            Err(other) => Failure::Run(other),
-        })
+    model_failure(Host::load(config).await)
+}
+
+/// An LLM configuration error as [`Failure::Model`] (exit 2).
+fn model_failure(loaded: anyhow::Result<Host>) -> Result<Host, Failure> {
+    loaded.map_err(|error| match error.downcast::<crate::llm::LlmError>() {
+        Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
+        Ok(other) => Failure::Run(other.into()),
+        Err(other) => Failure::Run(other),
+    })
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
@@ -604,7 +607,9 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Mcp(args) => {
             config.profile(&args.profile)?;
             let http_auth = args.http_auth()?;
-            let host = load(config).await?;
+            // Clients often start servers with a minimal environment: without a
+            // model's key, the tools that need no model are still served.
+            let host = model_failure(Host::load_for_serving(config).await)?;
             let options = crate::mcp::McpOptions {
                 http_auth,
                 http_limits: args.http_limits(),

@@ -598,6 +598,58 @@ async fn an_http_session_that_ends_cancels_its_agents() {
     assert_eq!(again["allowed"]["error"], false);
 }
 
+/// A model whose `api_key_env` variable the client did not pass on (the SDK starts
+/// servers with a minimal environment): `warren mcp` starts anyway and serves the
+/// tools that need no model; a spawn on that model is a tool error naming the
+/// variable and where to add it, and the session's first log message says the same.
+/// Before, warren mcp exited 2 at start and the client saw only a closed connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_model_key_leaves_the_tools_served_and_refuses_spawns() {
+    const VARIABLE: &str = "WARREN_TEST_ABSENT_KEY";
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    let config = config.replace(
+        "model = \"fake-model\"\n",
+        &format!("model = \"fake-model\"\napi_key_env = \"{VARIABLE}\"\n"),
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    assert!(std::env::var_os(VARIABLE).is_none());
+
+    let report = scenario(&world, Transport::Stdio, "nokey").await;
+    assert_eq!(report["allowed"]["error"], false, "{report}");
+    assert_eq!(
+        report["allowed"]["text"],
+        "alpha\nthe quick brown fox\nomega\n"
+    );
+    assert_eq!(report["spawned"]["error"], true, "{report}");
+    let refusal = report["spawned"]["text"].as_str().unwrap();
+    assert!(
+        refusal.contains(&format!("needs its API key in {VARIABLE}"))
+            && refusal.contains("to the `env` of this server in the MCP client's configuration"),
+        "{refusal}"
+    );
+    let logs = report["logs"].as_array().unwrap();
+    assert!(
+        logs.iter().any(|log| log["level"] == "warning"
+            && log["data"]
+                .as_str()
+                .is_some_and(|data| data.contains(&format!("{VARIABLE} is not set")))),
+        "{report}"
+    );
+    assert!(server.requests().is_empty());
+
+    // `warren run` still needs the key.
+    let run = Command::new(WARREN)
+        .args(["run", "NOKEY-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains(VARIABLE));
+}
+
 /// `warren mcp` over stdio, driven line by line.
 struct RawStdio {
     child: Child,

@@ -49,6 +49,15 @@ impl WarrenServer {
             profile = session.profile(),
             "MCP session opened"
         );
+        // To this session's client, as its first log messages.
+        let span = tracing::info_span!(super::logging::CALL_SPAN, mcp.session = id);
+        for (model, variable) in host.missing_keys() {
+            span.in_scope(|| {
+                tracing::warn!(
+                    "model `{model}` has no API key: {variable} is not set in warren's environment, so sub-agents on it cannot be spawned; add {variable} to the `env` of this server in the MCP client's configuration"
+                );
+            });
+        }
         Ok(WarrenServer {
             id,
             session,
