@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, ConfigError, ProfileSource, DEFAULT_PROFILE};
 use crate::events::{Event, EventStream};
-use crate::host::{Host, RunReport};
+use crate::host::{Host, Run, RunReport};
 use crate::jobs::Phase;
 use crate::outcome::AgentState;
 use crate::plugin::{ToolAccess, ToolRegistry};
@@ -129,13 +129,86 @@ enum Command {
     ///
     /// RUN is a run id, a unique prefix of one, or `last`.
     Show(ShowArgs),
+    /// Continue a journaled run whose process died (a crash, a kill, a reboot), as if
+    /// it had not: its answer and summary are printed as `warren run` prints them.
+    ///
+    /// Agents that finished are not run again and deliver their results; an agent
+    /// that was mid-conversation continues from its last recorded boundary, reusing
+    /// every recorded model response and tool result (nothing recorded is asked or
+    /// run again). A tool call that had started with no recorded result is in doubt:
+    /// it runs again only when its profile can write no granted directory and reach
+    /// no network host; otherwise the agent is told it may or may not have happened.
+    /// Turns, tokens, cost and time already spent count against every limit.
+    ///
+    /// Refused for a finished run, for a run another process holds (still running, or
+    /// being resumed), and for a run whose warren.toml or plugins changed since
+    /// (naming what changed) unless --force. RUN is a run id, a unique prefix of one,
+    /// or `last`.
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ResumeArgs {
+    /// The run: its id, a unique prefix of it, or `last`.
+    run: String,
+    /// Resume even though the configuration or a plugin changed since the run began.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+    #[command(flatten)]
+    queue: QueueArgs,
+}
+
+/// How a run's progress and result are shown (`run` and `resume`).
+#[derive(Debug, Args)]
+struct OutputArgs {
+    /// Progress on stderr: a live agent tree on a terminal, plain lines otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
+    progress: ProgressMode,
+    /// No progress and no summary table (the answer still goes to stdout).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Write every event to FILE as JSON lines, each with a timestamp.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+    /// Print the result and per-agent usage as JSON on stdout instead of the answer.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
 struct RunsArgs {
     /// Print JSON: {dir, runs: [...]}.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
+    #[command(subcommand)]
+    action: Option<RunsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsAction {
+    /// Delete old runs' journals: finished runs beyond the newest --keep, or older
+    /// than --older-than (either or both). Unfinished runs, which `warren resume` could
+    /// continue, are kept unless --unfinished; a run a process holds (running, or being
+    /// resumed) is never deleted. Prints each run deleted and the space freed.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+struct PruneArgs {
+    /// Keep the newest N runs.
+    #[arg(long, value_name = "N")]
+    keep: Option<usize>,
+    /// Delete runs that started more than DAYS days ago (fractions allowed: 0.5).
+    #[arg(long, value_name = "DAYS")]
+    older_than: Option<f64>,
+    /// Delete unfinished runs too.
+    #[arg(long)]
+    unfinished: bool,
+    /// Only print what would be deleted.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -379,18 +452,8 @@ struct RunArgs {
     /// Use this model (a [models] name) instead of the profile's.
     #[arg(long, short)]
     model: Option<String>,
-    /// Progress on stderr: a live agent tree on a terminal, plain lines otherwise.
-    #[arg(long, value_enum, default_value = "auto")]
-    progress: ProgressMode,
-    /// No progress and no summary table (the answer still goes to stdout).
-    #[arg(long, short)]
-    quiet: bool,
-    /// Write every event to FILE as JSON lines, each with a timestamp.
-    #[arg(long, value_name = "FILE")]
-    events: Option<PathBuf>,
-    /// Print the result and per-agent usage as JSON on stdout instead of the answer.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     /// The run's id (default: random). Job ids derive from it, so a run given an id
     /// hands out the job ids every run of that id does: give each run its own (letters,
     /// digits, `_` and `-`, at most 64), e.g. to name it after an outside system's job.
@@ -581,6 +644,26 @@ async fn run(cli: Cli) -> Result<(), Failure> {
     }
     let mut config = Config::load(&cli.config)?;
     match cli.command {
+        Command::Runs(RunsArgs {
+            json,
+            action: Some(RunsAction::Prune(prune)),
+        }) => {
+            let older_than = match prune.older_than {
+                Some(days) if !(days.is_finite() && days >= 0.0) => {
+                    return Err(Failure::Usage(format!(
+                        "--older-than: a number of days, 0 or more, got {days}"
+                    )))
+                }
+                days => days.map(|days| std::time::Duration::from_secs_f64(days * 86_400.0)),
+            };
+            let options = crate::journal::prune::Prune {
+                keep: prune.keep,
+                older_than,
+                unfinished: prune.unfinished,
+                dry_run: prune.dry_run,
+            };
+            crate::runs_report::prune(&journal_dir(&config)?, options, json)?;
+        }
         Command::Runs(args) => crate::runs_report::list(&journal_dir(&config)?, args.json)?,
         Command::Show(args) => crate::runs_report::show(
             &journal_dir(&config)?,
@@ -650,13 +733,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "--run-id: use letters, digits, `_` and `-` (at most 64), got `{id}`"
                 )));
             }
-            let log = match &args.events {
-                Some(path) => Some(std::io::BufWriter::new(
-                    std::fs::File::create(path)
-                        .with_context(|| format!("creating the event log {}", path.display()))?,
-                )),
-                None => None,
-            };
+            let log = args.output.event_log()?;
             let host = load(config).await?;
             // The one unknown-model check (in `Host::start`) is a configuration error:
             // exit 2, as for a bad file.
@@ -671,42 +748,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     Ok(config) => Failure::Config(config),
                     Err(other) => Failure::Run(other),
                 })?;
-            let mode = if args.quiet {
-                ProgressMode::None
-            } else {
-                args.progress
-            };
-            let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
-            let cancel = run.cancel_token();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("\ncancelling every agent (Ctrl-C again to exit at once)…");
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(130);
-                    }
-                }
-            });
-            let report = run.wait().await;
-            progress.await.context("the progress task failed")??;
-            // A reader gone from stdout does not hide how the run ended: the answer is
-            // written first and its failure reported after the agent's.
-            let shown = if args.json {
-                outln!("{:#}", report_json(&report))
-            } else {
-                outln!("{}", report.root.text)
-            };
-            if !args.quiet && !args.json {
-                eprint!("{}", summary(&report));
-            }
-            if report.root.state != AgentState::Ok {
-                return Err(Failure::Run(anyhow::anyhow!(
-                    "the root agent ended {}: {}",
-                    report.root.state.as_str(),
-                    report.root.reason()
-                )));
-            }
-            shown?;
+            drive(run, &args.output, log).await?;
+        }
+        Command::Resume(args) => {
+            args.queue.apply(&mut config)?;
+            let log = args.output.event_log()?;
+            let host = load(config).await?;
+            let run = host.resume(&args.run, args.force)?;
+            drive(run, &args.output, log).await?;
         }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
@@ -732,6 +781,93 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             outln!("{output}")?;
         }
     }
+    Ok(())
+}
+
+impl OutputArgs {
+    /// The `--events` file, created.
+    fn event_log(&self) -> Result<Option<std::io::BufWriter<std::fs::File>>, Failure> {
+        let Some(path) = &self.events else {
+            return Ok(None);
+        };
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating the event log {}", path.display()))?;
+        Ok(Some(std::io::BufWriter::new(file)))
+    }
+}
+
+/// Shows `run`'s progress, waits for it and prints its answer or report; Ctrl-C
+/// cancels it, a second Ctrl-C exits at once, leaving it to `warren resume`.
+async fn drive(
+    run: Run,
+    output: &OutputArgs,
+    log: Option<std::io::BufWriter<std::fs::File>>,
+) -> Result<(), Failure> {
+    let mode = if output.quiet {
+        ProgressMode::None
+    } else {
+        output.progress
+    };
+    if mode != ProgressMode::None {
+        // The run's id first, so a run whose process dies can be found and resumed.
+        match &run.tree.journal {
+            Some(_) => eprintln!(
+                "run {id} (journaled: `warren resume {id}` continues it if this process dies)",
+                id = run.tree.run_id
+            ),
+            None => eprintln!("run {} (not journaled)", run.tree.run_id),
+        }
+    }
+    let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
+    let cancel = run.cancel_token();
+    let journaled = run.tree.journal.is_some().then(|| run.tree.run_id.clone());
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match term.as_mut() {
+                Some(term) => term.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => if interrupted.is_ok() {
+                eprintln!("\ncancelling every agent (Ctrl-C again to exit at once)…");
+                cancel.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            },
+            // Stopped from outside: the run is left as it stands, to be resumed.
+            _ = terminated => {
+                match journaled {
+                    Some(id) => eprintln!("\nwarren: terminated; run {id} is journaled: `warren resume {id}` continues it"),
+                    None => eprintln!("\nwarren: terminated (the run was not journaled, so it cannot be resumed)"),
+                }
+                std::process::exit(143);
+            }
+        }
+    });
+    let report = run.wait().await;
+    progress.await.context("the progress task failed")??;
+    // A reader gone from stdout does not hide how the run ended: the answer is
+    // written first and its failure reported after the agent's.
+    let shown = if output.json {
+        outln!("{:#}", report_json(&report))
+    } else {
+        outln!("{}", report.root.text)
+    };
+    if !output.quiet && !output.json {
+        eprint!("{}", summary(&report));
+    }
+    if report.root.state != AgentState::Ok {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "the root agent ended {}: {}",
+            report.root.state.as_str(),
+            report.root.reason()
+        )));
+    }
+    shown?;
     Ok(())
 }
 

@@ -34,7 +34,7 @@ pub async fn run(config_path: &Path) -> anyhow::Result<usize> {
                 ConfigError::NotFound { .. } => {
                     "doctor checks the config that --config names (default: warren.toml in this directory)"
                 }
-                _ => "fix the file at the line named (every key is listed in the README's configuration reference)",
+                _ => "fix the file at the line named (every key is listed in the configuration reference, docs/configuration.md)",
             };
             report.fail(format!("config: {error}"), remedy)?;
             return Ok(report.failed);

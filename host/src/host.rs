@@ -233,19 +233,74 @@ impl Host {
         self.launch(job)
     }
 
+    /// Continues run `name` (its id, a unique prefix, or `last`) from its journal,
+    /// after the process that ran it died: agents that finished are not run again,
+    /// recorded model responses and tool results are reused, a call in doubt is run
+    /// again only where that cannot repeat an effect, and what was spent counts
+    /// against every limit. Refused for a finished run, a run another process holds,
+    /// a run whose configuration or plugins changed (unless `force`), and an MCP
+    /// session (its caller drove it).
+    pub fn resume(&self, name: &str, force: bool) -> anyhow::Result<Run> {
+        let config = &self.parts.config;
+        let (journal, resume) =
+            crate::journal::take_over(config, &self.parts.registry.digests(), name, force)?;
+        anyhow::ensure!(
+            resume.task != self::session::SESSION_TASK,
+            "run {} is an MCP session: its client drove it, so there is nothing to continue",
+            resume.run
+        );
+        let mut profile = config.profile(&resume.profile)?;
+        // The model it ran on (`warren run --model`), when that is still configured.
+        if let Some(model) = resume
+            .agent(&resume.root)
+            .and_then(|root| root.model.clone())
+            .filter(|model| config.models.contains_key(model))
+        {
+            profile.model = Some(model);
+        }
+        let limits = profile.limits;
+        let tree = Tree::resumed(config.run_limits, journal, Arc::new(resume));
+        let task = tree.resume.as_ref().expect("resumed").task.clone();
+        self.launch_in(
+            tree,
+            JobStart {
+                profile,
+                task,
+                extra_prompt: None,
+                limits,
+                depth: 0,
+                budget_usd: config.run_limits.budget_usd,
+                traceparent: None,
+                queue_job: None,
+                run_id: None,
+            },
+        )
+    }
+
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
-        let run_id = job.run_id.unwrap_or_else(crate::jobs::random_id);
-        let journal =
-            crate::journal::open(&self.parts.config, &run_id, &job.profile.name, &job.task)?;
+        let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
+        let journal = crate::journal::open(
+            &self.parts.config,
+            self.parts.registry.digests(),
+            &run_id,
+            &job.profile.name,
+            &job.task,
+        )?;
         let tree = Tree::for_queue_job(
             RunLimits {
                 budget_usd: job.budget_usd,
                 ..self.parts.config.run_limits
             },
-            job.queue_job,
+            job.queue_job.clone(),
             Some(run_id),
             journal,
         );
+        self.launch_in(tree, job)
+    }
+
+    /// Starts `job` as the root of `tree` (one that finished before a resume ends at
+    /// once with its recorded outcome).
+    fn launch_in(&self, tree: Arc<Tree>, job: JobStart) -> anyhow::Result<Run> {
         // Its scratch directory before the job exists, as for every agent.
         let access = ToolAccess::new(job.profile.clone())?;
         let handle = JobHandle::root(&tree, &job.profile.name, &job.task);
@@ -261,9 +316,14 @@ impl Host {
         // Subscribed before the root starts: the first caller of `Run::events` sees
         // its `agent_started`.
         let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
-        handle.start();
         let task = job.task;
-        let handle = tokio::spawn(async move { handle.finish(root.run(task).await) });
+        let handle = match tree.recorded(&id).and_then(|r| r.finished.clone()) {
+            Some(outcome) => tokio::spawn(async move { handle.finish(outcome) }),
+            None => {
+                handle.start();
+                tokio::spawn(async move { handle.finish(root.run(task).await) })
+            }
+        };
         Ok(Run {
             tree,
             root: id,

@@ -169,7 +169,7 @@ script = "script.toml"
         .to_string(),
     };
     format!(
-        r#"# warren.toml — written by `warren init`. Reference: the README's configuration section.
+        r#"# warren.toml — written by `warren init`. Reference: docs/configuration.md in warren's repository.
 # Every tool runs in a WebAssembly sandbox that can touch only what a profile grants.
 
 {model}
@@ -218,7 +218,7 @@ You review files under /project. Report each finding as `file:line: what is wron
 most important first. You cannot change files; say what should change.
 "#;
 
-const SCRIPT: &str = r#"# An offline model for the starter project: it replays these turns (see the README).
+const SCRIPT: &str = r#"# An offline model for the starter project: it replays these turns (see docs/configuration.md, Models).
 # Replace [models.default] in warren.toml with a real model when you have one.
 
 [[turns]]

@@ -60,6 +60,41 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
 
 /// Prints run `name` (an id, a unique prefix, or `last`) in `dir`: its tree, or with
 /// `agent` that agent's whole transcript.
+/// `warren runs prune`: deletes the runs `options` select and says which.
+pub(crate) fn prune(
+    dir: &Path,
+    options: crate::journal::prune::Prune,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let (pruned, problems) = crate::journal::prune::prune(dir, options)?;
+    for problem in &problems {
+        tracing::warn!("left alone, unreadable: {problem}");
+    }
+    let bytes: u64 = pruned.iter().map(|p| p.bytes).sum();
+    if as_json {
+        outln!(
+            "{:#}",
+            json!({"dir": dir.display().to_string(), "dry_run": options.dry_run, "pruned": pruned, "bytes": bytes})
+        )?;
+        return Ok(());
+    }
+    let verb = if options.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    for run in &pruned {
+        outln!("{verb} {} ({} bytes)", run.run_id, thousands(run.bytes))?;
+    }
+    outln!(
+        "{verb} {} run(s), {} bytes, in {}",
+        pruned.len(),
+        thousands(bytes),
+        dir.display()
+    )?;
+    Ok(())
+}
+
 pub(crate) fn show(
     dir: &Path,
     name: &str,
@@ -258,7 +293,10 @@ fn record_agent(record: &Record) -> Option<&str> {
         | Record::ToolStarted { agent, .. }
         | Record::ToolFinished { agent, .. }
         | Record::AgentFinished { agent, .. } => Some(agent),
-        Record::RunStarted { .. } | Record::RunFinished { .. } => None,
+        Record::RunStarted { .. }
+        | Record::RunResumed { .. }
+        | Record::JournalFull { .. }
+        | Record::RunFinished { .. } => None,
     }
 }
 

@@ -369,7 +369,7 @@ async fn a_read_only_agent_cannot_write_in_a_run() {
     assert!(!world.path("docs/pwned.md").exists());
 }
 
-/// The documented mapping (README, "Agent files"), written out again here as data so
+/// The documented mapping (docs/agent-files.md), written out again here as data so
 /// the corpus test checks the loader against the table, not against itself.
 const MAPPING: &[(&str, &[&str])] = &[
     ("Read", &["read_file"]),

@@ -124,6 +124,9 @@ impl Reply {
 /// Queued replies, each with the text its request's newest message must contain.
 type Routes = VecDeque<(Option<String>, Reply)>;
 
+/// Answers a request no queued reply matched, from its whole body.
+pub(crate) type Responder = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
+
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
 pub(crate) struct Recorded {
@@ -138,6 +141,7 @@ pub(crate) struct FakeLlm {
     /// `http://127.0.0.1:PORT/v1`.
     pub(crate) base_url: String,
     replies: Arc<Mutex<Routes>>,
+    responder: Arc<Mutex<Option<Responder>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Set when a hung connection was closed by the client.
     pub(crate) hang_dropped: Arc<AtomicBool>,
@@ -150,11 +154,13 @@ impl FakeLlm {
         let server = FakeLlm {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             replies: Arc::default(),
+            responder: Arc::default(),
             requests: Arc::default(),
             hang_dropped: Arc::default(),
         };
-        let (replies, requests, dropped) = (
+        let (replies, responder, requests, dropped) = (
             server.replies.clone(),
+            server.responder.clone(),
             server.requests.clone(),
             server.hang_dropped.clone(),
         );
@@ -162,10 +168,18 @@ impl FakeLlm {
             while let Ok((socket, _)) = listener.accept().await {
                 let (replies, requests, dropped) =
                     (replies.clone(), requests.clone(), dropped.clone());
-                tokio::spawn(async move { serve(socket, replies, requests, dropped).await });
+                let responder = responder.lock().unwrap().clone();
+                tokio::spawn(
+                    async move { serve(socket, replies, responder, requests, dropped).await },
+                );
             }
         });
         server
+    }
+
+    /// Answers every request no queued reply matches with `responder`.
+    pub(crate) fn respond_with(&self, responder: Responder) {
+        *self.responder.lock().unwrap() = Some(responder);
     }
 
     pub(crate) fn push(&self, reply: Reply) {
@@ -201,6 +215,7 @@ impl FakeLlm {
 async fn serve(
     mut socket: TcpStream,
     replies: Arc<Mutex<Routes>>,
+    responder: Option<Responder>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     dropped: Arc<AtomicBool>,
 ) {
@@ -248,7 +263,7 @@ async fn serve(
     requests.lock().unwrap().push(Recorded {
         path,
         headers,
-        body,
+        body: body.clone(),
     });
     let mut reply = {
         let mut replies = replies.lock().unwrap();
@@ -259,6 +274,9 @@ async fn serve(
             .and_then(|p| replies.remove(p))
             .map(|(_, reply)| reply)
     };
+    if reply.is_none() {
+        reply = responder.and_then(|respond| respond(&body));
+    }
     while let Some(Reply::Delayed(pause, inner)) = reply {
         tokio::time::sleep(pause).await;
         reply = Some(*inner);

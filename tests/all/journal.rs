@@ -112,6 +112,14 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
     assert_eq!(count("agent_queued"), 3);
     assert_eq!(count("agent_finished"), 3);
     assert!(count("model_response") >= 4, "{lines:#?}");
+    // Each response names the request it answered by a digest of the body sent.
+    let digests: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "model_response")
+        .map(|l| l["request_digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(digests.len(), count("model_response"), "{digests:?}");
+    assert!(digests.iter().all(|d| d.len() == 32), "{digests:?}");
     // Every tool call is recorded before it runs, and its result after.
     assert_eq!(count("tool_started"), count("tool_finished"));
     let write = lines
@@ -309,4 +317,94 @@ async fn a_run_killed_with_sigkill_is_still_read_with_its_finished_work() {
     assert_eq!(quick["text"], "quick child done");
     let plain = text(&warren(&world, &["runs"]).stdout);
     assert!(plain.contains("interrupted (no end)"), "{plain}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn old_runs_are_pruned_and_a_run_past_its_size_bound_says_so() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    project(&world, &server);
+    for task in ["FIRST", "SECOND", "THIRD"] {
+        server.route(task, answer("done"));
+        let run = warren(&world, &["run", "-q", "--run-id", task, task]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // An unfinished run: its journal ends without run_finished.
+    let unfinished = world.path(".warren/runs/UNFINISHED");
+    std::fs::create_dir_all(&unfinished).unwrap();
+    let first = std::fs::read_to_string(world.path(".warren/runs/FIRST/journal.jsonl")).unwrap();
+    let head: Vec<&str> = first.lines().take(2).collect();
+    std::fs::write(
+        unfinished.join("journal.jsonl"),
+        head.join("\n").replace("\"FIRST\"", "\"UNFINISHED\"") + "\n",
+    )
+    .unwrap();
+
+    let vague = warren(&world, &["runs", "prune"]);
+    assert_eq!(vague.status.code(), Some(1));
+    assert!(
+        text(&vague.stderr).contains("--keep N"),
+        "{}",
+        text(&vague.stderr)
+    );
+    let dry = json_of(&warren(
+        &world,
+        &["runs", "prune", "--keep", "1", "--dry-run", "--json"],
+    ));
+    assert_eq!(dry["pruned"].as_array().unwrap().len(), 2, "{dry}");
+    assert_eq!(
+        std::fs::read_dir(world.path(".warren/runs"))
+            .unwrap()
+            .count(),
+        4
+    );
+    let pruned = warren(&world, &["runs", "prune", "--keep", "1"]);
+    let said = text(&pruned.stdout);
+    assert!(said.contains("deleted 2 run(s)"), "{said}");
+    let left: Vec<String> = json_of(&warren(&world, &["runs", "--json"]))["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect();
+    // The newest finished run, and the unfinished one (it could be resumed).
+    assert!(
+        left.contains(&"THIRD".to_string()) && left.contains(&"UNFINISHED".to_string()),
+        "{left:?}"
+    );
+    assert_eq!(left.len(), 2, "{left:?}");
+    let all = warren(
+        &world,
+        &["runs", "prune", "--older-than", "0", "--unfinished"],
+    );
+    assert!(
+        text(&all.stdout).contains("deleted 2 run(s)"),
+        "{}",
+        text(&all.stdout)
+    );
+
+    // A journal past [journal] max_run_mib ends with journal_full; the run goes on.
+    let config = world.path("warren.toml");
+    let mut with_bound = std::fs::read_to_string(&config).unwrap();
+    with_bound.push_str("\n[journal]\nmax_run_mib = 1\n");
+    std::fs::write(&config, with_bound).unwrap();
+    server.route("BIG", answer(&"x".repeat(1536 * 1024)));
+    let big = warren(&world, &["run", "-q", "--run-id", "big", "BIG"]);
+    assert!(big.status.success(), "{}", text(&big.stderr));
+    assert!(
+        text(&big.stderr).contains("max_run_mib"),
+        "{}",
+        text(&big.stderr)
+    );
+    let journal = std::fs::read_to_string(world.path(".warren/runs/big/journal.jsonl")).unwrap();
+    assert!(journal.len() < 1024 * 1024, "{}", journal.len());
+    assert!(journal.lines().last().unwrap().contains("\"journal_full\""));
+    let resume = warren(&world, &["resume", "big"]);
+    assert_eq!(resume.status.code(), Some(1));
+    assert!(
+        text(&resume.stderr).contains("cannot be resumed"),
+        "{}",
+        text(&resume.stderr)
+    );
 }

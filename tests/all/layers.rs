@@ -49,7 +49,7 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// Where the architecture's layer table is documented.
-const ARCHITECTURE_DOC: &str = "README.md";
+const ARCHITECTURE_DOC: &str = "docs/architecture.md";
 
 /// A `crate::`, `super::` or `self::` path named in a source file, as the segments
 /// that follow the crate root once resolved, with the line it is on.

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// A `redis-server` of our own, with an append-only file so a restart keeps its data.
-struct Redis {
+pub(crate) struct Redis {
     port: u16,
     dir: tempfile::TempDir,
     server: Child,
 }
 
 impl Redis {
-    fn start() -> Redis {
+    pub(crate) fn start() -> Redis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -54,7 +54,7 @@ impl Redis {
         panic!("redis-server on port {} did not start", self.port);
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
@@ -83,7 +83,7 @@ impl Redis {
     }
 
     /// Every job hash of queue `warren` with its id.
-    fn jobs(&self) -> Vec<(String, std::collections::HashMap<String, String>)> {
+    pub(crate) fn jobs(&self) -> Vec<(String, std::collections::HashMap<String, String>)> {
         let keys: Vec<String> = self.query(redis::cmd("KEYS").arg("bull:warren:*"));
         keys.into_iter()
             .filter_map(|key| {
@@ -158,13 +158,13 @@ impl Drop for Redis {
 }
 
 /// A `warren worker` process; killed when dropped.
-struct Worker {
+pub(crate) struct Worker {
     child: Child,
     log: PathBuf,
 }
 
 impl Worker {
-    fn start(dir: &Path, redis: &Redis, name: &str, concurrency: u32) -> Worker {
+    pub(crate) fn start(dir: &Path, redis: &Redis, name: &str, concurrency: u32) -> Worker {
         Worker::start_with(dir, redis, name, concurrency, &[])
     }
 

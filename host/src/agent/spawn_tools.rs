@@ -190,6 +190,15 @@ fn run_child(
     slots: Reservation,
 ) -> BoxedRun {
     Box::pin(async move {
+        // A resumed run's child that had finished delivers its recorded outcome.
+        if let Some(outcome) = child
+            .tree
+            .recorded(job.id())
+            .and_then(|r| r.finished.clone())
+        {
+            job.finish(outcome);
+            return;
+        }
         let remote = child.runtime.remote.clone();
         let permit = tokio::select! {
             biased;

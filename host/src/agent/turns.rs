@@ -8,6 +8,7 @@ use tracing::{info, info_span, Instrument};
 
 use crate::events::{bounded, summarize, Event, RESULT_CHARS};
 use crate::jobs::{not_found_block, result_block, JobId, Phase};
+use crate::journal::resume::{RecordedResponse, RecordedTool};
 use crate::journal::{Record, RecordedCall};
 use crate::llm::{
     AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Requester, StreamEvent,
@@ -102,8 +103,11 @@ fn record_response(
         agent: agent.0.clone(),
         turn,
         request_messages: request.messages.len(),
+        request_digest: response.request_digest.clone(),
         text: message.text.clone(),
         reasoning: message.reasoning.clone(),
+        refusal: message.refusal.clone(),
+        provider_blocks: message.provider_blocks.clone(),
         tool_calls: message
             .tool_calls
             .iter()
@@ -121,10 +125,49 @@ fn record_response(
             FinishReason::Other(other) => other.clone(),
         },
         input_tokens: response.usage.input_tokens,
+        cached_input_tokens: response.usage.cached_input_tokens,
         output_tokens: response.usage.output_tokens,
         cost_usd: response.cost_usd,
     }
 }
+
+/// A recorded response as the model's answer again (a resumed run asks nothing it
+/// has an answer to).
+fn replayed_response(recorded: &RecordedResponse) -> crate::llm::ChatResponse {
+    crate::llm::ChatResponse {
+        message: AssistantMessage {
+            text: recorded.text.clone(),
+            tool_calls: recorded
+                .tool_calls
+                .iter()
+                .map(|call| ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .collect(),
+            reasoning: recorded.reasoning.clone(),
+            refusal: recorded.refusal.clone(),
+            provider_blocks: recorded.provider_blocks.clone(),
+        },
+        finish: match recorded.finish.as_str() {
+            "stop" => FinishReason::Stop,
+            "tool_calls" => FinishReason::ToolCalls,
+            "length" => FinishReason::Length,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_string()),
+        },
+        usage: recorded.usage,
+        cost_usd: recorded.cost_usd,
+        request_digest: recorded.request_digest.clone(),
+    }
+}
+
+/// The result of a call that had started when the run's process died and whose
+/// end was not recorded, when running it again could repeat an effect.
+pub(crate) const IN_DOUBT: &str = "this call was running when warren's process stopped, and its result was not recorded: \
+it may or may not have taken effect. It was not run again, because it could write files or reach the network. \
+Check its effect before repeating it.";
 
 /// What an agent was asked, on its span: the GenAI conventions' messages and the plain
 /// input trace UIs show, bounded. Only built when spans are exported.
@@ -194,7 +237,12 @@ impl Agent {
             let ended = {
                 let body = self.converse(task, &mut progress);
                 tokio::pin!(body);
-                let limit = Duration::from_secs(self.limits.timeout_s);
+                // A resumed agent's earlier wall time counts against its limit.
+                let spent = self
+                    .tree
+                    .recorded(&self.id)
+                    .map_or(Duration::ZERO, |r| r.time_spent());
+                let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
                 tokio::select! {
                     biased;
                     _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
@@ -304,43 +352,22 @@ impl Agent {
                 agent: self.id.0.clone(),
                 turn: progress.turns,
             });
-            // Streamed text goes to the event bus as it arrives.
-            let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
-            let sink = EventSink::new(move |event| {
-                if let StreamEvent::TextDelta(text) = event {
-                    bus.publish(Event::TextDelta {
-                        agent: agent.clone(),
-                        text,
-                    });
-                }
-            });
-            let chat_span = info_span!(
-                "chat",
-                otel.name = format!("chat {}", provider.model()),
-                gen_ai.operation.name = "chat",
-                gen_ai.request.model = provider.model(),
-                gen_ai.agent.id = %self.id,
-                gen_ai.usage.input_tokens = tracing::field::Empty,
-                gen_ai.usage.output_tokens = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-            );
-            let response = provider
-                .chat(&request, &sink)
-                .instrument(chat_span.clone())
-                .await;
-            match &response {
-                Ok(response) => {
-                    chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-                    chat_span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-                }
-                Err(error) => {
-                    chat_span.record("error.type", error.kind());
-                }
-            }
-            let response = response.map_err(|e| (AgentState::Error, e.to_string()))?;
+            let replayed = self
+                .tree
+                .recorded(&self.id)
+                .and_then(|r| r.response(progress.turns))
+                .map(replayed_response);
+            let fresh = replayed.is_none();
+            let response = match replayed {
+                Some(response) => response,
+                None => self.ask(&provider, &request).await?,
+            };
             progress.usage = progress.usage + response.usage;
             progress.cost_usd += response.cost_usd;
-            self.tree.charge(response.cost_usd);
+            if fresh {
+                // A replayed response's cost was counted when the run resumed.
+                self.tree.charge(response.cost_usd);
+            }
             self.tree.events.publish(Event::Usage {
                 agent: self.id.0.clone(),
                 turns: progress.turns,
@@ -349,47 +376,33 @@ impl Agent {
                 cost_usd: progress.cost_usd,
             });
             progress.text = response.message.text.clone();
-            // On disk before any of its tool calls runs: a resumed run reuses it.
-            self.tree
-                .record_durably(|| record_response(&self.id, progress.turns, &request, &response))
-                .await;
+            if fresh {
+                // Written before any of its tool calls runs, and synced with the start
+                // of the first that could have an effect (see `traced_call`).
+                self.tree
+                    .record(|| record_response(&self.id, progress.turns, &request, &response));
+            }
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
             }
             let calls = response.message.tool_calls.clone();
             request.messages.push(Message::Assistant(response.message));
-
             if calls.is_empty() {
-                let children = self.tree.children(&self.id);
-                let running: Vec<JobId> = children
-                    .iter()
-                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
-                    .map(|job| job.id.clone())
-                    .collect();
-                if running.is_empty() {
-                    return Ok(());
+                if let Some(ended) = self.drain_children(&mut request).await {
+                    return ended;
                 }
-                // Report the running children and any finished ones not yet reported,
-                // in one message, so no separate notification follows.
-                let pending: Vec<JobId> = children
-                    .into_iter()
-                    .filter(|job| !job.delivered)
-                    .map(|job| job.id)
-                    .collect();
-                let names = running
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let blocks = self.await_jobs(&pending, None, false).await;
-                request.messages.push(Message::User(format!(
-                    "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
-                     these are their results. Take them into account and give your final answer.\n\n{blocks}"
-                )));
                 continue;
             }
+            let turn = progress.turns;
+            let recorded = |call: &ToolCall| {
+                self.tree
+                    .recorded(&self.id)
+                    .and_then(|r| r.tool(turn, &call.id))
+                    .cloned()
+            };
             for (call, content, is_error) in
-                super::turn_limits::run_calls(&calls, |call| self.execute(call)).await
+                super::turn_limits::run_calls(&calls, |call| self.execute(call, recorded(call)))
+                    .await
             {
                 request.messages.push(Message::ToolResult {
                     call_id: call.id.clone(),
@@ -401,9 +414,124 @@ impl Agent {
         }
     }
 
-    async fn execute(&self, call: &ToolCall) -> Result<String, String> {
-        self.traced_call(call, self.spawn_tool(&call.name, &call.arguments))
-            .await
+    /// One model turn: `request` sent as it stands, its text streamed to the event bus.
+    async fn ask(
+        &self,
+        provider: &std::sync::Arc<dyn crate::llm::Provider>,
+        request: &ChatRequest,
+    ) -> Result<crate::llm::ChatResponse, (AgentState, String)> {
+        // Streamed text goes to the event bus as it arrives.
+        let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
+        let sink = EventSink::new(move |event| {
+            if let StreamEvent::TextDelta(text) = event {
+                bus.publish(Event::TextDelta {
+                    agent: agent.clone(),
+                    text,
+                });
+            }
+        });
+        let chat_span = info_span!(
+            "chat",
+            otel.name = format!("chat {}", provider.model()),
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = provider.model(),
+            gen_ai.agent.id = %self.id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let response = provider
+            .chat(request, &sink)
+            .instrument(chat_span.clone())
+            .await;
+        match &response {
+            Ok(response) => {
+                chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+                chat_span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            }
+            Err(error) => {
+                chat_span.record("error.type", error.kind());
+            }
+        }
+        response.map_err(|e| (AgentState::Error, e.to_string()))
+    }
+
+    /// The model answered without tool calls: ends the conversation (`Some(Ok)`)
+    /// unless children still run, whose results (and any not yet delivered) are then
+    /// awaited and added to `request` for another turn (`None`).
+    async fn drain_children(
+        &self,
+        request: &mut ChatRequest,
+    ) -> Option<Result<(), (AgentState, String)>> {
+        let children = self.tree.children(&self.id);
+        let running: Vec<JobId> = children
+            .iter()
+            .filter(|job| !matches!(job.phase, Phase::Done(_)))
+            .map(|job| job.id.clone())
+            .collect();
+        if running.is_empty() {
+            return Some(Ok(()));
+        }
+        // Report the running children and any finished ones not yet reported, in one
+        // message, so no separate notification follows.
+        let pending: Vec<JobId> = children
+            .into_iter()
+            .filter(|job| !job.delivered)
+            .map(|job| job.id)
+            .collect();
+        let names = running
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let blocks = self.await_jobs(&pending, None, false).await;
+        request.messages.push(Message::User(format!(
+            "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
+             these are their results. Take them into account and give your final answer.\n\n{blocks}"
+        )));
+        None
+    }
+
+    /// Runs `call`, or, in a resumed run, reuses its recorded result: a call whose
+    /// end was recorded is not run again, and one that had started with no recorded
+    /// end (in doubt) runs again only where that cannot repeat an effect (see
+    /// [`CapabilitySet::replay_safe`](crate::policy::CapabilitySet::replay_safe)).
+    /// Spawn tools run again: a spawn re-registers its recorded child, whose own
+    /// records say what it still has to do.
+    async fn execute(
+        &self,
+        call: &ToolCall,
+        recorded: Option<RecordedTool>,
+    ) -> Result<String, String> {
+        if !spawn_tools::is_spawn_tool(&call.name) {
+            match recorded.as_ref().map(|r| &r.finished) {
+                Some(Some((outcome, content))) => {
+                    return if *outcome == ToolOutcome::Ok {
+                        Ok(content.clone())
+                    } else {
+                        Err(content.clone())
+                    };
+                }
+                Some(None) if !self.access.profile.capabilities.replay_safe() => {
+                    tracing::warn!(agent = %self.id, tool = %call.name, "a call in doubt is not run again");
+                    self.tree.record(|| Record::ToolFinished {
+                        agent: self.id.0.clone(),
+                        call_id: call.id.clone(),
+                        outcome: ToolOutcome::InDoubt,
+                        content: IN_DOUBT.to_string(),
+                        duration_ms: 0,
+                    });
+                    return Err(IN_DOUBT.to_string());
+                }
+                _ => {}
+            }
+        }
+        self.traced_call(
+            call,
+            self.spawn_tool(&call.name, &call.arguments),
+            recorded.as_ref(),
+        )
+        .await
     }
 
     /// Runs one tool call inside its `execute_tool` span, between its start and finish
@@ -414,6 +542,7 @@ impl Agent {
         &self,
         call: &ToolCall,
         spawn: impl std::future::Future<Output = Result<String, String>>,
+        recorded: Option<&RecordedTool>,
     ) -> Result<String, String> {
         let span = info_span!(
             "execute_tool",
@@ -423,15 +552,21 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             error.type = tracing::field::Empty,
         );
-        // A plugin call is on disk before it runs: one with no recorded end may have
-        // happened. A spawn tool's effect is a job, journaled in its own right.
+        // A plugin call that could have an effect is on disk (its model response
+        // with it) before it runs: one with no recorded end may have happened. A call
+        // that can have none needs no sync (if its record is lost it is simply run
+        // again), and a spawn tool's effect is a job, journaled in its own right.
         let started_record = || Record::ToolStarted {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
         };
-        if spawn_tools::is_spawn_tool(&call.name) {
+        if recorded.is_some() {
+            // Its start is in the journal already (a resumed run).
+        } else if spawn_tools::is_spawn_tool(&call.name)
+            || self.access.profile.capabilities.replay_safe()
+        {
             self.tree.record(started_record);
         } else {
             self.tree.record_durably(started_record).await;
@@ -468,16 +603,19 @@ impl Agent {
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
-        // Written in order, so on disk at the latest with the next model response.
-        self.tree.record(|| Record::ToolFinished {
-            agent: self.id.0.clone(),
-            call_id: call.id.clone(),
-            outcome,
-            content: match &result {
-                Ok(text) | Err(text) => text.clone(),
-            },
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
+        // Written in order, so on disk at the latest with the next model response;
+        // not again for a spawn tool a resumed run repeats.
+        if recorded.is_none_or(|r| r.finished.is_none()) {
+            self.tree.record(|| Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms: started.elapsed().as_millis() as u64,
+            });
+        }
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
             call_id: call.id.clone(),

@@ -4,18 +4,25 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::values::Bounded;
+
 /// The journal directory when `[journal] dir` is not set, relative to the directory
 /// of `warren.toml`.
 pub const DEFAULT_JOURNAL_DIR: &str = ".warren/runs";
 
+/// How large one run's journal may grow by default, in MiB (`[journal] max_run_mib`).
+pub const DEFAULT_MAX_RUN_MIB: u64 = 1024;
+
 /// `[journal]` in `warren.toml`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawJournal {
     /// Where runs are journaled (relative to the config's directory).
     dir: Option<PathBuf>,
     /// Whether runs are journaled at all (default true).
     enabled: Option<bool>,
+    /// How large one run's journal may grow, in MiB.
+    max_run_mib: Option<Bounded<1, 1_048_576>>,
 }
 
 impl RawJournal {
@@ -29,5 +36,10 @@ impl RawJournal {
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_JOURNAL_DIR));
         Some(base.join(dir))
+    }
+
+    /// How large one run's journal may grow, in bytes.
+    pub(super) fn max_run_bytes(&self) -> u64 {
+        self.max_run_mib.map_or(DEFAULT_MAX_RUN_MIB, |m| m.0) * 1024 * 1024
     }
 }

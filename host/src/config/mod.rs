@@ -46,7 +46,7 @@ pub use self::agent_dir::{
 };
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
-pub use self::journal::DEFAULT_JOURNAL_DIR;
+pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
@@ -91,6 +91,9 @@ pub struct Config {
     pub agent_files: AgentFilesReport,
     /// Where runs are journaled (`[journal]`); `None`: they are not.
     pub journal_dir: Option<PathBuf>,
+    /// How large one run's journal may grow, in bytes (`[journal] max_run_mib`): past
+    /// it the run goes on unjournaled, and cannot be resumed.
+    pub journal_max_run_bytes: u64,
     /// The implicit profile used when the file defines none.
     implicit: Profile,
 }
@@ -160,6 +163,7 @@ impl Config {
             .as_ref()
             .and_then(|q| q.default_profile.as_ref())
             .map(Spanned::span);
+        let journal = raw.journal.unwrap_or_default();
         let config = Config {
             path: path.to_path_buf(),
             plugin_files,
@@ -172,7 +176,8 @@ impl Config {
             run_limits,
             queue: raw.queue.map(RawQueue::resolve).unwrap_or_default(),
             agent_files,
-            journal_dir: raw.journal.unwrap_or_default().resolve(&base),
+            journal_dir: journal.resolve(&base),
+            journal_max_run_bytes: journal.max_run_bytes(),
             implicit,
         };
         // Checked against the loaded profiles by the one lookup jobs use (the implicit

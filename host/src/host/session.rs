@@ -19,7 +19,7 @@ use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
 
 /// What a session's root job says its task is (there is no task: the caller drives).
-const SESSION_TASK: &str = "(session: tools called by an outside client)";
+pub(super) const SESSION_TASK: &str = "(session: tools called by an outside client)";
 
 /// An outside caller's connection: a job tree whose root is the caller.
 ///
@@ -65,7 +65,13 @@ impl Session {
     pub(super) fn new(runtime: Arc<Runtime>, profile: &str) -> anyhow::Result<Session> {
         let profile = runtime.config.profile(profile)?;
         let run_id = crate::jobs::random_id();
-        let journal = crate::journal::open(&runtime.config, &run_id, &profile.name, SESSION_TASK)?;
+        let journal = crate::journal::open(
+            &runtime.config,
+            runtime.registry.digests(),
+            &run_id,
+            &profile.name,
+            SESSION_TASK,
+        )?;
         let tree = Tree::for_session(runtime.config.run_limits, run_id, journal);
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
@@ -136,7 +142,7 @@ impl Session {
             arguments: arguments.to_string(),
         };
         self.root
-            .traced_call(&call, self.spawn_tool(name, arguments, watch))
+            .traced_call(&call, self.spawn_tool(name, arguments, watch), None)
             .await
     }
 

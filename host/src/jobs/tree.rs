@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::slots;
 use crate::config::RunLimits;
 use crate::events::{summarize, AgentIntro, Event, EventBus};
-use crate::journal::{Journal, Record};
+use crate::journal::resume::RecordedAgent;
+use crate::journal::{Journal, Record, Resume};
 use crate::outcome::AgentOutcome;
 
 /// A job's id: six hex digits, unique within its run. Ids derive from the run's id
@@ -162,6 +163,10 @@ pub struct Tree {
     pub(crate) queue_job: Option<String>,
     /// Where the run is journaled, when it is.
     pub(crate) journal: Option<Arc<Journal>>,
+    /// What an earlier process recorded, when this run continues one
+    /// (`warren resume`): jobs take their recorded ids, and records already in the
+    /// journal are not written again.
+    pub(crate) resume: Option<Arc<Resume>>,
 }
 
 /// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
@@ -224,7 +229,22 @@ impl Tree {
             run_id,
             queue_job,
             journal,
+            resume: None,
         })
+    }
+
+    /// The tree of run `resume.run`, continued by this process: the earlier
+    /// processes' spending counts against its budget from the start.
+    pub(crate) fn resumed(
+        limits: RunLimits,
+        journal: Arc<Journal>,
+        resume: Arc<Resume>,
+    ) -> Arc<Tree> {
+        let mut tree = Tree::for_queue_job(limits, None, Some(resume.run.clone()), Some(journal));
+        let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
+        fresh.charge(resume.spent_usd);
+        fresh.resume = Some(resume);
+        tree
     }
 
     /// An empty tree named `run_id`: it hands out the same job ids, in the same order,
@@ -244,17 +264,22 @@ impl Tree {
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
-        let id = loop {
+        let recorded = self
+            .resume
+            .as_ref()
+            .and_then(|r| r.claim(parent.map(|p| p.0.as_str()), profile, task));
+        let id = recorded.map(JobId).unwrap_or_else(|| loop {
             // A multiplicative hash of a counter: short, distinct, not sequential-looking.
             let n = self
                 .next_id
                 .fetch_add(1, Ordering::Relaxed)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let id = JobId(format!("{:06x}", (n >> 40) & 0xff_ffff));
-            if !jobs.jobs.contains_key(&id) {
+            let taken = self.resume.as_ref().is_some_and(|r| r.is_recorded(&id.0));
+            if !jobs.jobs.contains_key(&id) && !taken {
                 break id;
             }
-        };
+        });
         let (sender, done) = watch::channel(false);
         if let Some(parent) = parent {
             jobs.children
@@ -383,8 +408,16 @@ impl Tree {
     /// Journals `record` (when the run is journaled), without waiting.
     pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
         if let Some(journal) = &self.journal {
-            journal.record(record());
+            let record = record();
+            if !self.resume.as_ref().is_some_and(|r| r.has(&record)) {
+                journal.record(record);
+            }
         }
+    }
+
+    /// What an earlier process recorded of job `id`, when this run continues one.
+    pub(crate) fn recorded(&self, id: &JobId) -> Option<&RecordedAgent> {
+        self.resume.as_ref()?.agent(&id.0)
     }
 
     /// Journals `record` (when the run is journaled) and waits until it is on disk.

@@ -9,13 +9,17 @@
 //! commit and what is durable when), [`read`] (reading back, a torn last line
 //! ignored).
 
+pub mod prune;
 pub mod read;
 pub mod record;
+pub mod resume;
 pub mod writer;
 
 pub use self::record::{Record, RecordedCall, VERSION};
+pub use self::resume::Resume;
 pub use self::writer::Journal;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -26,6 +30,7 @@ use crate::config::Config;
 /// is an error: a journal names one run.
 pub fn open(
     config: &Config,
+    plugins: BTreeMap<String, String>,
     run_id: &str,
     profile: &str,
     task: &str,
@@ -33,7 +38,7 @@ pub fn open(
     let Some(dir) = &config.journal_dir else {
         return Ok(None);
     };
-    let journal = match Journal::create(dir, run_id) {
+    let journal = match Journal::create(dir, run_id, config.journal_max_run_bytes) {
         Ok(journal) => journal,
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
             anyhow::bail!(
@@ -49,7 +54,6 @@ pub fn open(
             return Ok(None);
         }
     };
-    let config_text = std::fs::read(&config.path).unwrap_or_default();
     journal.record(Record::RunStarted {
         v: VERSION,
         run: run_id.to_string(),
@@ -57,7 +61,86 @@ pub fn open(
         profile: profile.to_string(),
         warren: env!("CARGO_PKG_VERSION").to_string(),
         config: config.path.display().to_string(),
-        config_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&config_text)),
+        config_sha256: config_digest(config),
+        plugins_sha256: plugins,
     });
     Ok(Some(Arc::new(journal)))
+}
+
+/// SHA-256 of the configuration file's text, hex.
+fn config_digest(config: &Config) -> String {
+    let text = std::fs::read(&config.path).unwrap_or_default();
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&text))
+}
+
+/// Takes over run `name` (an id, a unique prefix, or `last`) in `config`'s journal
+/// directory to continue it: its journal, locked and open for appending, and what it
+/// recorded. Refused when the run finished, when another process holds it, and when
+/// the configuration or a plugin (`plugins`: SHA-256 by name) changed since, naming
+/// what changed, unless `force`.
+pub fn take_over(
+    config: &Config,
+    plugins: &BTreeMap<String, String>,
+    name: &str,
+    force: bool,
+) -> anyhow::Result<(Arc<Journal>, Resume)> {
+    let Some(dir) = &config.journal_dir else {
+        anyhow::bail!(
+            "journaling is off in {} ([journal] enabled = false): there is no run to resume",
+            config.path.display()
+        );
+    };
+    let path = read::find(dir, name)?;
+    let journal = Journal::append(&path, config.journal_max_run_bytes)
+        .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
+    let resume = Resume::new(read::records(&path)?)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+    if let Some(state) = resume.finished {
+        anyhow::bail!(
+            "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it)",
+            resume.run,
+            state.as_str(),
+            resume.run
+        );
+    }
+    if let Some(mib) = resume.full {
+        anyhow::bail!(
+            "run {}'s journal reached its size bound ({mib} MiB, [journal] max_run_mib): what the run did after it was not recorded, so it cannot be resumed",
+            resume.run
+        );
+    }
+    let changed = changes(&resume, &config_digest(config), plugins);
+    if !changed.is_empty() && !force {
+        anyhow::bail!(
+            "run {} was made with a different setup: {}. Resuming could mix two setups in one run; restore them, or pass --force to resume anyway",
+            resume.run,
+            changed.join("; ")
+        );
+    }
+    journal.record(Record::RunResumed {
+        warren: env!("CARGO_PKG_VERSION").to_string(),
+        forced_over: changed,
+    });
+    Ok((Arc::new(journal), resume))
+}
+
+/// What differs between the setup run `resume` started with and today's.
+fn changes(resume: &Resume, config: &str, plugins: &BTreeMap<String, String>) -> Vec<String> {
+    let mut changed = Vec::new();
+    if resume.config_sha256 != config {
+        changed.push("the configuration file changed".to_string());
+    }
+    for (name, digest) in &resume.plugins_sha256 {
+        match plugins.get(name) {
+            None => changed.push(format!("plugin `{name}` is gone")),
+            Some(now) if now != digest => changed.push(format!("plugin `{name}` changed")),
+            Some(_) => {}
+        }
+    }
+    for name in plugins.keys() {
+        if !resume.plugins_sha256.contains_key(name) {
+            changed.push(format!("plugin `{name}` is new"));
+        }
+    }
+    changed
 }

@@ -189,6 +189,8 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
             }
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
             Record::RunStarted { .. }
+            | Record::RunResumed { .. }
+            | Record::JournalFull { .. }
             | Record::AgentSpec { .. }
             | Record::ToolStarted { .. }
             | Record::ToolFinished { .. } => {}

@@ -42,6 +42,20 @@ pub enum Record {
         config: String,
         /// SHA-256 of the configuration file's text, hex.
         config_sha256: String,
+        /// SHA-256 of each plugin's file, hex, by plugin name: a resume refuses a
+        /// run whose plugins changed.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        plugins_sha256: std::collections::BTreeMap<String, String>,
+    },
+    /// A process took the run over to continue it (`warren resume`): what follows
+    /// is appended by it.
+    RunResumed {
+        /// The warren that resumed it.
+        warren: String,
+        /// Whether it was resumed over a changed configuration or plugins
+        /// (`--force`), and what changed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        forced_over: Vec<String>,
     },
     /// A job was registered (queued); for the root, when the run starts. Its task is
     /// whole.
@@ -80,11 +94,21 @@ pub enum Record {
         turn: u32,
         /// Messages in the request it answered (the history's length then).
         request_messages: usize,
+        /// A digest of the exact request body sent (XXH3-128 of its bytes, hex).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_digest: Option<String>,
         /// Its text.
         text: String,
         /// Reasoning the model showed.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reasoning: String,
+        /// A refusal it gave instead of an answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refusal: Option<String>,
+        /// Content blocks the provider requires sent back unchanged (Anthropic
+        /// thinking): a resumed agent's next request carries them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provider_blocks: Vec<serde_json::Value>,
         /// Its tool calls.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<RecordedCall>,
@@ -93,6 +117,9 @@ pub enum Record {
         finish: String,
         /// Prompt tokens.
         input_tokens: u64,
+        /// Of those, read from the provider's prompt cache.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cached_input_tokens: u64,
         /// Generated tokens.
         output_tokens: u64,
         /// Dollars.
@@ -145,6 +172,12 @@ pub enum Record {
         /// Wall time.
         duration_ms: u64,
     },
+    /// The journal reached its size bound (`[journal] max_run_mib`): nothing after
+    /// this was recorded, and the run cannot be resumed.
+    JournalFull {
+        /// The bound, in MiB.
+        max_run_mib: u64,
+    },
     /// The run ended: its root finished and the tree's cost is final.
     RunFinished {
         /// The root's state.
@@ -163,4 +196,8 @@ pub struct RecordedCall {
     pub name: String,
     /// The arguments, as the model wrote them.
     pub arguments: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -1,15 +1,18 @@
-//! Appending to a run's journal: one writer thread per run takes records in order,
-//! writes each batch with one `write` and makes it durable with one `fdatasync`
-//! (group commit), so a thousand agents recording at once share syncs instead of
-//! queueing for a thousand.
+//! Appending to a run's journal: one writer thread per run takes records in order and
+//! writes each batch with one `write`, syncing it with one `fdatasync` when someone
+//! waits for it (group commit), so a thousand agents recording at once share writes
+//! and syncs instead of queueing for a thousand.
 //!
-//! What is durable when: a record an agent awaits ([`Journal::record_durably`]: a
-//! model response before its tool calls run, a plugin call before it runs) is on
-//! disk when the await returns. Everything else ([`Journal::record`]: tool results,
-//! job transitions) is written in order with the next batch, so it is on disk at the
-//! latest with the next awaited record, and when the run ends ([`Journal::flush`]).
-//! A crash at any instant loses at most the records not yet synced: the boundary in
-//! progress.
+//! What is durable when. A record is written within [`COMMIT_DELAY`] of being made
+//! (with the records made meanwhile); from then on it survives the death of the
+//! process (a crash, SIGKILL, the OOM killer), being in the kernel's page cache. It
+//! survives a crash of the machine once synced: a batch is synced when a record in it
+//! is awaited ([`Journal::record_durably`]: the start of a tool call that could have an
+//! effect, before the call runs, which syncs its model response before it as well) and
+//! when the run ends ([`Journal::flush`]). So a crash of the process at any instant
+//! loses at most the records of the last moment, the boundaries in progress: a model
+//! response not yet written is asked for again, a call that can have no effect is run
+//! again, and no call that could have one runs before its start is on disk.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -47,7 +50,7 @@ pub struct Journal {
 impl Journal {
     /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`); a
     /// journal of that id must not exist yet.
-    pub fn create(dir: &Path, run_id: &str) -> std::io::Result<Journal> {
+    pub fn create(dir: &Path, run_id: &str, max_bytes: u64) -> std::io::Result<Journal> {
         let run_dir = dir.join(run_id);
         std::fs::create_dir_all(&run_dir)?;
         let path = run_dir.join(JOURNAL_FILE);
@@ -55,12 +58,51 @@ impl Journal {
             .append(true)
             .create_new(true)
             .open(&path)?;
+        // Held while the run's process lives, so no `warren resume` takes it over.
+        lock(&file, &path)?;
+        Journal::start(file, path, 0, max_bytes)
+    }
+
+    /// Opens the existing journal at `path` to append to it (a resumed run), first
+    /// cutting a torn last line left by a crash. Fails with `WouldBlock` while another
+    /// process holds it (the run is still going, or being resumed).
+    pub fn append(path: &Path, max_bytes: u64) -> std::io::Result<Journal> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)?;
+        lock(&file, path)?;
+        let bytes = std::fs::read(path)?;
+        let whole = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
+        if whole < bytes.len() {
+            file.set_len(whole as u64)?;
+            file.sync_data()?;
+        }
+        Journal::start(file, path.to_path_buf(), whole as u64, max_bytes)
+    }
+
+    fn start(
+        file: File,
+        path: std::path::PathBuf,
+        written: u64,
+        max_bytes: u64,
+    ) -> std::io::Result<Journal> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let failed = std::sync::Arc::new(AtomicBool::new(false));
         let writer_failed = failed.clone();
         std::thread::Builder::new()
             .name("warren-journal".into())
-            .spawn(move || write_batches(file, receiver, &path, &writer_failed))?;
+            .spawn(move || {
+                let mut out = Output {
+                    file,
+                    written,
+                    max_bytes,
+                };
+                write_batches(&mut out, receiver, &path, &writer_failed);
+            })?;
         Ok(Journal { sender, failed })
     }
 
@@ -93,19 +135,74 @@ impl Journal {
             }
             return;
         }
-        let ts_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let ts_ms = now_ms();
         let mut line = serde_json::to_vec(&Line { ts_ms, record }).expect("records serialize");
         line.push(b'\n');
         let _ = self.sender.send(Pending { line, synced });
     }
 }
 
+/// Takes the journal's lock (advisory, released when the file closes: when the
+/// process ends, however it ends).
+fn lock(file: &File, path: &Path) -> std::io::Result<()> {
+    file.try_lock().map_err(|error| match error {
+        std::fs::TryLockError::WouldBlock => std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            format!(
+                "{} is held by another process: the run is still going, or another `warren resume` has it",
+                path.display()
+            ),
+        ),
+        std::fs::TryLockError::Error(error) => error,
+    })
+}
+
+/// The journal file, and how much it may still grow.
+struct Output {
+    file: File,
+    /// Bytes in it.
+    written: u64,
+    /// Bytes it may hold (`[journal] max_run_mib`).
+    max_bytes: u64,
+}
+
+impl Output {
+    /// Appends `bytes`, synced when `sync`; past the size bound, writes the
+    /// `journal_full` record instead and fails with what happened.
+    fn write(&mut self, bytes: &[u8], sync: bool) -> std::io::Result<()> {
+        if self.written + bytes.len() as u64 > self.max_bytes {
+            let mib = self.max_bytes / (1024 * 1024);
+            let mut full = serde_json::to_vec(&Line {
+                ts_ms: now_ms(),
+                record: Record::JournalFull { max_run_mib: mib },
+            })
+            .expect("records serialize");
+            full.push(b'\n');
+            self.file.write_all(&full)?;
+            self.file.sync_data()?;
+            return Err(std::io::Error::other(format!(
+                "it reached {mib} MiB ([journal] max_run_mib), so it cannot be resumed"
+            )));
+        }
+        self.file.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        if sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The writer thread: each batch (what has arrived since the last) is written whole
 /// and synced once, then everyone waiting on it is told.
 fn write_batches(
-    mut file: File,
+    out: &mut Output,
     mut receiver: mpsc::UnboundedReceiver<Pending>,
     path: &Path,
     failed: &AtomicBool,
@@ -120,11 +217,8 @@ fn write_batches(
         }
         if !failed.load(Ordering::Relaxed) {
             let bytes: Vec<u8> = batch.iter().flat_map(|p| p.line.iter().copied()).collect();
-            let written = if bytes.is_empty() {
-                Ok(())
-            } else {
-                file.write_all(&bytes).and_then(|()| file.sync_data())
-            };
+            let awaited = batch.iter().any(|p| p.synced.is_some());
+            let written = out.write(&bytes, awaited);
             if let Err(error) = written {
                 failed.store(true, Ordering::Relaxed);
                 tracing::error!(

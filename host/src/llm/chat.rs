@@ -275,6 +275,10 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// What the call cost, from the model's configured price.
     pub cost_usd: f64,
+    /// A digest of the exact request body sent (XXH3-128, hex), so a journal can tell
+    /// whether a later request is the same; `None` when nothing was sent (a replayed
+    /// response).
+    pub request_digest: Option<String>,
 }
 
 impl ChatResponse {
@@ -290,6 +294,7 @@ impl ChatResponse {
             finish,
             usage,
             cost_usd: price.cost(usage),
+            request_digest: None,
         }
     }
 }

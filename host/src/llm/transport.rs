@@ -219,11 +219,15 @@ impl Transport {
         F: Fn(reqwest::Response) -> Fut,
         Fut: std::future::Future<Output = Result<super::chat::ChatResponse, LlmError>>,
     {
-        self.with_stream_retries(|| async {
-            let response = self.post_json(&body).await?;
-            Ok(read(response).await)
-        })
-        .await
+        let digest = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&body));
+        let mut response = self
+            .with_stream_retries(|| async {
+                let response = self.post_json(&body).await?;
+                Ok(read(response).await)
+            })
+            .await?;
+        response.request_digest = Some(digest);
+        Ok(response)
     }
 
     /// Runs `attempt` (a request, then the reading of its whole response) again while

@@ -71,10 +71,21 @@ impl CompileCache {
         path: &Path,
         wasm: &[u8],
     ) -> anyhow::Result<(Component, CacheOutcome)> {
+        self.load_digested(engine, path, wasm, &digest(wasm))
+    }
+
+    /// As [`CompileCache::load_bytes`], for bytes whose [`digest`] is known.
+    pub fn load_digested(
+        &self,
+        engine: &Engine,
+        path: &Path,
+        wasm: &[u8],
+        digest: &str,
+    ) -> anyhow::Result<(Component, CacheOutcome)> {
         let Some(dir) = &self.dir else {
             return Ok((compile(engine, wasm, path)?, CacheOutcome::Compiled));
         };
-        let entry = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
+        let entry = dir.join(format!("{}.cwasm", cache_key(engine, digest)));
         let outcome = match std::fs::read(&entry) {
             Ok(bytes) => match deserialize_checked(engine, &bytes) {
                 Ok(component) => {
@@ -102,14 +113,21 @@ fn compile(engine: &Engine, wasm: &[u8], path: &Path) -> anyhow::Result<Componen
         .with_context(|| format!("{} is not a valid WebAssembly component", path.display()))
 }
 
-fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+/// SHA-256 of a component's bytes, hex: what names it in the cache and in a run's
+/// journal.
+pub(crate) fn digest(wasm: &[u8]) -> String {
+    hex::encode(Sha256::digest(wasm))
+}
+
+/// The cache entry's name: the component's digest under this engine's settings.
+fn cache_key(engine: &Engine, digest: &str) -> String {
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
     engine
         .precompile_compatibility_hash()
         .hash(&mut engine_hash);
     let mut key = Sha256::new();
     key.update(engine_hash.finish().to_le_bytes());
-    key.update(wasm);
+    key.update(digest.as_bytes());
     hex::encode(key.finalize())
 }
 

@@ -42,6 +42,8 @@ pub struct Plugin {
     schemas: Vec<Arc<serde_json::Value>>,
     /// How the compiled code was obtained, and how long loading took.
     pub load: (CacheOutcome, Duration),
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
     /// For each of `tools`, which of the plugin's own tools it is (an index into the
     /// names it listed, or into its typed functions).
     sources: Vec<usize>,
@@ -209,13 +211,15 @@ impl ToolRegistry {
             let started = Instant::now();
             // The bytes come back from the blocking task: a typed component's docs
             // may be in them.
-            let ((component, outcome), bytes) = {
+            let ((component, outcome), bytes, sha256) = {
                 let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
-                let (loaded, bytes) = tokio::task::spawn_blocking(move || {
-                    (cache.load_bytes(&engine, &path, &bytes), bytes)
+                let (loaded, bytes, sha256) = tokio::task::spawn_blocking(move || {
+                    let sha256 = cache::digest(&bytes);
+                    let loaded = cache.load_digested(&engine, &path, &bytes, &sha256);
+                    (loaded, bytes, sha256)
                 })
                 .await?;
-                (loaded?, bytes)
+                (loaded?, bytes, sha256)
             };
             let table = tables.get(&name).unwrap_or(&no_table);
             let (kind, own) = if typed::is_plugin(&component, &sandbox) {
@@ -335,6 +339,7 @@ impl ToolRegistry {
                 tools,
                 schemas,
                 load: (outcome, elapsed),
+                sha256,
                 sources,
                 kind,
             });
@@ -344,6 +349,15 @@ impl ToolRegistry {
             plugins,
             index,
         })
+    }
+
+    /// Each plugin's SHA-256 by name: what a run's journal records, so a resume
+    /// can tell a changed plugin.
+    pub fn digests(&self) -> std::collections::BTreeMap<String, String> {
+        self.plugins
+            .iter()
+            .map(|p| (p.name.clone(), p.sha256.clone()))
+            .collect()
     }
 
     /// The loaded plugins, in load order.

@@ -8,8 +8,9 @@
 //! value checked against its bounds where it is written), and the limits' part of the
 //! queue's wire form ([`Ceiling`](super::ceiling::Ceiling)).
 //!
-//! Adding a limit is one row here and its line in the README's configuration
-//! reference; the sandbox then enforces it.
+//! Adding a limit is one row here and its lines in the docs (the configuration
+//! reference, docs/configuration.md, and the capabilities table in docs/security.md);
+//! the sandbox then enforces it.
 
 use std::fmt::Display;
 

@@ -64,6 +64,14 @@ pub struct CapabilitySet {
 }
 
 impl CapabilitySet {
+    /// Whether a tool call under this set can run again after a crash without
+    /// repeating an effect outside it: it can write no granted directory and reach
+    /// no network address. (Its scratch directory is its own, and a resumed agent's
+    /// is new.) A call in doubt under any other set is not run again.
+    pub fn replay_safe(&self) -> bool {
+        self.fs.iter().all(|grant| grant.mode == FsMode::ReadOnly) && self.net.patterns().is_empty()
+    }
+
     /// What a sub-agent with profile capabilities `self` may use under a parent with
     /// `parent`: every grant must also be the parent's (a directory inside one of the
     /// parent's, read-only unless both allow writing; variables and hosts the parent

@@ -47,6 +47,9 @@ pub struct RemoteQueue {
     router: tokio::task::JoinHandle<()>,
     /// This process's heartbeat id (see [`JobData::heartbeat`]).
     heartbeat: String,
+    /// Heartbeats of processes that died, renewed by this one since it resumed their
+    /// runs: their jobs' workers keep running them.
+    adopted: Arc<Mutex<std::collections::BTreeSet<String>>>,
     beating: tokio::task::JoinHandle<()>,
 }
 
@@ -101,11 +104,22 @@ impl RemoteQueue {
             .with_context(|| format!("cannot write to {where_}"))?;
         let every = heartbeat_every(config.parent_timeout_s);
         let timeout_s = config.parent_timeout_s;
+        let adopted: Arc<Mutex<std::collections::BTreeSet<String>>> = Arc::default();
+        let (beaten, keys) = (adopted.clone(), config.clone());
         let beating = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                if let Err(error) = beat(&mut conn, &key, timeout_s).await {
-                    tracing::debug!("heartbeat: {error}");
+                let others: Vec<String> = beaten
+                    .lock()
+                    .expect("heartbeats poisoned")
+                    .iter()
+                    .cloned()
+                    .collect();
+                let mine = std::iter::once(key.clone());
+                for key in mine.chain(others.iter().map(|id| keys.alive_key(id))) {
+                    if let Err(error) = beat(&mut conn, &key, timeout_s).await {
+                        tracing::debug!("heartbeat: {error}");
+                    }
                 }
             }
         });
@@ -116,6 +130,7 @@ impl RemoteQueue {
             events,
             router,
             heartbeat,
+            adopted,
             beating,
         }))
     }
@@ -173,6 +188,39 @@ impl RemoteQueue {
                 )
             })?;
         Ok(())
+    }
+
+    /// Takes over the heartbeat of the process that enqueued job `id`, when the job
+    /// exists (a resumed run re-attaching to a child the dead process enqueued): its
+    /// worker then keeps running it, and enqueuing it again is a no-op (BullMQ keeps
+    /// one job per id), so the child is neither lost nor started twice.
+    pub(crate) async fn adopt(&self, id: &str) {
+        let job = match self.queue.get_job(id).await {
+            Ok(job) => job,
+            Err(error) => {
+                tracing::warn!(job = %id, "reading the job to re-attach to it: {error}");
+                return;
+            }
+        };
+        let heartbeat =
+            job.and_then(|job| job.data().get("heartbeat")?.as_str().map(str::to_string));
+        if let Some(heartbeat) = heartbeat.filter(|h| *h != self.heartbeat) {
+            tracing::info!(job = %id, "re-attached to a job of the resumed run");
+            let mut conn = self.queue.connection().connection();
+            if let Err(error) = beat(
+                &mut conn,
+                &self.config.alive_key(&heartbeat),
+                self.config.parent_timeout_s,
+            )
+            .await
+            {
+                tracing::debug!("heartbeat: {error}");
+            }
+            self.adopted
+                .lock()
+                .expect("heartbeats poisoned")
+                .insert(heartbeat);
+        }
     }
 
     /// Cancels the sub-agent jobs an earlier attempt of job `owner` enqueued (its
@@ -399,6 +447,9 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
     let started = Instant::now();
     let child = job.place();
     let id = format!("{}-{}", child.tree.run_id, child.id);
+    if child.tree.resume.is_some() {
+        queue.adopt(&id).await;
+    }
     let mut notices = queue.watch(&id);
     let mut mirror = Mirror::new(job);
     let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;

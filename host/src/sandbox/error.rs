@@ -181,6 +181,9 @@ pub enum ToolOutcome {
     Failed,
     /// The host failed around the call.
     HostError,
+    /// It had started when the run's process died, its end was not recorded, and
+    /// the resumed run did not run it again (it could have had an effect).
+    InDoubt,
 }
 
 impl ToolOutcome {
@@ -199,6 +202,7 @@ impl ToolOutcome {
             ToolOutcome::InvalidInput => "invalid_input",
             ToolOutcome::Failed => "failed",
             ToolOutcome::HostError => "host_error",
+            ToolOutcome::InDoubt => "in_doubt",
         }
     }
 }

@@ -856,7 +856,7 @@ fn add_offline_wasi(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
 /// swapped out would be neither reset nor given back, and the next instance in the
 /// slot would read what the last one wrote (wasmtime 48; see
 /// bytecodealliance/wasmtime#14357). Swap turned on after the engine is made is not
-/// seen; the README says so.
+/// seen; docs/security.md says so.
 fn reset_in_place() -> bool {
     let swaps = std::fs::read_to_string("/proc/swaps");
     let in_place = swaps.as_deref().is_ok_and(|swaps| !swap_active(swaps));

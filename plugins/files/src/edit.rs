@@ -14,6 +14,8 @@ use crate::{invalid, io_error, write_error};
 pub(crate) struct WriteArgs {
     path: String,
     content: String,
+    #[serde(default)]
+    append: bool,
 }
 
 /// `edit_file`'s arguments: one replacement inline, or a list of them in `edits`.
@@ -38,6 +40,20 @@ struct Edit {
 }
 
 pub(crate) fn write_file(args: &WriteArgs) -> Result<String, ToolError> {
+    if args.append {
+        use std::io::Write as _;
+        fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&args.path)
+            .and_then(|mut file| file.write_all(args.content.as_bytes()))
+            .map_err(|e| write_error(&args.path, e))?;
+        return Ok(format!(
+            "appended {} bytes to {}",
+            args.content.len(),
+            args.path
+        ));
+    }
     fs::write(&args.path, &args.content).map_err(|e| write_error(&args.path, e))?;
     Ok(format!(
         "wrote {} bytes to {}",

@@ -54,10 +54,10 @@ impl Guest for Files {
             ),
             spec(
                 "write_file",
-                "Create or replace a text file with the given content.",
+                "Create or replace a text file with the given content; with `append`, add the content at the end of the file (creating it if missing).",
                 json!({
                     "type": "object",
-                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "append": {"type": "boolean"}},
                     "required": ["path", "content"],
                     "additionalProperties": false
                 }),

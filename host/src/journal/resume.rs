@@ -1,0 +1,458 @@
+//! What a resumed run reuses from its journal: for each agent, its registration, its
+//! model responses by turn, its tool calls by turn and call id (finished, or started
+//! with no end: in doubt), and its outcome when it ended. A resumed run re-registers
+//! its jobs under their recorded ids (a spawn claims the recorded child of the same
+//! parent, profile and task), reuses every recorded response and result instead of
+//! asking or running again, and writes only what is new.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::events::AgentIntro;
+use crate::llm::Usage;
+use crate::outcome::{AgentOutcome, AgentState};
+use crate::sandbox::ToolOutcome;
+
+use super::record::{Line, Record, RecordedCall};
+
+/// A model response as recorded.
+#[derive(Clone, Debug)]
+pub struct RecordedResponse {
+    /// Its text.
+    pub text: String,
+    /// Reasoning the model showed.
+    pub reasoning: String,
+    /// A refusal instead of an answer.
+    pub refusal: Option<String>,
+    /// Content blocks sent back unchanged.
+    pub provider_blocks: Vec<serde_json::Value>,
+    /// Its tool calls.
+    pub tool_calls: Vec<RecordedCall>,
+    /// Why it stopped.
+    pub finish: String,
+    /// Its usage.
+    pub usage: Usage,
+    /// Dollars.
+    pub cost_usd: f64,
+    /// The digest of the request it answered.
+    pub request_digest: Option<String>,
+}
+
+/// A tool call as recorded: started, and perhaps finished.
+#[derive(Clone, Debug, Default)]
+pub struct RecordedTool {
+    /// Its result or typed error, when its end was recorded; `None`: in doubt.
+    pub finished: Option<(ToolOutcome, String)>,
+}
+
+/// One agent's records.
+#[derive(Debug)]
+pub struct RecordedAgent {
+    /// Its registration.
+    pub intro: AgentIntro,
+    /// When it started.
+    started_ms: Option<u64>,
+    /// When its last record was made.
+    last_ms: u64,
+    /// Whether its spec was recorded.
+    spec: bool,
+    /// Its model, as its spec recorded it.
+    pub model: Option<String>,
+    /// Its responses, turn 1 first.
+    responses: Vec<RecordedResponse>,
+    /// Its tool calls by (turn, call id).
+    tools: HashMap<(u32, String), RecordedTool>,
+    /// How it ended, when it did.
+    pub finished: Option<AgentOutcome>,
+}
+
+impl RecordedAgent {
+    /// The recorded response to turn `turn` (1-based).
+    pub fn response(&self, turn: u32) -> Option<&RecordedResponse> {
+        self.responses.get((turn as usize).checked_sub(1)?)
+    }
+
+    /// The recorded call `call_id` of turn `turn`.
+    pub fn tool(&self, turn: u32, call_id: &str) -> Option<&RecordedTool> {
+        self.tools.get(&(turn, call_id.to_string()))
+    }
+
+    /// Wall time it had run before the run's process died.
+    pub fn time_spent(&self) -> Duration {
+        self.started_ms.map_or(Duration::ZERO, |started| {
+            Duration::from_millis(self.last_ms.saturating_sub(started))
+        })
+    }
+
+    /// Whether it was running (or started and ended) in the earlier process.
+    pub fn started(&self) -> bool {
+        self.started_ms.is_some()
+    }
+}
+
+/// A run's journal, read for resuming.
+#[derive(Debug)]
+pub struct Resume {
+    /// The run's id.
+    pub run: String,
+    /// The root's task.
+    pub task: String,
+    /// The root's profile.
+    pub profile: String,
+    /// The root's id.
+    pub root: String,
+    /// SHA-256 of the configuration the run started with.
+    pub config_sha256: String,
+    /// SHA-256 of each plugin file the run started with, by plugin name.
+    pub plugins_sha256: std::collections::BTreeMap<String, String>,
+    /// How the run ended, when it did.
+    pub finished: Option<AgentState>,
+    /// Dollars the earlier processes spent.
+    pub spent_usd: f64,
+    /// The size bound the journal reached, when it did (it cannot be resumed).
+    pub full: Option<u64>,
+    agents: HashMap<String, RecordedAgent>,
+    /// Every recorded job id (a new job never takes one).
+    ids: HashSet<String>,
+    /// Recorded jobs not yet re-registered, by parent (`None`: the root).
+    unclaimed: Mutex<HashMap<Option<String>, Vec<String>>>,
+}
+
+impl Resume {
+    /// The resume state of the run whose journal holds `lines`.
+    pub fn new(lines: Vec<Line>) -> anyhow::Result<Resume> {
+        let mut lines = lines.into_iter();
+        let Some(Line {
+            record:
+                Record::RunStarted {
+                    run,
+                    task,
+                    profile,
+                    config_sha256,
+                    plugins_sha256,
+                    ..
+                },
+            ..
+        }) = lines.next()
+        else {
+            anyhow::bail!("the journal does not begin with the run's start");
+        };
+        let mut resume = Resume {
+            run,
+            task,
+            profile,
+            root: String::new(),
+            config_sha256,
+            plugins_sha256,
+            finished: None,
+            spent_usd: 0.0,
+            full: None,
+            agents: HashMap::new(),
+            ids: HashSet::new(),
+            unclaimed: Mutex::default(),
+        };
+        // Costs of agents whose responses are recorded here; the others' (agents run on
+        // workers, mirrored) come from their outcomes.
+        let mut responded: HashSet<String> = HashSet::new();
+        for Line { ts_ms, record } in lines {
+            resume.apply(ts_ms, record, &mut responded);
+        }
+        for agent in resume.agents.values() {
+            if let Some(outcome) = &agent.finished {
+                if !responded.contains(&agent.intro.agent) {
+                    resume.spent_usd += outcome.cost_usd;
+                }
+            }
+        }
+        anyhow::ensure!(!resume.root.is_empty(), "the journal names no root agent");
+        Ok(resume)
+    }
+
+    fn apply(&mut self, ts_ms: u64, record: Record, responded: &mut HashSet<String>) {
+        match record {
+            Record::AgentQueued(intro) => {
+                if intro.parent.is_none() && self.root.is_empty() {
+                    self.root = intro.agent.clone();
+                }
+                self.ids.insert(intro.agent.clone());
+                self.unclaimed
+                    .get_mut()
+                    .expect("fresh mutex")
+                    .entry(intro.parent.clone())
+                    .or_default()
+                    .push(intro.agent.clone());
+                self.agents.insert(
+                    intro.agent.clone(),
+                    RecordedAgent {
+                        intro,
+                        started_ms: None,
+                        last_ms: ts_ms,
+                        spec: false,
+                        model: None,
+                        responses: Vec::new(),
+                        tools: HashMap::new(),
+                        finished: None,
+                    },
+                );
+            }
+            Record::AgentStarted { agent } => {
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.started_ms.get_or_insert(ts_ms);
+                    agent.last_ms = ts_ms;
+                }
+            }
+            Record::AgentSpec { agent, model, .. } => {
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.spec = true;
+                    agent.model = model;
+                    agent.last_ms = ts_ms;
+                }
+            }
+            Record::ModelResponse {
+                agent,
+                text,
+                reasoning,
+                refusal,
+                provider_blocks,
+                tool_calls,
+                finish,
+                input_tokens,
+                cached_input_tokens,
+                output_tokens,
+                cost_usd,
+                request_digest,
+                ..
+            } => {
+                self.spent_usd += cost_usd;
+                responded.insert(agent.clone());
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.last_ms = ts_ms;
+                    agent.responses.push(RecordedResponse {
+                        text,
+                        reasoning,
+                        refusal,
+                        provider_blocks,
+                        tool_calls,
+                        finish,
+                        usage: Usage {
+                            input_tokens,
+                            cached_input_tokens,
+                            output_tokens,
+                        },
+                        cost_usd,
+                        request_digest,
+                    });
+                }
+            }
+            Record::ToolStarted { agent, call_id, .. } => {
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.last_ms = ts_ms;
+                    let turn = agent.responses.len() as u32;
+                    agent.tools.entry((turn, call_id)).or_default();
+                }
+            }
+            Record::ToolFinished {
+                agent,
+                call_id,
+                outcome,
+                content,
+                ..
+            } => {
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.last_ms = ts_ms;
+                    let turn = agent.responses.len() as u32;
+                    agent.tools.entry((turn, call_id)).or_default().finished =
+                        Some((outcome, content));
+                }
+            }
+            Record::AgentFinished {
+                agent,
+                state,
+                text,
+                error,
+                turns,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                duration_ms,
+            } => {
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.last_ms = ts_ms;
+                    agent.finished = Some(AgentOutcome {
+                        state,
+                        text,
+                        error,
+                        turns,
+                        usage: Usage {
+                            input_tokens,
+                            cached_input_tokens: 0,
+                            output_tokens,
+                        },
+                        cost_usd,
+                        duration: Duration::from_millis(duration_ms),
+                    });
+                }
+            }
+            Record::RunFinished { state, .. } => self.finished = Some(state),
+            Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
+            Record::RunStarted { .. } | Record::RunResumed { .. } => {}
+        }
+    }
+
+    /// Agent `id`'s records.
+    pub fn agent(&self, id: &str) -> Option<&RecordedAgent> {
+        self.agents.get(id)
+    }
+
+    /// The recorded id of the next job registered under `parent` (`None`: the root)
+    /// with `profile` and `task`, taken so no other job gets it; `None` when there is
+    /// no such recorded job left (the job is new).
+    pub fn claim(&self, parent: Option<&str>, profile: &str, task: &str) -> Option<String> {
+        let mut unclaimed = self.unclaimed.lock().expect("resume state poisoned");
+        let ids = unclaimed.get_mut(&parent.map(str::to_string))?;
+        let at = ids.iter().position(|id| {
+            self.agents
+                .get(id)
+                .is_some_and(|a| a.intro.profile == profile && a.intro.task == task)
+        })?;
+        Some(ids.remove(at))
+    }
+
+    /// Whether `id` is a recorded job's (a new job must not take it).
+    pub fn is_recorded(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// Whether `record` is in the journal already (a resumed job's registration,
+    /// start, spec and end are not written twice).
+    pub fn has(&self, record: &Record) -> bool {
+        let agent = |id: &str| self.agents.get(id);
+        match record {
+            Record::AgentQueued(intro) => agent(&intro.agent).is_some(),
+            Record::AgentStarted { agent: id } => agent(id).is_some_and(|a| a.started()),
+            Record::AgentSpec { agent: id, .. } => agent(id).is_some_and(|a| a.spec),
+            Record::AgentFinished { agent: id, .. } => {
+                agent(id).is_some_and(|a| a.finished.is_some())
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(record: Record) -> Line {
+        Line {
+            ts_ms: 1000,
+            record,
+        }
+    }
+
+    fn queued(id: &str, parent: Option<&str>, task: &str) -> Line {
+        line(Record::AgentQueued(AgentIntro {
+            agent: id.into(),
+            parent: parent.map(Into::into),
+            profile: "p".into(),
+            task: task.into(),
+            label: None,
+        }))
+    }
+
+    fn started() -> Line {
+        line(Record::RunStarted {
+            v: super::super::VERSION,
+            run: "r".into(),
+            task: "t".into(),
+            profile: "main".into(),
+            warren: "0".into(),
+            config: "warren.toml".into(),
+            config_sha256: "00".into(),
+            plugins_sha256: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_spawn_claims_the_recorded_child_of_its_parent_and_task_once() {
+        let resume = Resume::new(vec![
+            started(),
+            queued("a", None, "t"),
+            queued("b", Some("a"), "one"),
+            queued("c", Some("a"), "two"),
+            queued("d", Some("a"), "one"),
+        ])
+        .unwrap();
+        assert_eq!(resume.root, "a");
+        assert_eq!(resume.claim(None, "p", "t").as_deref(), Some("a"));
+        // Claimed by task, not by order: a concurrent spawn may come first.
+        assert_eq!(resume.claim(Some("a"), "p", "two").as_deref(), Some("c"));
+        assert_eq!(resume.claim(Some("a"), "p", "one").as_deref(), Some("b"));
+        assert_eq!(resume.claim(Some("a"), "p", "one").as_deref(), Some("d"));
+        assert_eq!(resume.claim(Some("a"), "p", "one"), None);
+        assert_eq!(resume.claim(Some("a"), "q", "two"), None);
+        assert!(resume.is_recorded("d") && !resume.is_recorded("e"));
+    }
+
+    #[test]
+    fn tool_records_belong_to_the_turn_of_the_response_before_them() {
+        let response = |agent: &str, turn: u32, cost_usd: f64| {
+            line(Record::ModelResponse {
+                agent: agent.into(),
+                turn,
+                request_messages: 1,
+                request_digest: None,
+                text: String::new(),
+                reasoning: String::new(),
+                refusal: None,
+                provider_blocks: Vec::new(),
+                tool_calls: Vec::new(),
+                finish: "tool_calls".into(),
+                input_tokens: 1,
+                cached_input_tokens: 0,
+                output_tokens: 1,
+                cost_usd,
+            })
+        };
+        let tool = |finished: bool| {
+            if finished {
+                line(Record::ToolFinished {
+                    agent: "a".into(),
+                    call_id: "call_1".into(),
+                    outcome: ToolOutcome::Ok,
+                    content: "done".into(),
+                    duration_ms: 1,
+                })
+            } else {
+                line(Record::ToolStarted {
+                    agent: "a".into(),
+                    call_id: "call_1".into(),
+                    tool: "append".into(),
+                    arguments: "{}".into(),
+                })
+            }
+        };
+        let resume = Resume::new(vec![
+            started(),
+            queued("a", None, "t"),
+            response("a", 1, 0.5),
+            tool(false),
+            tool(true),
+            response("a", 2, 0.25),
+            // The same call id in the next turn, started and never finished.
+            tool(false),
+        ])
+        .unwrap();
+        let agent = resume.agent("a").unwrap();
+        assert_eq!(
+            agent.tool(1, "call_1").unwrap().finished,
+            Some((ToolOutcome::Ok, "done".into()))
+        );
+        assert_eq!(agent.tool(2, "call_1").unwrap().finished, None);
+        assert!(agent.tool(3, "call_1").is_none());
+        assert!(agent.response(2).is_some() && agent.response(3).is_none());
+        assert!(agent.response(0).is_none());
+        assert_eq!(resume.spent_usd, 0.75);
+    }
+}
