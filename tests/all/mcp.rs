@@ -650,6 +650,84 @@ async fn a_missing_model_key_leaves_the_tools_served_and_refuses_spawns() {
     assert!(text(&run.stderr).contains(VARIABLE));
 }
 
+/// Every tool carries MCP annotations derived from what it can do under the serving
+/// profile, as a real client lists them: under `main` (the docs read-only, no network)
+/// even `write_file` is read-only in effect; under `writer` (a writable grant and one
+/// host) it is destructive and `fetch` is read-only but open world. A plugin tool's
+/// hints are set in `[plugins.NAME] annotate` (here `fetch`'s title). Before, tools had no
+/// annotations, so Codex asked approval for (and in `codex exec`, refused) every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_carry_annotations_from_what_they_can_do_under_the_profile() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    std::fs::create_dir_all(world.path("out")).unwrap();
+    let mut config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    config.push_str(
+        r#"
+[plugins.http]
+annotate = { fetch = { title = "Fetch a page", idempotent = false } }
+
+[profiles.writer]
+description = "Writes the output"
+tools = ["read_file", "write_file", "fetch"]
+[profiles.writer.capabilities]
+fs = [{ host = "out", guest = "/out", mode = "rw" }]
+net = ["example.com"]
+"#,
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    let hints = |title: &str, read_only: bool, destructive: bool, idempotent: bool, open: bool| {
+        json!({"title": title, "readOnlyHint": read_only, "destructiveHint": destructive,
+            "idempotentHint": idempotent, "openWorldHint": open})
+    };
+
+    let main = client(&world, None, "annotations").await;
+    let main = &main["annotations"];
+    assert_eq!(
+        main["read_file"],
+        hints("Read a file", true, false, true, false)
+    );
+    assert_eq!(
+        main["write_file"],
+        hints("Write a file", true, false, true, false),
+        "{main}"
+    );
+    assert_eq!(
+        main["spawn_agent"],
+        hints("Spawn a sub-agent", false, false, false, true)
+    );
+    assert_eq!(
+        main["await_agents"],
+        hints("Await sub-agents", true, false, true, false)
+    );
+    assert_eq!(
+        main["cancel_agent"],
+        hints("Cancel a sub-agent", false, true, true, false)
+    );
+    assert_eq!(
+        main["list_agents"],
+        hints("List sub-agents", true, false, true, false)
+    );
+
+    let http = HttpServer::start_with(&world, &["--profile", "writer"], None);
+    let writer = client(&world, Some(&http), "annotations").await;
+    let writer = &writer["annotations"];
+    assert_eq!(
+        writer["write_file"],
+        hints("Write a file", false, true, true, false),
+        "{writer}"
+    );
+    assert_eq!(
+        writer["fetch"],
+        hints("Fetch a page", true, false, true, true)
+    );
+    assert_eq!(
+        writer["read_file"],
+        hints("Read a file", true, false, true, false)
+    );
+    assert_eq!(http.stop(), "");
+}
+
 /// `warren mcp` over stdio, driven line by line.
 struct RawStdio {
     child: Child,

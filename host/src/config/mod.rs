@@ -50,7 +50,7 @@ pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
-pub use self::plugin_tables::PluginTable;
+pub use self::plugin_tables::{PluginTable, ToolHints};
 pub use self::plugins::default_cache_dir;
 pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
 pub use self::queue::QueueConfig;

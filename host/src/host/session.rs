@@ -108,6 +108,18 @@ impl Session {
         self.root.tool_definitions_with(&self.spawn_tools)
     }
 
+    /// What tool `name` does in effect under the session's profile, for MCP
+    /// clients' tool annotations (`None`: the session has no such tool).
+    pub fn hints(&self, name: &str) -> Option<crate::config::ToolHints> {
+        let capabilities = &self.root.profile.capabilities;
+        crate::plugin::hints::spawn_tool(name, capabilities).or_else(|| {
+            self.root
+                .runtime
+                .registry
+                .hints_for(name, &self.root.profile)
+        })
+    }
+
     /// Every event of the session's agents published from now on.
     pub fn events(&self) -> EventStream {
         self.tree.events.subscribe()

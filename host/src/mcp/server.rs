@@ -9,7 +9,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, LoggingMessageNotificationParam, PaginatedRequestParams,
     ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
+    SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -214,7 +214,16 @@ impl ServerHandler for WarrenServer {
                     serde_json::Value::Object(schema) => schema.clone(),
                     _ => serde_json::Map::new(),
                 };
-                Tool::new(tool.name, tool.description, Arc::new(schema))
+                let hints = self.session.hints(&tool.name).unwrap_or_default();
+                Tool::new(tool.name, tool.description, Arc::new(schema)).annotate(
+                    ToolAnnotations::from_raw(
+                        hints.title,
+                        hints.read_only,
+                        hints.destructive,
+                        hints.idempotent,
+                        hints.open_world,
+                    ),
+                )
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
