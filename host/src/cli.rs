@@ -129,6 +129,13 @@ enum Command {
     ///
     /// RUN is a run id, a unique prefix of one, or `last`.
     Show(ShowArgs),
+    /// Serve the web view of a journaled run (its tree, transcripts and timeline), or
+    /// of the list of runs when no RUN is given, until Ctrl-C.
+    ///
+    /// RUN is a run id, a unique prefix of one, or `last`. A run still being written
+    /// (by `warren mcp`, a worker or another `warren run`) is followed as its journal
+    /// grows. The address, with its random token, is printed on stderr.
+    View(ViewArgs),
     /// Continue a journaled run whose process died (a crash, a kill, a reboot), as if
     /// it had not: its answer and summary are printed as `warren run` prints them.
     ///
@@ -175,6 +182,22 @@ struct OutputArgs {
     /// Print the result and per-agent usage as JSON on stdout instead of the answer.
     #[arg(long)]
     json: bool,
+    /// Serve a live web view of the run (the agent tree, transcripts, a timeline,
+    /// cancelling an agent) on ADDR, loopback with a free port by default
+    /// (`--web=ADDR` to choose); its address, with a random token, is printed on
+    /// stderr. After the run it stays up until Ctrl-C.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+          default_missing_value = crate::web::DEFAULT_ADDR)]
+    web: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+struct ViewArgs {
+    /// The run: its id, a unique prefix of it, or `last` (default: the list of runs).
+    run: Option<String>,
+    /// Listen on this address (loopback by default; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = crate::web::DEFAULT_ADDR)]
+    addr: std::net::SocketAddr,
 }
 
 #[derive(Debug, Args)]
@@ -665,6 +688,22 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             crate::runs_report::prune(&journal_dir(&config)?, options, json)?;
         }
         Command::Runs(args) => crate::runs_report::list(&journal_dir(&config)?, args.json)?,
+        Command::View(args) => {
+            let dir = journal_dir(&config)?;
+            let run = match &args.run {
+                Some(name) => Some(crate::journal::read::find(&dir, name)?),
+                None => None,
+            };
+            let server =
+                crate::web::WebServer::bind(args.addr, crate::web::Source::Journal { dir, run })
+                    .await?;
+            eprintln!("warren: web view at {}  (Ctrl-C to stop)", server.url());
+            server
+                .serve(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await;
+        }
         Command::Show(args) => crate::runs_report::show(
             &journal_dir(&config)?,
             &args.run,
@@ -748,14 +787,16 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     Ok(config) => Failure::Config(config),
                     Err(other) => Failure::Run(other),
                 })?;
-            drive(run, &args.output, log).await?;
+            let journal_dir = host.config().journal_dir.clone();
+            drive(run, &args.output, log, journal_dir).await?;
         }
         Command::Resume(args) => {
             args.queue.apply(&mut config)?;
             let log = args.output.event_log()?;
             let host = load(config).await?;
             let run = host.resume(&args.run, args.force)?;
-            drive(run, &args.output, log).await?;
+            let journal_dir = host.config().journal_dir.clone();
+            drive(run, &args.output, log, journal_dir).await?;
         }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
@@ -802,6 +843,7 @@ async fn drive(
     run: Run,
     output: &OutputArgs,
     log: Option<std::io::BufWriter<std::fs::File>>,
+    journal_dir: Option<PathBuf>,
 ) -> Result<(), Failure> {
     let mode = if output.quiet {
         ProgressMode::None
@@ -818,10 +860,31 @@ async fn drive(
             None => eprintln!("run {} (not journaled)", run.tree.run_id),
         }
     }
-    let progress = tokio::spawn(show_progress(run.events(), run.root.0.clone(), mode, log));
+    let web = match output.web {
+        Some(address) => {
+            let live = crate::web::LiveRun::new(run.tree.clone(), &run.root);
+            let source = crate::web::Source::Live {
+                run: live.clone(),
+                journal_dir,
+            };
+            let server = crate::web::WebServer::bind(address, source).await?;
+            let url = server.url();
+            eprintln!("warren: web view at {url}");
+            tokio::spawn(server.serve(std::future::pending()));
+            Some((live, url))
+        }
+        None => None,
+    };
+    let progress = tokio::spawn(show_progress(
+        run.events(),
+        run.root.0.clone(),
+        mode,
+        log,
+        web.as_ref().map(|(live, _)| live.clone()),
+    ));
     let cancel = run.cancel_token();
     let journaled = run.tree.journal.is_some().then(|| run.tree.run_id.clone());
-    tokio::spawn(async move {
+    let interrupt = tokio::spawn(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let terminated = async {
@@ -859,6 +922,11 @@ async fn drive(
     };
     if !output.quiet && !output.json {
         eprint!("{}", summary(&report));
+    }
+    if let Some((_, url)) = &web {
+        interrupt.abort();
+        eprintln!("warren: the run is over; the web view stays up at {url} until Ctrl-C");
+        let _ = tokio::signal::ctrl_c().await;
     }
     if report.root.state != AgentState::Ok {
         return Err(Failure::Run(anyhow::anyhow!(
@@ -1022,12 +1090,14 @@ fn summary(report: &RunReport) -> String {
     out
 }
 
-/// Feeds the event stream to the progress view and the JSONL log until the root ends.
+/// Feeds the event stream to the progress view, the JSONL log and the web view until
+/// the root ends.
 async fn show_progress(
     mut events: EventStream,
     root: String,
     mode: ProgressMode,
     mut log: Option<std::io::BufWriter<std::fs::File>>,
+    web: Option<Arc<crate::web::LiveRun>>,
 ) -> anyhow::Result<()> {
     use std::io::{IsTerminal, Write};
     let live = match mode {
@@ -1050,7 +1120,10 @@ async fn show_progress(
                         serde_json::to_writer(&mut *log, &record)?;
                         log.write_all(b"\n")?;
                     }
-                    view.apply(&record.event);
+                    view.apply(&record);
+                    if let Some(web) = &web {
+                        web.apply(&record);
+                    }
                     if let Some(line) = plain.then(|| plain_line(&record.event)).flatten() {
                         writeln!(out, "{line}")?;
                     }
@@ -1063,6 +1136,9 @@ async fn show_progress(
                     }
                 };
                 out.flush()?;
+                if let Some(web) = &web {
+                    web.flush();
+                }
                 if root_finished {
                     break;
                 }

@@ -51,6 +51,24 @@ pub enum Event {
     AgentQueued(AgentIntro),
     /// An agent started its loop (`parent` is `None` for the root).
     AgentStarted(AgentIntro),
+    /// What an agent runs with, as narrowed (its journal's `agent_spec`, without the
+    /// message and tool list): published when its loop begins.
+    AgentSpec {
+        /// Whose.
+        agent: String,
+        /// Its model (a `[models]` name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// Its turn limit.
+        max_turns: u32,
+        /// Its wall-time limit.
+        timeout_s: u64,
+        /// Its cost cap.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_cost_usd: Option<f64>,
+        /// How deep it is in the tree (the root is 0).
+        depth: u32,
+    },
     /// A piece of model text, as it streamed.
     TextDelta {
         /// Whose model.
@@ -187,6 +205,7 @@ impl Event {
         match self {
             Event::AgentQueued(AgentIntro { agent, .. })
             | Event::AgentStarted(AgentIntro { agent, .. })
+            | Event::AgentSpec { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::TurnStarted { agent, .. }
             | Event::ToolCallStarted { agent, .. }
@@ -202,6 +221,7 @@ impl Event {
         match self {
             Event::AgentQueued(AgentIntro { agent, .. })
             | Event::AgentStarted(AgentIntro { agent, .. })
+            | Event::AgentSpec { agent, .. }
             | Event::TextDelta { agent, .. }
             | Event::TurnStarted { agent, .. }
             | Event::ToolCallStarted { agent, .. }
@@ -273,11 +293,8 @@ impl EventBus {
         let Some(sender) = self.shared.sender.get() else {
             return;
         };
-        let ts_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
         let _ = sender.send(EventRecord {
-            ts_ms,
+            ts_ms: now_ms(),
             run: self.shared.run.clone(),
             event,
         });
@@ -336,6 +353,13 @@ impl EventStream {
             event: Event::Lagged { missed },
         }
     }
+}
+
+/// Milliseconds since the Unix epoch, as event records are stamped.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The first `max` characters of `text`, with `…` when cut.

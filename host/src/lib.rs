@@ -17,12 +17,13 @@
 //! - L5: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
 //!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
 //!   children, and the [`jobs::Backend`] seam);
-//! - L6: [`agent`] (the loop and the spawn tools) and [`queue`] (BullMQ wire format,
-//!   the Redis backend);
+//! - L6: [`agent`] (the loop and the spawn tools), [`queue`] (BullMQ wire format,
+//!   the Redis backend) and [`run_state`] (where each agent stands, folded from
+//!   events: the one fold the terminal and web views share);
 //! - L7: [`host`]: the composition root and library API (load once, start runs);
 //! - L8: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
 //!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
-//!   terminal view), [`init`], [`doctor`], `agents_report`, `runs_report`, [`scaffold`],
+//!   terminal view), [`web`] (the live web view and its API), [`init`], [`doctor`], `agents_report`, `runs_report`, [`scaffold`],
 //!   `fuzzing`;
 //! - L9: [`cli`].
 //!
@@ -52,12 +53,14 @@ pub mod outcome;
 pub mod plugin;
 pub mod policy;
 pub mod queue;
+pub mod run_state;
 mod runs_report;
 pub mod sandbox;
 pub mod scaffold;
 pub mod telemetry;
 mod term;
 pub mod ui;
+pub mod web;
 pub mod worker;
 
 pub use config::{Config, ConfigError, Profile};

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::events::AgentIntro;
 use crate::jobs::{thousands, title};
 use crate::journal::read::{self, AgentRecord, RunRecord};
 use crate::journal::record::{Line, Record};
@@ -18,7 +17,7 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
         tracing::warn!("skipping a journal: {problem}");
     }
     if as_json {
-        let runs: Vec<_> = runs.iter().map(summary_json).collect();
+        let runs: Vec<_> = runs.iter().map(RunRecord::summary).collect();
         outln!(
             "{:#}",
             json!({ "dir": dir.display().to_string(), "runs": runs })
@@ -106,10 +105,7 @@ pub(crate) fn show(
     match agent {
         Some(agent) => transcript(&path, &run, agent, as_json),
         None if as_json => {
-            outln!(
-                "{:#}",
-                json!({"run": summary_json(&run), "agents": run.agents})
-            )?;
+            outln!("{:#}", json!({"run": run.summary(), "agents": run.agents}))?;
             Ok(())
         }
         None => tree(&run),
@@ -123,22 +119,6 @@ fn state(run: &RunRecord) -> String {
     } else {
         format!("{} (no end)", run.state)
     }
-}
-
-fn summary_json(run: &RunRecord) -> serde_json::Value {
-    json!({
-        "run_id": run.id,
-        "started_ms": run.started_ms,
-        "last_ms": run.last_ms,
-        "task": run.task,
-        "profile": run.profile,
-        "state": run.state,
-        "finished": run.finished,
-        "agents": run.agents.len(),
-        "tokens": run.tokens(),
-        "cost_usd": run.cost_usd,
-        "journal": run.path.display().to_string(),
-    })
 }
 
 fn tree(run: &RunRecord) -> anyhow::Result<()> {
@@ -208,7 +188,7 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
     };
     let lines: Vec<Line> = read::records(path)?
         .into_iter()
-        .filter(|line| record_agent(&line.record) == Some(agent))
+        .filter(|line| line.record.agent() == Some(agent))
         .collect();
     if as_json {
         outln!(
@@ -281,23 +261,6 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
         }
     }
     Ok(())
-}
-
-/// The agent a record is about.
-fn record_agent(record: &Record) -> Option<&str> {
-    match record {
-        Record::AgentQueued(AgentIntro { agent, .. })
-        | Record::AgentStarted { agent }
-        | Record::AgentSpec { agent, .. }
-        | Record::ModelResponse { agent, .. }
-        | Record::ToolStarted { agent, .. }
-        | Record::ToolFinished { agent, .. }
-        | Record::AgentFinished { agent, .. } => Some(agent),
-        Record::RunStarted { .. }
-        | Record::RunResumed { .. }
-        | Record::JournalFull { .. }
-        | Record::RunFinished { .. } => None,
-    }
 }
 
 /// `text` on one line, cut at `max` characters.

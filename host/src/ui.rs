@@ -12,13 +12,13 @@
 //! [`LiveStderr`](crate::term::LiveStderr), which erases the frame before writing and lets the next tick draw it
 //! again below them.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::PoisonError;
-use std::time::{Duration, Instant};
 
-use crate::events::{AgentIntro, Event};
+use crate::events::{AgentIntro, Event, EventRecord};
+use crate::jobs::Phase;
 use crate::outcome::AgentState;
+use crate::run_state::{Activity, RunState};
 use crate::sandbox::ToolOutcome;
 use crate::term::{terminal_width, DRAWN};
 
@@ -50,132 +50,36 @@ fn fit(line: &str, width: usize) -> String {
     }
 }
 
-#[derive(Debug)]
-struct AgentLine {
-    parent: Option<String>,
-    profile: String,
-    label: Option<String>,
-    doing: String,
-    turns: u32,
-    tokens: u64,
-    cost: f64,
-    started: Option<Instant>,
-    finished: Option<(AgentState, Duration)>,
-}
-
-/// The state of every agent, fed by events.
+/// The state of every agent, fed by events, and the root's streamed text.
 #[derive(Debug, Default)]
 pub struct AgentTree {
-    agents: HashMap<String, AgentLine>,
-    /// Agent ids in the order they first appeared.
-    order: Vec<String>,
+    /// Where each agent stands (the fold the web view shares).
+    state: RunState,
     root_text: String,
-    root: Option<String>,
     frame: usize,
 }
 
 impl AgentTree {
     /// Applies one event.
-    pub fn apply(&mut self, event: &Event) {
-        match event {
-            Event::AgentQueued(AgentIntro {
-                agent,
-                parent,
-                profile,
-                ..
-            })
-            | Event::AgentStarted(AgentIntro {
-                agent,
-                parent,
-                profile,
-                ..
-            }) => {
-                if parent.is_none() && self.root.is_none() {
-                    self.root = Some(agent.clone());
-                }
-                if !self.agents.contains_key(agent) {
-                    self.order.push(agent.clone());
-                }
-                let line = self
-                    .agents
-                    .entry(agent.clone())
-                    .or_insert_with(|| AgentLine {
-                        parent: parent.clone(),
-                        profile: profile.clone(),
-                        label: None,
-                        doing: crate::jobs::Phase::Queued.name().into(),
-                        turns: 0,
-                        tokens: 0,
-                        cost: 0.0,
-                        started: None,
-                        finished: None,
-                    });
-                if let Event::AgentQueued(AgentIntro {
-                    label: Some(label), ..
-                }) = event
-                {
-                    line.label = Some(label.clone());
-                }
-                if matches!(event, Event::AgentStarted(_)) {
-                    line.started = Some(Instant::now());
-                    line.doing = "starting".into();
+    pub fn apply(&mut self, record: &EventRecord) {
+        self.state.apply(record);
+        if let Event::TextDelta { agent, text } = &record.event {
+            if self.state.root() == Some(agent.as_str()) {
+                self.root_text.push_str(text);
+                let chars = self.root_text.chars().count();
+                if chars > TEXT_TAIL {
+                    self.root_text = self.root_text.chars().skip(chars - TEXT_TAIL).collect();
                 }
             }
-            Event::TurnStarted { agent, .. } => self.set_doing(agent, "thinking".into()),
-            Event::ToolCallStarted { agent, tool, .. } => {
-                self.set_doing(agent, format!("⚙ {tool}"))
-            }
-            Event::ToolCallFinished { agent, .. } => self.set_doing(agent, "thinking".into()),
-            Event::TextDelta { agent, text } => {
-                if self.root.as_deref() == Some(agent.as_str()) {
-                    self.root_text.push_str(text);
-                    let chars = self.root_text.chars().count();
-                    if chars > TEXT_TAIL {
-                        self.root_text = self.root_text.chars().skip(chars - TEXT_TAIL).collect();
-                    }
-                }
-            }
-            Event::Usage {
-                agent,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-            } => {
-                if let Some(line) = self.agents.get_mut(agent) {
-                    line.turns = *turns;
-                    line.tokens = input_tokens.saturating_add(*output_tokens);
-                    line.cost = *cost_usd;
-                }
-            }
-            Event::AgentFinished { agent, .. } => {
-                if let (Some(line), Some(outcome)) = (self.agents.get_mut(agent), event.outcome()) {
-                    line.turns = outcome.turns;
-                    line.tokens = outcome.usage.total();
-                    line.cost = outcome.cost_usd;
-                    line.finished = Some((outcome.state, outcome.duration));
-                }
-            }
-            Event::Lagged { .. } => {}
-        }
-    }
-
-    fn set_doing(&mut self, agent: &str, doing: String) {
-        if let Some(line) = self.agents.get_mut(agent) {
-            line.doing = doing;
         }
     }
 
     /// The tree as lines, parents before their children.
     pub fn lines(&self) -> Vec<String> {
-        let mut children: HashMap<Option<&str>, Vec<&str>> = HashMap::new();
-        for id in &self.order {
-            let parent = self.agents[id].parent.as_deref();
-            children.entry(parent).or_default().push(id);
-        }
+        let now_ms = crate::events::now_ms();
         let mut out = Vec::new();
-        for root in children.get(&None).into_iter().flatten() {
-            self.push_lines(root, "", true, true, &children, &mut out);
+        for root in self.state.agents().filter(|a| a.parent.is_none()) {
+            self.push_lines(&root.id, "", true, true, now_ms, &mut out);
         }
         out
     }
@@ -186,10 +90,12 @@ impl AgentTree {
         prefix: &str,
         last: bool,
         top: bool,
-        children: &HashMap<Option<&str>, Vec<&str>>,
+        now_ms: u64,
         out: &mut Vec<String>,
     ) {
-        let line = &self.agents[id];
+        let Some(agent) = self.state.agent(id) else {
+            return;
+        };
         let branch = if top {
             ""
         } else if last {
@@ -197,47 +103,55 @@ impl AgentTree {
         } else {
             "├─ "
         };
-        let status = match &line.finished {
-            Some((state, duration)) => {
-                let mark = if *state == AgentState::Ok {
+        let status = match agent.duration_ms {
+            Some(duration_ms) => {
+                let mark = if agent.state == AgentState::Ok.as_str() {
                     '✓'
                 } else {
                     '✗'
                 };
                 format!(
-                    "{mark} {state} · {} turns · {} tok · ${:.4} · {:.1} s",
-                    line.turns,
-                    line.tokens,
-                    line.cost,
-                    duration.as_secs_f64()
+                    "{mark} {} · {} turns · {} tok · ${:.4} · {:.1} s",
+                    agent.state,
+                    agent.turns,
+                    agent.tokens(),
+                    agent.cost_usd,
+                    duration_ms as f64 / 1000.0
                 )
             }
             None => {
-                let elapsed = line.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+                let elapsed = agent
+                    .started_ms
+                    .map_or(0.0, |s| now_ms.saturating_sub(s) as f64 / 1000.0);
+                let doing = match &agent.activity {
+                    Activity::Queued => Phase::Queued.name().to_string(),
+                    Activity::Starting => "starting".to_string(),
+                    Activity::Thinking | Activity::Done => "thinking".to_string(),
+                    Activity::Tool(tool) => format!("⚙ {tool}"),
+                };
                 format!(
-                    "{} {} · {} turns · {} tok · ${:.4} · {elapsed:.1} s",
+                    "{} {doing} · {} turns · {} tok · ${:.4} · {elapsed:.1} s",
                     SPINNER[self.frame % SPINNER.len()],
-                    line.doing,
-                    line.turns,
-                    line.tokens,
-                    line.cost
+                    agent.turns,
+                    agent.tokens(),
+                    agent.cost_usd
                 )
             }
         };
-        let name = match &line.label {
-            Some(label) => format!("{} ({label})", line.profile),
-            None => line.profile.clone(),
+        let name = match &agent.description {
+            Some(label) => format!("{} ({label})", agent.profile),
+            None => agent.profile.clone(),
         };
         out.push(format!("{prefix}{branch}{id} {name} {status}"));
-        let children_of_id = children.get(&Some(id)).map_or(&[][..], Vec::as_slice);
+        let children = self.state.children(id);
         let child_prefix = if top {
             String::new()
         } else {
             format!("{prefix}{}", if last { "   " } else { "│  " })
         };
-        for (i, child) in children_of_id.iter().enumerate() {
-            let last = i + 1 == children_of_id.len();
-            self.push_lines(child, &child_prefix, last, false, children, out);
+        for (i, child) in children.iter().enumerate() {
+            let last = i + 1 == children.len();
+            self.push_lines(child, &child_prefix, last, false, now_ms, out);
         }
     }
 
@@ -372,7 +286,11 @@ mod tests {
                 label: None,
             }),
         ] {
-            tree.apply(&event);
+            tree.apply(&EventRecord {
+                ts_ms: 0,
+                run: "r".into(),
+                event,
+            });
         }
         let shape: Vec<String> = tree
             .lines()

@@ -1,7 +1,7 @@
 //! The documentation holds together: every relative link in the README and `docs/`
 //! reaches a file of the repository and every `#anchor` a heading of its page, the
-//! README stays short, and nothing a reader or CI runs names a path outside the
-//! repository.
+//! README stays short, and nothing a reader, a script or CI runs names a path outside
+//! the repository.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -200,8 +200,8 @@ fn broken_links(root: &Path) -> Vec<String> {
     broken
 }
 
-/// Every file under `dir`, recursively (what `.gitignore` leaves out skipped: build
-/// output, installed packages, run journals).
+/// Every file under `dir`, recursively; build output, installed packages and hidden
+/// directories (a demo's `.warren/runs` journal, written as it runs) skipped.
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -209,12 +209,8 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in entries {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy();
-        if path.is_dir()
-            && !matches!(
-                &*name,
-                "target" | "node_modules" | ".venv" | ".warren" | "__pycache__"
-            )
-        {
+        let skipped = name.starts_with('.') || matches!(&*name, "target" | "node_modules");
+        if path.is_dir() && !skipped {
             files_under(&path, out);
         } else if path.is_file() {
             out.push(path);
@@ -226,14 +222,14 @@ fn is_path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '~' | '$')
 }
 
-/// Each place in the README, `docs/`, `scripts/`, `examples/` and `.ci/` under `root`
+/// Each place in the README, `docs/`, `scripts/`, `examples/`, `bench/` and `.ci/` under `root`
 /// that names a path outside the repository: a machine path (`/work/…`), or a `../`
 /// path that names nothing of the repository from the file's own directory and does
 /// not start from one of its top-level names either (`../../target/debug/warren`, run
 /// from `examples/quickstart`, is the repository's own build).
 fn outside_paths(root: &Path) -> Vec<String> {
     let mut files = vec![root.join("README.md")];
-    for dir in ["docs", "scripts", "examples", ".ci"] {
+    for dir in ["docs", "scripts", "examples", "bench", ".ci"] {
         files_under(&root.join(dir), &mut files);
     }
     files.sort();

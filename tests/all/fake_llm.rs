@@ -31,6 +31,9 @@ pub(crate) enum Reply {
     Hang,
     /// The inner reply after a pause (model latency).
     Delayed(Duration, Box<Reply>),
+    /// The inner reply once the test hands the semaphore a permit: a reply held
+    /// until something outside the run has happened.
+    Gated(Arc<tokio::sync::Semaphore>, Box<Reply>),
     /// `status` with a body of `bytes` bytes (its `content-length` says so), written
     /// 64 KiB at a time until it is all sent or the client stops reading: an error
     /// body too large to hold.
@@ -277,10 +280,21 @@ async fn serve(
     if reply.is_none() {
         reply = responder.and_then(|respond| respond(&body));
     }
-    while let Some(Reply::Delayed(pause, inner)) = reply {
-        tokio::time::sleep(pause).await;
-        reply = Some(*inner);
-    }
+    let reply = loop {
+        reply = match reply {
+            Some(Reply::Delayed(pause, inner)) => {
+                tokio::time::sleep(pause).await;
+                Some(*inner)
+            }
+            Some(Reply::Gated(gate, inner)) => {
+                if let Ok(permit) = gate.acquire().await {
+                    permit.forget();
+                }
+                Some(*inner)
+            }
+            other => break other,
+        };
+    };
     match reply {
         None => {
             let _ = socket.write_all(b"HTTP/1.1 599 No Reply Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
@@ -353,7 +367,7 @@ async fn serve(
                 left -= n;
             }
         }
-        Some(Reply::Delayed(..)) => unreachable!("unwrapped above"),
+        Some(Reply::Delayed(..) | Reply::Gated(..)) => unreachable!("unwrapped above"),
     }
     let _ = socket.shutdown().await;
 }

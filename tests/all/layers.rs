@@ -32,12 +32,14 @@ const LAYERS: &[(&str, u8)] = &[
     // L6: the agent loop and its spawn tools; the Redis backend.
     ("agent", 6),
     ("queue", 6),
+    ("run_state", 6),
     // L7: the composition root.
     ("host", 7),
     // L8: what drives a host.
     ("worker", 8),
     ("mcp", 8),
     ("ui", 8),
+    ("web", 8),
     ("init", 8),
     ("doctor", 8),
     ("agents_report", 8),

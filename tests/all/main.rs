@@ -6,6 +6,7 @@
 mod agent_files;
 mod agents;
 mod bounds;
+mod browser;
 mod cli;
 mod docs;
 mod events;
@@ -27,3 +28,4 @@ mod sandbox;
 mod support;
 mod tools;
 mod typed;
+mod web;

@@ -9,14 +9,18 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
-//! `turns` (the loop), `spawn_tools` (the four spawn tools and how a child is spawned),
+//! `turns` (the loop), `tool_calls` (one tool call, run or answered from the journal
+//! of a resumed run), `replay` (a model turn recorded, and a recorded one reused),
+//! `spawn_tools` (the four spawn tools and how a child is spawned),
 //! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
 //! is kept).
 
+mod replay;
 mod runtime;
 mod spawn_profiles;
 mod spawn_tools;
+mod tool_calls;
 mod turn_limits;
 mod turns;
 

@@ -13,8 +13,8 @@ use crate::config::{Config, RunLimits, SPAWN_TOOLS};
 use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{
-    clamp_notes, compose_task, narrow, not_found_block, ChildAsk, ChildSpec, JobHandle, JobId,
-    JobSelection, Phase,
+    clamp_notes, compose_task, narrow, not_found_block, CancelJob, ChildAsk, ChildSpec, JobHandle,
+    JobId, JobSelection, Phase,
 };
 use crate::llm::ToolDefinition;
 use crate::outcome::AgentOutcome;
@@ -394,25 +394,21 @@ impl Agent {
 
     fn cancel_agent(&self, args: &Value) -> Result<String, String> {
         let id = text_arg(args, "job_id")?.ok_or("`job_id` is required")?;
-        let Some(job) = self
-            .tree
-            .job(&JobId(id.trim().to_string()))
-            .filter(|j| j.parent.as_ref() == Some(&self.id))
-        else {
-            return Ok(not_found_block(id.trim()));
-        };
-        if let Phase::Done(outcome) = &job.phase {
-            return Ok(format!(
-                "Job {} already finished ({}); nothing to cancel.",
-                job.id,
-                outcome.state.as_str()
-            ));
-        }
-        job.cancel.cancel();
-        Ok(format!(
-            "Cancelled job {} ({}) and its descendants.",
-            job.id, job.profile
-        ))
+        let id = id.trim();
+        Ok(
+            match self.tree.cancel_job(&JobId(id.to_string()), Some(&self.id)) {
+                CancelJob::NotFound => not_found_block(id),
+                CancelJob::Finished(job) => format!(
+                    "Job {} already finished ({}); nothing to cancel.",
+                    job.id,
+                    job.phase.name()
+                ),
+                CancelJob::Cancelled(job) => format!(
+                    "Cancelled job {} ({}) and its descendants.",
+                    job.id, job.profile
+                ),
+            },
+        )
     }
 
     fn list_agents(&self) -> String {

@@ -21,4 +21,4 @@ pub use self::blocks::{not_found_block, result_block, thousands};
 pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub use self::handle::{JobHandle, Placement};
 pub(crate) use self::tree::random_id;
-pub use self::tree::{title, Job, JobId, JobSelection, Phase, Tree};
+pub use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

@@ -85,6 +85,17 @@ impl Phase {
     }
 }
 
+/// What [`Tree::cancel_job`] did.
+#[derive(Debug)]
+pub enum CancelJob {
+    /// No such job, or not one the caller may cancel.
+    NotFound,
+    /// It had already finished: nothing was cancelled.
+    Finished(Job),
+    /// It and its descendants are cancelled (each ends as it notices).
+    Cancelled(Job),
+}
+
 /// One sub-agent (or the root) in the tree.
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -337,6 +348,24 @@ impl Tree {
             .jobs
             .get(id)
             .cloned()
+    }
+
+    /// Cancels job `id` and its descendants (each job's token is a child of its
+    /// parent's): the one way a job is cancelled by the agent that spawned it
+    /// (`cancel_agent`) or by whoever watches the run. `caller`: the job asking, which
+    /// may cancel only its own children; `None` for the run's owner, who may cancel any.
+    pub fn cancel_job(&self, id: &JobId, caller: Option<&JobId>) -> CancelJob {
+        let Some(job) = self
+            .job(id)
+            .filter(|job| caller.is_none() || job.parent.as_ref() == caller)
+        else {
+            return CancelJob::NotFound;
+        };
+        if matches!(job.phase, Phase::Done(_)) {
+            return CancelJob::Finished(job);
+        }
+        job.cancel.cancel();
+        CancelJob::Cancelled(job)
     }
 
     /// Copies of every job, in id order.

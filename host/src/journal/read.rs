@@ -71,6 +71,23 @@ impl RunRecord {
     pub fn tokens(&self) -> u64 {
         self.agents.iter().map(|a| a.tokens).sum()
     }
+
+    /// The run in one JSON object, as `warren runs --json` lists it.
+    pub fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "run_id": self.id,
+            "started_ms": self.started_ms,
+            "last_ms": self.last_ms,
+            "task": self.task,
+            "profile": self.profile,
+            "state": self.state,
+            "finished": self.finished,
+            "agents": self.agents.len(),
+            "tokens": self.tokens(),
+            "cost_usd": self.cost_usd,
+            "journal": self.path.display().to_string(),
+        })
+    }
 }
 
 /// The records of the journal at `path`, in order. A last line that does not parse

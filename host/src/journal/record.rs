@@ -187,6 +187,25 @@ pub enum Record {
     },
 }
 
+impl Record {
+    /// The agent the record is about (`None` for the run's start and end).
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            Record::AgentQueued(AgentIntro { agent, .. })
+            | Record::AgentStarted { agent }
+            | Record::AgentSpec { agent, .. }
+            | Record::ModelResponse { agent, .. }
+            | Record::ToolStarted { agent, .. }
+            | Record::ToolFinished { agent, .. }
+            | Record::AgentFinished { agent, .. } => Some(agent),
+            Record::RunStarted { .. }
+            | Record::RunResumed { .. }
+            | Record::JournalFull { .. }
+            | Record::RunFinished { .. } => None,
+        }
+    }
+}
+
 /// A tool call as a model response recorded it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedCall {

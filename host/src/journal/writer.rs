@@ -3,14 +3,14 @@
 //! waits for it (group commit), so a thousand agents recording at once share writes
 //! and syncs instead of queueing for a thousand.
 //!
-//! What is durable when. A record is written within [`COMMIT_DELAY`] of being made
-//! (with the records made meanwhile); from then on it survives the death of the
+//! What is durable when. A record is written within [`WRITE_DELAY`] of being made
+//! (with the records made meanwhile; within [`COMMIT_DELAY`] when it is awaited); from then on it survives the death of the
 //! process (a crash, SIGKILL, the OOM killer), being in the kernel's page cache. It
 //! survives a crash of the machine once synced: a batch is synced when a record in it
 //! is awaited ([`Journal::record_durably`]: the start of a tool call that could have an
 //! effect, before the call runs, which syncs its model response before it as well) and
 //! when the run ends ([`Journal::flush`]). So a crash of the process at any instant
-//! loses at most the records of the last moment, the boundaries in progress: a model
+//! loses at most the records of the last few milliseconds, the boundaries in progress: a model
 //! response not yet written is asked for again, a call that can have no effect is run
 //! again, and no call that could have one runs before its start is on disk.
 
@@ -22,13 +22,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::record::{Line, Record};
+use super::record::Record;
 
 /// The file of a run's journal inside its directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 
-/// How long the writer lets a batch gather after its first record.
+/// How long the writer lets a batch gather after its first record when someone waits
+/// for it to be durable.
 const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// How long it lets a batch gather when nobody waits for it (an awaited record
+/// arriving meanwhile cuts the wait to [`COMMIT_DELAY`]): fewer, larger writes, and
+/// fewer wake-ups of the writer thread.
+const WRITE_DELAY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A record on its way to disk, and whoever waits for it to be durable.
 struct Pending {
@@ -42,6 +48,8 @@ struct Pending {
 pub struct Journal {
     /// Where its records go.
     sender: mpsc::UnboundedSender<Pending>,
+    /// The writer thread, woken early for a record someone waits for.
+    writer: std::thread::Thread,
     /// Set when a write failed: the run goes on, unjournaled from then on, and the
     /// failure is logged once.
     failed: std::sync::Arc<AtomicBool>,
@@ -93,7 +101,7 @@ impl Journal {
         let (sender, receiver) = mpsc::unbounded_channel();
         let failed = std::sync::Arc::new(AtomicBool::new(false));
         let writer_failed = failed.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("warren-journal".into())
             .spawn(move || {
                 let mut out = Output {
@@ -102,8 +110,14 @@ impl Journal {
                     max_bytes,
                 };
                 write_batches(&mut out, receiver, &path, &writer_failed);
-            })?;
-        Ok(Journal { sender, failed })
+            })?
+            .thread()
+            .clone();
+        Ok(Journal {
+            sender,
+            writer,
+            failed,
+        })
     }
 
     /// Appends `record` with the next batch, without waiting.
@@ -115,6 +129,7 @@ impl Journal {
     pub async fn record_durably(&self, record: Record) {
         let (synced, wait) = oneshot::channel();
         self.send(record, Some(synced));
+        self.writer.unpark();
         let _ = wait.await;
     }
 
@@ -125,6 +140,7 @@ impl Journal {
             line: Vec::new(),
             synced: Some(synced),
         });
+        self.writer.unpark();
         let _ = wait.await;
     }
 
@@ -135,9 +151,7 @@ impl Journal {
             }
             return;
         }
-        let ts_ms = now_ms();
-        let mut line = serde_json::to_vec(&Line { ts_ms, record }).expect("records serialize");
-        line.push(b'\n');
+        let line = line_bytes(now_ms(), &record);
         let _ = self.sender.send(Pending { line, synced });
     }
 }
@@ -172,12 +186,7 @@ impl Output {
     fn write(&mut self, bytes: &[u8], sync: bool) -> std::io::Result<()> {
         if self.written + bytes.len() as u64 > self.max_bytes {
             let mib = self.max_bytes / (1024 * 1024);
-            let mut full = serde_json::to_vec(&Line {
-                ts_ms: now_ms(),
-                record: Record::JournalFull { max_run_mib: mib },
-            })
-            .expect("records serialize");
-            full.push(b'\n');
+            let full = line_bytes(now_ms(), &Record::JournalFull { max_run_mib: mib });
             self.file.write_all(&full)?;
             self.file.sync_data()?;
             return Err(std::io::Error::other(format!(
@@ -191,6 +200,18 @@ impl Output {
         }
         Ok(())
     }
+}
+
+/// One journal line, newline included: what a [`Line`](super::record::Line) serializes to, written
+/// directly (`{"ts_ms":…,` then the record's own fields) rather than through serde's
+/// `flatten`, which costs a map serializer per record.
+fn line_bytes(ts_ms: u64, record: &Record) -> Vec<u8> {
+    let mut line = format!("{{\"ts_ms\":{ts_ms},").into_bytes();
+    let body = serde_json::to_vec(record).expect("records serialize");
+    // A record is an object with at least its `type`: `{"type":…}`.
+    line.extend_from_slice(&body[1..]);
+    line.push(b'\n');
+    line
 }
 
 fn now_ms() -> u64 {
@@ -208,9 +229,21 @@ fn write_batches(
     failed: &AtomicBool,
 ) {
     while let Some(first) = receiver.blocking_recv() {
-        // A moment for the records of other agents to join this batch: one sync and
-        // one wake-up serve them all (a group-commit delay, as databases have).
-        std::thread::sleep(COMMIT_DELAY);
+        // A moment for the records of other agents to join this batch: one write,
+        // one sync and one wake-up serve them all (a group-commit delay, as databases
+        // have): short when someone waits, longer otherwise, cut short by `unpark`
+        // when an awaited record comes meanwhile.
+        let delay = if first.synced.is_some() {
+            COMMIT_DELAY
+        } else {
+            WRITE_DELAY
+        };
+        let started = std::time::Instant::now();
+        std::thread::park_timeout(delay);
+        let elapsed = started.elapsed();
+        if elapsed < COMMIT_DELAY {
+            std::thread::park_timeout(COMMIT_DELAY - elapsed);
+        }
         let mut batch = vec![first];
         while let Ok(more) = receiver.try_recv() {
             batch.push(more);
@@ -231,6 +264,31 @@ fn write_batches(
             if let Some(synced) = pending.synced {
                 let _ = synced.send(());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::record::Line;
+    use super::*;
+
+    #[test]
+    fn a_line_written_directly_reads_back_as_the_record_it_holds() {
+        for record in [
+            Record::AgentStarted {
+                agent: "a\"b".into(),
+            },
+            Record::JournalFull { max_run_mib: 3 },
+            Record::RunResumed {
+                warren: "0".into(),
+                forced_over: vec!["x".into()],
+            },
+        ] {
+            let bytes = line_bytes(42, &record);
+            assert!(bytes.ends_with(b"}\n"));
+            let line: Line = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(line, Line { ts_ms: 42, record });
         }
     }
 }

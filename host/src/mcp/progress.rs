@@ -33,7 +33,7 @@ pub(crate) struct CallProgress {
 
 impl CallProgress {
     /// Takes in `event`; returns the progress value and message it is worth, if any
-    /// (streamed text and lost-event markers are not).
+    /// (an agent's limits, streamed text and lost-event markers are not).
     pub(crate) fn update(&mut self, event: &Event) -> Option<(f64, String)> {
         let agent = event.agent()?.to_string();
         let view = self.agents.entry(agent.clone()).or_default();
@@ -86,7 +86,9 @@ impl CallProgress {
                     thousands(view.tokens)
                 )
             }
-            Event::TextDelta { .. } | Event::Lagged { .. } => return None,
+            Event::AgentSpec { .. } | Event::TextDelta { .. } | Event::Lagged { .. } => {
+                return None
+            }
         };
         self.count += 1;
         let label = if view.profile.is_empty() {

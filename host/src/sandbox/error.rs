@@ -207,6 +207,27 @@ impl ToolOutcome {
     }
 }
 
+impl ToolOutcome {
+    /// Whether a call that ended so, with `error` (its message as events and the
+    /// journal carry it), was a denial: the sandbox refused the guest something
+    /// (`denied`), or the tool says it was refused (`TOOL failed: denied…`, as the
+    /// built-in plugins report a write to a read-only grant).
+    pub fn is_denial(self, error: &str) -> bool {
+        match self {
+            ToolOutcome::Denied => true,
+            ToolOutcome::Failed => error
+                .split_once(" failed: ")
+                .is_some_and(|(_, message)| reports_denial(message)),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a tool's own failure message says the sandbox refused it something.
+pub(crate) fn reports_denial(message: &str) -> bool {
+    message.starts_with("denied")
+}
+
 impl std::fmt::Display for ToolOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.pad(self.as_str())

@@ -634,7 +634,7 @@ impl Sandbox {
                         message,
                     },
                     (None, ToolError::Failed(message)) => {
-                        if message.starts_with("denied") {
+                        if error::reports_denial(&message) {
                             warn!(target: "warren::denial", profile = %profile, plugin = request.plugin, "plugin reported a denial: {message}");
                         }
                         ToolCallError::Failed {

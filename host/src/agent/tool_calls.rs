@@ -1,0 +1,161 @@
+//! One tool call of an agent: run in its `execute_tool` span between its start and
+//! finish events and journal records, or, in a resumed run, answered from the journal
+//! (a call in doubt is run again only where that cannot repeat an effect).
+
+use std::time::Instant;
+
+use tracing::{info_span, Instrument};
+
+use crate::events::{summarize, Event};
+use crate::journal::resume::RecordedTool;
+use crate::journal::Record;
+use crate::llm::ToolCall;
+use crate::sandbox::ToolOutcome;
+
+use super::runtime::Agent;
+use super::spawn_tools;
+
+/// The result of a call that had started when the run's process died and whose
+/// end was not recorded, when running it again could repeat an effect.
+pub(crate) const IN_DOUBT: &str = "this call was running when warren's process stopped, and its result was not recorded: \
+it may or may not have taken effect. It was not run again, because it could write files or reach the network. \
+Check its effect before repeating it.";
+
+impl Agent {
+    /// Runs `call`, or, in a resumed run, reuses its recorded result: a call whose
+    /// end was recorded is not run again, and one that had started with no recorded
+    /// end (in doubt) runs again only where that cannot repeat an effect (see
+    /// [`CapabilitySet::replay_safe`](crate::policy::CapabilitySet::replay_safe)).
+    /// Spawn tools run again: a spawn re-registers its recorded child, whose own
+    /// records say what it still has to do.
+    pub(super) async fn execute(
+        &self,
+        call: &ToolCall,
+        recorded: Option<RecordedTool>,
+    ) -> Result<String, String> {
+        if !spawn_tools::is_spawn_tool(&call.name) {
+            match recorded.as_ref().map(|r| &r.finished) {
+                Some(Some((outcome, content))) => {
+                    return if *outcome == ToolOutcome::Ok {
+                        Ok(content.clone())
+                    } else {
+                        Err(content.clone())
+                    };
+                }
+                Some(None) if !self.access.profile.capabilities.replay_safe() => {
+                    tracing::warn!(agent = %self.id, tool = %call.name, "a call in doubt is not run again");
+                    self.tree.record(|| Record::ToolFinished {
+                        agent: self.id.0.clone(),
+                        call_id: call.id.clone(),
+                        outcome: ToolOutcome::InDoubt,
+                        content: IN_DOUBT.to_string(),
+                        duration_ms: 0,
+                    });
+                    return Err(IN_DOUBT.to_string());
+                }
+                _ => {}
+            }
+        }
+        self.traced_call(
+            call,
+            self.spawn_tool(&call.name, &call.arguments),
+            recorded.as_ref(),
+        )
+        .await
+    }
+
+    /// Runs one tool call inside its `execute_tool` span, between its start and finish
+    /// events: a spawn tool (when this agent may spawn) is answered by `spawn`, any
+    /// other name goes to the registry under this agent's capabilities. `spawn` is
+    /// not polled for other tools.
+    pub(crate) async fn traced_call(
+        &self,
+        call: &ToolCall,
+        spawn: impl std::future::Future<Output = Result<String, String>>,
+        recorded: Option<&RecordedTool>,
+    ) -> Result<String, String> {
+        let span = info_span!(
+            "execute_tool",
+            otel.name = format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            error.type = tracing::field::Empty,
+        );
+        // A plugin call that could have an effect is on disk (its model response
+        // with it) before it runs: one with no recorded end may have happened. A call
+        // that can have none needs no sync (if its record is lost it is simply run
+        // again), and a spawn tool's effect is a job, journaled in its own right.
+        let started_record = || Record::ToolStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
+        if recorded.is_some() {
+            // Its start is in the journal already (a resumed run).
+        } else if spawn_tools::is_spawn_tool(&call.name)
+            || self.access.profile.capabilities.replay_safe()
+        {
+            self.tree.record(started_record);
+        } else {
+            self.tree.record_durably(started_record).await;
+        }
+        let started = Instant::now();
+        self.tree.events.publish(Event::ToolCallStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: summarize(&call.arguments),
+        });
+        let (result, outcome) = async {
+            if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
+                let result = spawn.await;
+                let outcome = if result.is_ok() {
+                    ToolOutcome::Ok
+                } else {
+                    ToolOutcome::InvalidInput
+                };
+                return (result, outcome);
+            }
+            match self
+                .runtime
+                .registry
+                .call(&self.access, &call.name, &call.arguments)
+                .await
+            {
+                Ok(output) => (Ok(output), ToolOutcome::Ok),
+                Err(error) => (Err(error.to_string()), error.kind()),
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        if outcome != ToolOutcome::Ok {
+            span.record("error.type", outcome.as_str());
+        }
+        // Written in order, so on disk at the latest with the next model response;
+        // not again for a spawn tool a resumed run repeats.
+        if recorded.is_none_or(|r| r.finished.is_none()) {
+            self.tree.record(|| Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms: started.elapsed().as_millis() as u64,
+            });
+        }
+        self.tree.events.publish(Event::ToolCallFinished {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome,
+            summary: summarize(match &result {
+                Ok(text) | Err(text) => text,
+            }),
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        result
+    }
+}

@@ -1,0 +1,403 @@
+//! The listener and its routes. Every request passes the [`Gate`] first; every
+//! response carries the protective headers ([`access::protect`]).
+//!
+//! Routes (`?run=RUN` picks a journaled run: an id, a unique prefix, or `last`;
+//! without it, the run served):
+//! - `GET /`, `/app.js`, `/app.css`: the page;
+//! - `GET /api/run`: the run's snapshot;
+//! - `GET /api/runs`: the journaled runs;
+//! - `GET /api/agents/ID/transcript`: one agent's journal records;
+//! - `GET /api/events`: server-sent events: a `snapshot` first, then per burst the
+//!   `event`s, the changed `agent` rows and the `run` line (a journaled run sends a new
+//!   `snapshot` whenever its journal grows);
+//! - `POST /api/agents/ID/cancel`: cancels an agent of the live run and its subtree.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+use super::access::{self, Gate, Pass, Refusal};
+use super::api;
+use super::live::{push_frame, LiveRun};
+use super::source::Source;
+use crate::jobs::CancelJob;
+use crate::journal::read;
+
+/// How often an event stream of a journaled run looks for new records.
+const JOURNAL_POLL: Duration = Duration::from_secs(1);
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// What every connection shares.
+struct Shared {
+    gate: Gate,
+    source: Source,
+}
+
+/// The run a request is about.
+enum Target {
+    /// The run of this process.
+    Live(Arc<LiveRun>),
+    /// A journaled run: its journal file.
+    Journal(PathBuf),
+}
+
+/// A refused or failed request: its status and message.
+type Failure = (StatusCode, String);
+
+pub(super) async fn serve(
+    listener: tokio::net::TcpListener,
+    local: SocketAddr,
+    token: String,
+    source: Source,
+    shutdown: impl Future<Output = ()>,
+) {
+    let shared = Arc::new(Shared {
+        gate: Gate::new(token, local),
+        source,
+    });
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "web view: accepting a connection failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(handle(&shared, request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(error) = connection {
+                tracing::debug!(%peer, %error, "web view: connection ended");
+            }
+        });
+    }
+}
+
+async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
+    let query = request.uri().query().map(str::to_string);
+    let pass = match shared.gate.check(request.headers(), query.as_deref()) {
+        Ok(pass) => pass,
+        Err(refusal) => {
+            let why = match refusal {
+                Refusal::Token => "open the address warren printed, with its token",
+                Refusal::Host => "the Host header does not name this server",
+                Refusal::Origin => "requests from other origins are refused",
+            };
+            return text(
+                StatusCode::FORBIDDEN,
+                "text/plain; charset=utf-8",
+                format!("{why}\n"),
+            );
+        }
+    };
+    let run = query_value(query.as_deref(), "run");
+    let path = request.uri().path().to_string();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let method = request.method().clone();
+    let result = match (&method, segments.as_slice()) {
+        (&Method::GET, [""]) => {
+            let mut page = text(
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+                INDEX_HTML.into(),
+            );
+            if pass == Pass::Query {
+                page.headers_mut()
+                    .insert(hyper::header::SET_COOKIE, shared.gate.set_cookie());
+            }
+            Ok(page)
+        }
+        (&Method::GET, ["app.js"]) => Ok(text(
+            StatusCode::OK,
+            "text/javascript; charset=utf-8",
+            APP_JS.into(),
+        )),
+        (&Method::GET, ["app.css"]) => Ok(text(
+            StatusCode::OK,
+            "text/css; charset=utf-8",
+            APP_CSS.into(),
+        )),
+        (&Method::GET, ["api", "run"]) => snapshot(shared, run.as_deref()).await.map(ok_json),
+        (&Method::GET, ["api", "runs"]) => runs(shared).await.map(ok_json),
+        (&Method::GET, ["api", "events"]) => events(shared, run.as_deref()),
+        (&Method::GET, ["api", "agents", agent, "transcript"]) => {
+            transcript(shared, run.as_deref(), agent).await.map(ok_json)
+        }
+        (&Method::POST, ["api", "agents", agent, "cancel"]) => {
+            cancel(shared, run.as_deref(), agent).map(ok_json)
+        }
+        (_, ["api", ..]) => Err((
+            StatusCode::NOT_FOUND,
+            format!("no endpoint {method} {path}"),
+        )),
+        _ => Err((StatusCode::NOT_FOUND, format!("nothing at {path}"))),
+    };
+    match result {
+        Ok(response) => response,
+        Err((status, message)) => json_response(status, &json!({ "error": message })),
+    }
+}
+
+/// The run `run` names (`None`: the one served).
+fn target(shared: &Shared, run: Option<&str>) -> Result<Target, Failure> {
+    let find = |dir: &std::path::Path, name: &str| {
+        if name != "last" && !crate::config::is_valid_name(name) {
+            return Err((StatusCode::BAD_REQUEST, format!("`{name}` is not a run id")));
+        }
+        read::find(dir, name)
+            .map(Target::Journal)
+            .map_err(|error| (StatusCode::NOT_FOUND, format!("{error:#}")))
+    };
+    match (&shared.source, run) {
+        (Source::Live { run: live, .. }, None) => Ok(Target::Live(live.clone())),
+        (Source::Live { run: live, .. }, Some(id)) if id == live.run_id() => {
+            Ok(Target::Live(live.clone()))
+        }
+        (
+            Source::Live {
+                journal_dir: Some(dir),
+                ..
+            },
+            Some(name),
+        )
+        | (Source::Journal { dir, .. }, Some(name)) => find(dir, name),
+        (
+            Source::Live {
+                journal_dir: None, ..
+            },
+            Some(_),
+        ) => Err((
+            StatusCode::NOT_FOUND,
+            "runs are not journaled ([journal] enabled = false)".into(),
+        )),
+        (
+            Source::Journal {
+                run: Some(path), ..
+            },
+            None,
+        ) => Ok(Target::Journal(path.clone())),
+        (Source::Journal { run: None, .. }, None) => Err((
+            StatusCode::NOT_FOUND,
+            "no run chosen: /api/runs lists them, ?run=ID picks one".into(),
+        )),
+    }
+}
+
+async fn snapshot(shared: &Shared, run: Option<&str>) -> Result<Value, Failure> {
+    match target(shared, run)? {
+        Target::Live(live) => Ok(live.snapshot()),
+        Target::Journal(path) => blocking(move || api::journaled(&path)).await,
+    }
+}
+
+async fn runs(shared: &Shared) -> Result<Value, Failure> {
+    let dir = match &shared.source {
+        Source::Live {
+            journal_dir: Some(dir),
+            ..
+        }
+        | Source::Journal { dir, .. } => dir.clone(),
+        Source::Live {
+            journal_dir: None, ..
+        } => {
+            return Err((
+                StatusCode::NOT_FOUND,
+                "runs are not journaled ([journal] enabled = false)".into(),
+            ))
+        }
+    };
+    blocking(move || Ok(api::runs(&dir))).await
+}
+
+async fn transcript(shared: &Shared, run: Option<&str>, agent: &str) -> Result<Value, Failure> {
+    let (path, row) = match target(shared, run)? {
+        Target::Live(live) => {
+            let dir =
+                match &shared.source {
+                    Source::Live {
+                        journal_dir: Some(dir),
+                        ..
+                    } if live.journaled() => dir,
+                    _ => return Err((
+                        StatusCode::NOT_FOUND,
+                        "transcripts come from the run's journal, and this run is not journaled"
+                            .into(),
+                    )),
+                };
+            let path = dir
+                .join(live.run_id())
+                .join(crate::journal::writer::JOURNAL_FILE);
+            (path, live.agent(agent))
+        }
+        Target::Journal(path) => (path, None),
+    };
+    let agent_id = agent.to_string();
+    let found =
+        blocking(move || Ok(api::transcript(&path, &agent_id, row)?.unwrap_or(Value::Null)))
+            .await?;
+    Some(found).filter(|found| !found.is_null()).ok_or_else(|| {
+        (
+            StatusCode::NOT_FOUND,
+            format!("the run has no agent `{agent}`"),
+        )
+    })
+}
+
+fn cancel(shared: &Shared, run: Option<&str>, agent: &str) -> Result<Value, Failure> {
+    let Target::Live(live) = target(shared, run)? else {
+        return Err((
+            StatusCode::CONFLICT,
+            "only a run of this process can be cancelled; this one is read from its journal".into(),
+        ));
+    };
+    match live.cancel(agent) {
+        CancelJob::Cancelled(job) => Ok(json!({"cancelled": job.id.0, "profile": job.profile})),
+        CancelJob::Finished(job) => Err((
+            StatusCode::CONFLICT,
+            format!("agent {} already finished ({})", job.id, job.phase.name()),
+        )),
+        CancelJob::NotFound => Err((StatusCode::NOT_FOUND, format!("no agent `{agent}`"))),
+    }
+}
+
+/// The event stream of the run `run` names.
+fn events(shared: &Shared, run: Option<&str>) -> Result<Response<Body>, Failure> {
+    let body: Body = match target(shared, run)? {
+        Target::Live(live) => {
+            let (first, receiver) = live.subscribe();
+            let frames = futures_util::stream::unfold(
+                (Some(first), Some(receiver)),
+                |(first, receiver)| async move {
+                    if let Some(first) = first {
+                        return Some((first, (None, receiver)));
+                    }
+                    let mut receiver = receiver?;
+                    match receiver.recv().await {
+                        Ok(frame) => Some((frame, (None, Some(receiver)))),
+                        // Too far behind: told so, the stream ends; the page
+                        // reconnects and starts over from a snapshot.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                            let mut frame = String::new();
+                            push_frame(
+                                &mut frame,
+                                "lagged",
+                                &json!({"missed": missed}).to_string(),
+                            );
+                            Some((Bytes::from(frame), (None, None)))
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => None,
+                    }
+                },
+            );
+            stream_body(frames)
+        }
+        Target::Journal(path) => {
+            let frames = futures_util::stream::unfold(
+                (path, None::<u64>, true),
+                |(path, seen, first)| async move {
+                    let mut first = first;
+                    loop {
+                        if !first {
+                            tokio::time::sleep(JOURNAL_POLL).await;
+                        }
+                        first = false;
+                        let size = std::fs::metadata(&path).map(|m| m.len()).ok();
+                        if size == seen {
+                            continue;
+                        }
+                        let read = path.clone();
+                        let Ok(snapshot) = blocking(move || api::journaled(&read)).await else {
+                            continue;
+                        };
+                        let mut frame = String::new();
+                        push_frame(&mut frame, "snapshot", &snapshot.to_string());
+                        return Some((Bytes::from(frame), (path, size, false)));
+                    }
+                },
+            );
+            stream_body(frames)
+        }
+    };
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    access::protect(headers);
+    Ok(response)
+}
+
+fn stream_body(frames: impl futures_util::Stream<Item = Bytes> + Send + Sync + 'static) -> Body {
+    use futures_util::StreamExt as _;
+    // The client reconnects half a second after the stream ends.
+    let retry = futures_util::stream::once(async { Bytes::from_static(b"retry: 500\n\n") });
+    BodyExt::boxed(StreamBody::new(
+        retry
+            .chain(frames)
+            .map(|bytes| Ok::<_, Infallible>(Frame::data(bytes))),
+    ))
+}
+
+/// Runs `work` (journal reading) off the async threads.
+async fn blocking(
+    work: impl FnOnce() -> anyhow::Result<Value> + Send + 'static,
+) -> Result<Value, Failure> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?
+        .map_err(|error| (StatusCode::INTERNAL_SERVER_ERROR, format!("{error:#}")))
+}
+
+/// The value of `key` in `query`, percent-decoding left out: run ids need none.
+fn query_value(query: Option<&str>, key: &str) -> Option<String> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+        .map(str::to_string)
+}
+
+fn text(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
+    let mut response = Response::new(BodyExt::boxed(Full::new(Bytes::from(body))));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    access::protect(headers);
+    response
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    text(status, "application/json", value.to_string())
+}
+
+fn ok_json(value: Value) -> Response<Body> {
+    json_response(StatusCode::OK, &value)
+}
