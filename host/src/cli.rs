@@ -111,8 +111,10 @@ enum Command {
     /// Over stdio (the default) the client starts `warren mcp` itself, e.g.
     /// `claude mcp add warren -- warren mcp --config /path/to/warren.toml`; stdout
     /// carries only the protocol. With `--http 127.0.0.1:8931` it serves Streamable
-    /// HTTP at http://127.0.0.1:8931/mcp for any number of clients. Configuration
-    /// errors exit 2 before any client is served.
+    /// HTTP at http://127.0.0.1:8931/mcp for any number of clients, each sending the
+    /// bearer token (`Authorization: Bearer TOKEN`) printed at start, or given by
+    /// --token-file or WARREN_MCP_TOKEN. Configuration errors exit 2 before any
+    /// client is served.
     Mcp(McpArgs),
     /// List the journaled runs, newest first: id, start, state, agents, tokens, cost,
     /// time and task.
@@ -244,6 +246,9 @@ struct ShowArgs {
     json: bool,
 }
 
+/// The environment variable holding `warren mcp --http`'s bearer token.
+const TOKEN_VARIABLE: &str = "WARREN_MCP_TOKEN";
+
 #[derive(Debug, Args)]
 struct McpArgs {
     /// The profile whose tools (and capabilities) the clients get.
@@ -253,6 +258,90 @@ struct McpArgs {
     /// one, printed on stderr) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// With --http: the bearer token clients must send (`Authorization: Bearer
+    /// TOKEN`) is this file's text. Without it, WARREN_MCP_TOKEN's value, else a
+    /// token generated at start and printed on stderr.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "no_auth"
+    )]
+    token_file: Option<PathBuf>,
+    /// With --http: require no token, so any process that can connect may use the
+    /// server; only on a loopback address.
+    #[arg(long, requires = "http")]
+    no_auth: bool,
+    /// With --http: sessions open at once; an `initialize` over it gets 503
+    /// [default: 64].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: Option<u32>,
+    /// With --http: connections open at once; one over it is closed at once
+    /// [default: 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// With --http: seconds a connection may take to send a request's headers (or
+    /// stay idle between requests) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: Option<u64>,
+    /// With --http: seconds a session may go without a message before it ends and its
+    /// agents are cancelled [default: 900].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle: Option<u64>,
+}
+
+impl McpArgs {
+    /// Who may use the HTTP server: `--no-auth` (loopback only), else the token of
+    /// `--token-file`, WARREN_MCP_TOKEN or, generated, printed on stderr.
+    fn http_auth(&self) -> Result<crate::mcp::HttpAuth, Failure> {
+        use crate::mcp::{BearerToken, HttpAuth};
+        let Some(address) = self.http else {
+            return Ok(HttpAuth::Open);
+        };
+        if self.no_auth {
+            if !address.ip().is_loopback() {
+                return Err(Failure::Usage(format!(
+                    "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), and {} is not one: any machine that can reach it could use the server (drop --no-auth to require a bearer token)",
+                    address.ip()
+                )));
+            }
+            return Ok(HttpAuth::Open);
+        }
+        if let Some(path) = &self.token_file {
+            return BearerToken::from_file(path)
+                .map(HttpAuth::Bearer)
+                .map_err(|error| Failure::Usage(format!("--token-file: {error}")));
+        }
+        if let Some(token) = std::env::var_os(TOKEN_VARIABLE) {
+            let token = token.to_string_lossy();
+            return BearerToken::new(token.trim())
+                .map(HttpAuth::Bearer)
+                .map_err(|error| Failure::Usage(format!("{TOKEN_VARIABLE}: {error}")));
+        }
+        let (token, text) = BearerToken::generate()
+            .map_err(|error| Failure::Run(anyhow::anyhow!("generating a bearer token: {error}")))?;
+        // stderr, as every message of warren mcp: stdout is never used.
+        eprintln!(
+            "warren mcp: clients must send `Authorization: Bearer TOKEN`; this server's token (generated; choose one with --token-file or {TOKEN_VARIABLE}): {text}"
+        );
+        Ok(HttpAuth::Bearer(token))
+    }
+
+    /// The HTTP limits: the defaults, with the flags given.
+    fn http_limits(&self) -> crate::mcp::HttpLimits {
+        let default = crate::mcp::HttpLimits::default();
+        let seconds = std::time::Duration::from_secs;
+        crate::mcp::HttpLimits {
+            max_sessions: self
+                .max_sessions
+                .map_or(default.max_sessions, |n| n as usize),
+            max_connections: self
+                .max_connections
+                .map_or(default.max_connections, |n| n as usize),
+            header_timeout: self.header_timeout.map_or(default.header_timeout, seconds),
+            session_idle: self.session_idle.map_or(default.session_idle, seconds),
+        }
+    }
 }
 
 /// Where sub-agent jobs go.
@@ -507,13 +596,16 @@ fn journal_dir(config: &Config) -> Result<std::path::PathBuf, Failure> {
 
 /// [`Host::load`], with a model's configuration error told apart from a failure.
 async fn load(config: Config) -> Result<Host, Failure> {
-    Host::load(config)
-        .await
-        .map_err(|error| match error.downcast::<crate::llm::LlmError>() {
-            Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
-            Ok(other) => Failure::Run(other.into()),
-            Err(other) => Failure::Run(other),
-        })
+    model_failure(Host::load(config).await)
+}
+
+/// An LLM configuration error as [`Failure::Model`] (exit 2).
+fn model_failure(loaded: anyhow::Result<Host>) -> Result<Host, Failure> {
+    loaded.map_err(|error| match error.downcast::<crate::llm::LlmError>() {
+        Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
+        Ok(other) => Failure::Run(other.into()),
+        Err(other) => Failure::Run(other),
+    })
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
@@ -640,8 +732,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Mcp(args) => {
             config.profile(&args.profile)?;
-            let host = load(config).await?;
+            let http_auth = args.http_auth()?;
+            // Clients often start servers with a minimal environment: without a
+            // model's key, the tools that need no model are still served.
+            let host = model_failure(Host::load_for_serving(config).await)?;
             let options = crate::mcp::McpOptions {
+                http_auth,
+                http_limits: args.http_limits(),
                 profile: Some(args.profile),
                 http: args.http,
             };

@@ -4,7 +4,7 @@
 //! Publishing never waits: a subscriber that falls behind loses the oldest events and
 //! is told how many (`Lagged`), so a slow consumer never slows an agent down.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -14,8 +14,12 @@ use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
 
-/// Events kept for slow subscribers before they start losing the oldest.
+/// Events kept for a run's slow subscribers before they start losing the oldest.
 const BUS_CAPACITY: usize = 8192;
+/// The same for a session's tree ([`EventBus::for_session`]): its only subscribers
+/// are the calls that forward progress, which read as events come, and a server
+/// holds many sessions.
+const SESSION_BUS_CAPACITY: usize = 256;
 /// Longest arguments or result excerpt carried in an event.
 const SUMMARY_CHARS: usize = 200;
 /// Longest answer carried by an `agent_finished` event (and recorded on an agent's
@@ -248,9 +252,23 @@ pub struct EventRecord {
 }
 
 /// The bus of one run.
+///
+/// Its buffer (`capacity` events, about 180 bytes each) is allocated when the first
+/// subscriber comes: a tree nobody watches costs nothing, which matters for a server
+/// holding many sessions.
 #[derive(Clone, Debug)]
 pub struct EventBus {
-    sender: broadcast::Sender<EventRecord>,
+    shared: Arc<Bus>,
+}
+
+/// What the clones of one [`EventBus`] share.
+#[derive(Debug)]
+struct Bus {
+    /// The channel, made by the first [`EventBus::subscribe`]; until then publishing
+    /// is a no-op, as it is for a channel without receivers.
+    sender: OnceLock<broadcast::Sender<EventRecord>>,
+    /// Events kept for slow subscribers.
+    capacity: usize,
     /// The run's id, stamped on every record.
     run: Arc<str>,
 }
@@ -258,26 +276,45 @@ pub struct EventBus {
 impl EventBus {
     /// The bus of run `run`.
     pub fn new(run: &str) -> EventBus {
+        EventBus::with_capacity(run, BUS_CAPACITY)
+    }
+
+    /// The bus of a session's tree: a smaller buffer (see [`SESSION_BUS_CAPACITY`]).
+    pub(crate) fn for_session(run: &str) -> EventBus {
+        EventBus::with_capacity(run, SESSION_BUS_CAPACITY)
+    }
+
+    fn with_capacity(run: &str, capacity: usize) -> EventBus {
         EventBus {
-            sender: broadcast::channel(BUS_CAPACITY).0,
-            run: run.into(),
+            shared: Arc::new(Bus {
+                sender: OnceLock::new(),
+                capacity,
+                run: run.into(),
+            }),
         }
     }
 
     /// Publishes an event; never waits, and is a no-op without subscribers.
     pub fn publish(&self, event: Event) {
-        let _ = self.sender.send(EventRecord {
+        let Some(sender) = self.shared.sender.get() else {
+            return;
+        };
+        let _ = sender.send(EventRecord {
             ts_ms: now_ms(),
-            run: self.run.clone(),
+            run: self.shared.run.clone(),
             event,
         });
     }
 
     /// A subscription to every event published from now on.
     pub fn subscribe(&self) -> EventStream {
+        let sender = self
+            .shared
+            .sender
+            .get_or_init(|| broadcast::channel(self.shared.capacity).0);
         EventStream {
-            receiver: self.sender.subscribe(),
-            run: self.run.clone(),
+            receiver: sender.subscribe(),
+            run: self.shared.run.clone(),
         }
     }
 }
@@ -354,10 +391,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_subscriber_gets_a_lagged_marker_and_never_blocks() {
-        let bus = EventBus {
-            sender: broadcast::channel(4).0,
-            run: "r".into(),
-        };
+        let bus = EventBus::with_capacity("r", 4);
         let mut slow = bus.subscribe();
         for turn in 0..10 {
             bus.publish(Event::TurnStarted {

@@ -93,14 +93,35 @@ pub struct RunReport {
 impl Host {
     /// Loads the plugins (through the compile cache) and connects every model.
     pub async fn load(config: Config) -> anyhow::Result<Host> {
+        Host::load_with(config, false).await
+    }
+
+    /// As [`Host::load`], for a server whose client starts it, often with a minimal
+    /// environment: a model whose `api_key_env` variable is not set is left out
+    /// ([`Host::missing_keys`]) instead of failing the load, so the tools that need
+    /// no model are served; a spawn on that model is a tool error naming the variable.
+    pub async fn load_for_serving(config: Config) -> anyhow::Result<Host> {
+        Host::load_with(config, true).await
+    }
+
+    async fn load_with(config: Config, without_missing_keys: bool) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
         let registry = ToolRegistry::for_config(sandbox, &config).await?;
         for profile in config.all_profiles() {
             registry.check_profile(&profile, &config.plugin_limits)?;
         }
         let mut providers = BTreeMap::new();
+        let mut missing_keys = BTreeMap::new();
         let secrets = config.secrets();
         for (name, model) in &config.models {
+            let unset = model
+                .api_key_env
+                .as_deref()
+                .filter(|variable| std::env::var_os(variable).is_none_or(|value| value.is_empty()));
+            if let (true, Some(variable)) = (without_missing_keys, unset) {
+                missing_keys.insert(name.clone(), variable.to_string());
+                continue;
+            }
             providers.insert(name.clone(), llm::connect(name, model, &secrets)?);
         }
         let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
@@ -114,6 +135,7 @@ impl Host {
                 config,
                 registry: Arc::new(registry),
                 providers,
+                missing_keys,
                 slots,
                 remote: queue.clone().map(|q| q as Arc<dyn Backend>),
             }),
@@ -124,6 +146,12 @@ impl Host {
     /// The configuration in use.
     pub fn config(&self) -> &Config {
         &self.parts.config
+    }
+
+    /// The models left out by [`Host::load_for_serving`] for want of their API key,
+    /// by name, with the variable that should hold it.
+    pub fn missing_keys(&self) -> &BTreeMap<String, String> {
+        &self.parts.missing_keys
     }
 
     /// The queue sub-agents go through, when `[queue] redis` is set.

@@ -37,7 +37,7 @@ fn delayed(ms: u64, reply: Reply) -> Reply {
 
 /// A project whose `main` profile (the MCP client's) reads `docs/` and may spawn
 /// `worker`s that read it too, all on the fake model.
-fn project(server: &FakeLlm) -> World {
+pub(crate) fn project(server: &FakeLlm) -> World {
     let world = World::new();
     let config = format!(
         r#"
@@ -114,18 +114,56 @@ enum Transport {
     Http,
 }
 
+/// The bearer token test servers are given, and clients send.
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+
 /// `warren mcp --http 127.0.0.1:0` in `world`, with its stderr collected.
 pub(crate) struct HttpServer {
-    child: Child,
+    pub(crate) child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
-    url: String,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) url: String,
+    /// The bearer token clients send: the one it was given, or the one it printed.
+    pub(crate) token: Option<String>,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl HttpServer {
-    fn start(world: &World) -> HttpServer {
-        let mut child = Command::new(WARREN)
+    pub(crate) fn start(world: &World) -> HttpServer {
+        HttpServer::start_with(world, &[], None)
+    }
+
+    /// As [`HttpServer::start`], with `args` after `warren mcp --http 127.0.0.1:0`
+    /// and, when `descriptors` is given, that many open files at most (`ulimit -n`).
+    pub(crate) fn start_with(world: &World, args: &[&str], descriptors: Option<u32>) -> HttpServer {
+        HttpServer::launch(world, args, descriptors, Some(TOKEN))
+    }
+
+    /// As [`HttpServer::start_with`], with `token` in `WARREN_MCP_TOKEN` (`None`:
+    /// the variable unset, so the server generates one unless told otherwise).
+    pub(crate) fn launch(
+        world: &World,
+        args: &[&str],
+        descriptors: Option<u32>,
+        token: Option<&str>,
+    ) -> HttpServer {
+        let mut command = match descriptors {
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(WARREN);
+                shell
+            }
+            None => Command::new(WARREN),
+        };
+        match token {
+            Some(token) => command.env("WARREN_MCP_TOKEN", token),
+            None => command.env_remove("WARREN_MCP_TOKEN"),
+        };
+        let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0"])
+            .args(args)
             .current_dir(world.dir.path())
             .env_remove("WARREN_CONFIG")
             .env("RUST_LOG", "info")
@@ -136,12 +174,17 @@ impl HttpServer {
             .unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         let (found, url) = mpsc::channel();
+        let (printed, generated) = mpsc::channel();
         let lines = BufReader::new(child.stderr.take().unwrap());
         let collected = stderr.clone();
         std::thread::spawn(move || {
             for line in lines.lines().map_while(Result::ok) {
                 if let Some(at) = line.find("http://") {
                     let _ = found.send(line[at..].trim().to_string());
+                }
+                if let Some((_, token)) = line.split_once("this server's token") {
+                    let token = token.rsplit(' ').next().unwrap_or_default();
+                    let _ = printed.send(token.to_string());
                 }
                 collected.lock().unwrap().push_str(&(line + "\n"));
             }
@@ -154,11 +197,20 @@ impl HttpServer {
                     stderr.lock().unwrap()
                 )
             });
-        HttpServer { child, url, stderr }
+        // Printed before the address, when generated.
+        let token = token
+            .map(str::to_string)
+            .or_else(|| generated.try_recv().ok());
+        HttpServer {
+            child,
+            url,
+            token,
+            stderr,
+        }
     }
 
     /// Stops it; returns what it wrote to stdout (which must stay empty).
-    fn stop(mut self) -> String {
+    pub(crate) fn stop(mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let mut stdout = String::new();
@@ -191,7 +243,12 @@ pub(crate) async fn client(world: &World, server: Option<&HttpServer>, scenario:
             .arg("--stdio")
             .arg(WARREN)
             .arg(world.path("warren.toml")),
-        Some(server) => command.arg("--http").arg(&server.url),
+        Some(server) => {
+            if let Some(token) = &server.token {
+                command.env("WARREN_MCP_TOKEN", token);
+            }
+            command.arg("--http").arg(&server.url)
+        }
     };
     command.arg(scenario).kill_on_drop(true);
     let output = tokio::time::timeout(SCENARIO_LIMIT, command.output())
@@ -448,7 +505,7 @@ async fn python_client_spawns_and_awaits_sub_agents_with_progress_over_http() {
 }
 
 /// Waits up to `limit` for `condition`.
-async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
+pub(crate) async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
         if condition() {
@@ -539,6 +596,136 @@ async fn an_http_session_that_ends_cancels_its_agents() {
     // Still serving other clients.
     let again = client(&world, Some(&http), "tools").await;
     assert_eq!(again["allowed"]["error"], false);
+}
+
+/// A model whose `api_key_env` variable the client did not pass on (the SDK starts
+/// servers with a minimal environment): `warren mcp` starts anyway and serves the
+/// tools that need no model; a spawn on that model is a tool error naming the
+/// variable and where to add it, and the session's first log message says the same.
+/// Before, warren mcp exited 2 at start and the client saw only a closed connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_model_key_leaves_the_tools_served_and_refuses_spawns() {
+    const VARIABLE: &str = "WARREN_TEST_ABSENT_KEY";
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    let config = config.replace(
+        "model = \"fake-model\"\n",
+        &format!("model = \"fake-model\"\napi_key_env = \"{VARIABLE}\"\n"),
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    assert!(std::env::var_os(VARIABLE).is_none());
+
+    let report = scenario(&world, Transport::Stdio, "nokey").await;
+    assert_eq!(report["allowed"]["error"], false, "{report}");
+    assert_eq!(
+        report["allowed"]["text"],
+        "alpha\nthe quick brown fox\nomega\n"
+    );
+    assert_eq!(report["spawned"]["error"], true, "{report}");
+    let refusal = report["spawned"]["text"].as_str().unwrap();
+    assert!(
+        refusal.contains(&format!("needs its API key in {VARIABLE}"))
+            && refusal.contains("to the `env` of this server in the MCP client's configuration"),
+        "{refusal}"
+    );
+    let logs = report["logs"].as_array().unwrap();
+    assert!(
+        logs.iter().any(|log| log["level"] == "warning"
+            && log["data"]
+                .as_str()
+                .is_some_and(|data| data.contains(&format!("{VARIABLE} is not set")))),
+        "{report}"
+    );
+    assert!(server.requests().is_empty());
+
+    // `warren run` still needs the key.
+    let run = Command::new(WARREN)
+        .args(["run", "NOKEY-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains(VARIABLE));
+}
+
+/// Every tool carries MCP annotations derived from what it can do under the serving
+/// profile, as a real client lists them: under `main` (the docs read-only, no network)
+/// even `write_file` is read-only in effect; under `writer` (a writable grant and one
+/// host) it is destructive and `fetch` is read-only but open world. A plugin tool's
+/// hints are set in `[plugins.NAME] annotate` (here `fetch`'s title). Before, tools had no
+/// annotations, so Codex asked approval for (and in `codex exec`, refused) every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_carry_annotations_from_what_they_can_do_under_the_profile() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    std::fs::create_dir_all(world.path("out")).unwrap();
+    let mut config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    config.push_str(
+        r#"
+[plugins.http]
+annotate = { fetch = { title = "Fetch a page", idempotent = false } }
+
+[profiles.writer]
+description = "Writes the output"
+tools = ["read_file", "write_file", "fetch"]
+[profiles.writer.capabilities]
+fs = [{ host = "out", guest = "/out", mode = "rw" }]
+net = ["example.com"]
+"#,
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    let hints = |title: &str, read_only: bool, destructive: bool, idempotent: bool, open: bool| {
+        json!({"title": title, "readOnlyHint": read_only, "destructiveHint": destructive,
+            "idempotentHint": idempotent, "openWorldHint": open})
+    };
+
+    let main = client(&world, None, "annotations").await;
+    let main = &main["annotations"];
+    assert_eq!(
+        main["read_file"],
+        hints("Read a file", true, false, true, false)
+    );
+    assert_eq!(
+        main["write_file"],
+        hints("Write a file", true, false, true, false),
+        "{main}"
+    );
+    assert_eq!(
+        main["spawn_agent"],
+        hints("Spawn a sub-agent", false, false, false, true)
+    );
+    assert_eq!(
+        main["await_agents"],
+        hints("Await sub-agents", true, false, true, false)
+    );
+    assert_eq!(
+        main["cancel_agent"],
+        hints("Cancel a sub-agent", false, true, true, false)
+    );
+    assert_eq!(
+        main["list_agents"],
+        hints("List sub-agents", true, false, true, false)
+    );
+
+    let http = HttpServer::start_with(&world, &["--profile", "writer"], None);
+    let writer = client(&world, Some(&http), "annotations").await;
+    let writer = &writer["annotations"];
+    assert_eq!(
+        writer["write_file"],
+        hints("Write a file", false, true, true, false),
+        "{writer}"
+    );
+    assert_eq!(
+        writer["fetch"],
+        hints("Fetch a page", true, false, true, true)
+    );
+    assert_eq!(
+        writer["read_file"],
+        hints("Read a file", true, false, true, false)
+    );
+    assert_eq!(http.stop(), "");
 }
 
 /// `warren mcp` over stdio, driven line by line.
@@ -821,7 +1008,11 @@ async fn the_mcp_inspector_cli_lists_and_calls_tools() {
     let server = FakeLlm::start().await;
     let world = project(&server);
     let http = HttpServer::start(&world);
-    let targets: [Vec<&str>; 2] = [vec![WARREN, "mcp"], vec![http.url.as_str()]];
+    let authorization = format!("Authorization: Bearer {TOKEN}");
+    let targets: [Vec<&str>; 2] = [
+        vec![WARREN, "mcp"],
+        vec![http.url.as_str(), "--header", authorization.as_str()],
+    ];
     for target in &targets {
         let listed = inspect(&world, target, &["--method", "tools/list"]);
         let names: Vec<&str> = listed["tools"]

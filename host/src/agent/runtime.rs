@@ -20,8 +20,12 @@ pub(crate) struct Runtime {
     pub(crate) registry: Arc<ToolRegistry>,
     /// The spawn tools' definitions (they name the configured profiles), made once.
     pub(crate) spawn_tools: Vec<ToolDefinition>,
-    /// Every configured model, by name.
+    /// Every configured model, by name (but those in `missing_keys`).
     pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
+    /// Models left out for want of their API key (`warren mcp`, started by a client
+    /// that did not pass the variable on), with the variable: a spawn on one is
+    /// refused saying what to set.
+    pub(crate) missing_keys: BTreeMap<String, String>,
     /// Sub-agents running at once across every run (`max_concurrent_total`), and who
     /// waits for a slot.
     pub(crate) slots: Arc<crate::jobs::slots::SlotQueue>,

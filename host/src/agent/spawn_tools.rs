@@ -293,6 +293,18 @@ impl Agent {
             output_schema: output_schema.as_ref(),
         };
         let (profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
+        // Children on a queue run on workers, with the workers' keys.
+        if self.runtime.remote.is_none() {
+            if let Some((model, variable)) = profile
+                .model
+                .as_deref()
+                .and_then(|model| self.runtime.missing_keys.get_key_value(model))
+            {
+                return Err(format!(
+                    "spawn refused: model `{model}` needs its API key in {variable}, which is not set in warren's environment: add {variable} to the `env` of this server in the MCP client's configuration (or to warren's environment), then restart it"
+                ));
+            }
+        }
         let notes = clamp_notes(base, &ask, &limits);
         if let Some(budget) = self.tree.limits.budget_usd {
             let spent = self.tree.spent();

@@ -54,7 +54,7 @@ pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::output_schema::{
     OutputSchema, MAX_OUTPUT_SCHEMA_BYTES, MAX_OUTPUT_SCHEMA_DEPTH, MAX_REPORTED_ERRORS,
 };
-pub use self::plugin_tables::PluginTable;
+pub use self::plugin_tables::{PluginTable, ToolHints};
 pub use self::plugins::default_cache_dir;
 pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
 pub use self::queue::QueueConfig;

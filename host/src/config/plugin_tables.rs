@@ -1,6 +1,6 @@
 //! `[plugins.NAME]` tables: how one plugin's tools are offered (renamed, described,
-//! hidden) and, for a typed component, which WIT describes them. Plain data here; the
-//! plugin loader applies it (`plugin::overrides`).
+//! hidden, annotated for MCP clients) and, for a typed component, which WIT describes
+//! them. Plain data here; the plugin loader applies it (`plugin::overrides`).
 //!
 //! ```toml
 //! [plugins.geometry]                    # geometry.wasm
@@ -8,6 +8,7 @@
 //! rename = { shapes_area = "area" }
 //! describe = { shapes_scale = "Scale a shape by a factor." }
 //! hide = ["debug_dump"]
+//! annotate = { shapes_area = { read_only = true, open_world = false } }
 //! ```
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use serde::{Deserialize, Deserializer};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a [plugins.NAME] table (wit, rename, describe, hide)"
+    expecting = "a [plugins.NAME] table (wit, rename, describe, hide, annotate)"
 )]
 pub struct PluginTable {
     /// WIT source (a file, or a directory with `deps/`) whose doc comments describe a
@@ -35,6 +36,34 @@ pub struct PluginTable {
     /// Tools not offered at all.
     #[serde(default)]
     pub hide: Vec<String>,
+    /// What each tool does, for MCP clients' tool annotations (warren cannot tell
+    /// what a plugin's tool does); unset hints keep the defaults of
+    /// [`ToolHints`].
+    #[serde(default)]
+    pub annotate: BTreeMap<String, ToolHints>,
+}
+
+/// What a tool does by its nature, as MCP's tool annotations say it: set for the
+/// built-in tools, and per plugin tool in `[plugins.NAME] annotate`. A hint left out
+/// takes MCP's default (may write, destructively, not idempotent, reaches the world);
+/// under a profile that can neither write a granted directory nor reach the network,
+/// every tool is read-only in effect (`plugin::hints`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "tool hints (title, read_only, destructive, idempotent, open_world)"
+)]
+pub struct ToolHints {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// It changes nothing outside itself.
+    pub read_only: Option<bool>,
+    /// A change it makes may destroy or overwrite what was there.
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: Option<bool>,
+    /// It reaches things outside the granted directories (the network).
+    pub open_world: Option<bool>,
 }
 
 /// The keys of `[plugins]` that are not `[plugins.NAME]` tables, for messages.

@@ -72,7 +72,7 @@ impl Session {
             &profile.name,
             SESSION_TASK,
         )?;
-        let tree = Tree::for_queue_job(runtime.config.run_limits, None, Some(run_id), journal);
+        let tree = Tree::for_session(runtime.config.run_limits, run_id, journal);
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
         let spawn_tools = spawn_tool_definitions(&runtime.config, Delivery::Awaited);
@@ -106,6 +106,18 @@ impl Session {
     /// when the profile may spawn (`spawn` in its tools, `max_depth` above 0).
     pub fn tools(&self) -> Vec<ToolDefinition> {
         self.root.tool_definitions_with(&self.spawn_tools)
+    }
+
+    /// What tool `name` does in effect under the session's profile, for MCP
+    /// clients' tool annotations (`None`: the session has no such tool).
+    pub fn hints(&self, name: &str) -> Option<crate::config::ToolHints> {
+        let capabilities = &self.root.profile.capabilities;
+        crate::plugin::hints::spawn_tool(name, capabilities).or_else(|| {
+            self.root
+                .runtime
+                .registry
+                .hints_for(name, &self.root.profile)
+        })
     }
 
     /// Every event of the session's agents published from now on.

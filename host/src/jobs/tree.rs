@@ -207,6 +207,28 @@ impl Tree {
         journal: Option<Arc<Journal>>,
     ) -> Arc<Tree> {
         let run_id = run_id.unwrap_or_else(random_id);
+        let events = EventBus::new(&run_id);
+        Tree::build(limits, queue_job, run_id, journal, events)
+    }
+
+    /// An empty tree for an outside caller's session, named `run_id`: as
+    /// [`Tree::for_queue_job`], with the smaller event buffer of a session.
+    pub(crate) fn for_session(
+        limits: RunLimits,
+        run_id: String,
+        journal: Option<Arc<Journal>>,
+    ) -> Arc<Tree> {
+        let events = EventBus::for_session(&run_id);
+        Tree::build(limits, None, run_id, journal, events)
+    }
+
+    fn build(
+        limits: RunLimits,
+        queue_job: Option<String>,
+        run_id: String,
+        journal: Option<Arc<Journal>>,
+        events: EventBus,
+    ) -> Arc<Tree> {
         Arc::new(Tree {
             jobs: Mutex::default(),
             slots: slots::RunSlots::new(limits.max_concurrent),
@@ -214,7 +236,7 @@ impl Tree {
             spent_micros: AtomicU64::new(0),
             next_id: AtomicU64::new(id_seed(&run_id)),
             cancel: CancellationToken::new(),
-            events: EventBus::new(&run_id),
+            events,
             run_id,
             queue_job,
             journal,

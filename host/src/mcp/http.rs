@@ -1,40 +1,99 @@
 //! MCP over Streamable HTTP at `http://ADDR/mcp`: rmcp's service behind a small hyper
 //! HTTP/1.1 listener. Each client session (`Mcp-Session-Id`) gets its own warren
-//! session; deleting it, or leaving it idle for [`SESSION_IDLE`], ends it and cancels
-//! its agents.
+//! session; deleting it, or leaving it idle for [`HttpLimits::session_idle`], ends it
+//! and cancels its agents.
+//!
+//! Anyone who can connect must not be able to exhaust the server, so everything a
+//! client can make it hold is bounded ([`HttpLimits`]): sessions (a new one over the
+//! limit is refused with 503 before anything is made for it), connections (one over
+//! the limit is closed at once), the time to send a request's headers, and a session's
+//! idle time. A failing `accept` (no descriptors left) is retried with a growing
+//! pause, and each burst of failures is logged twice, not once per try.
 //!
 //! Only `Host` headers naming a loopback name, or the address listened on, are
-//! accepted (rmcp's DNS-rebinding guard). There is no authentication: listen on a
-//! loopback address, or put an authenticating proxy in front.
+//! accepted (rmcp's DNS-rebinding guard), a request whose `Origin` names another host
+//! is refused with 403 (as MCP requires of servers), and one without the server's
+//! bearer token with 401 ([`super::auth`]), all before rmcp sees it.
 
+use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt as _;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::auth::HttpAuth;
 use super::server::WarrenServer;
 use crate::host::Host;
 
 /// The path MCP is served at.
 const MCP_PATH: &str = "/mcp";
-/// How long a session may go without a message from its client or to it before it
-/// ends (a client that vanished without deleting it). rmcp's default of 5 minutes
-/// would end a session whose client quietly awaits a long sub-agent.
-const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
+/// The first pause after a failed `accept`; it doubles up to [`ACCEPT_PAUSE_MAX`].
+const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(10);
+/// The longest pause between tries of a failing `accept`.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(1000);
+
+/// What one Streamable HTTP server lets its clients hold (`warren mcp` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Sessions open at once (`--max-sessions`, default 64). Each holds a job tree
+    /// and its agents; an `initialize` over the limit gets 503 and a JSON-RPC error
+    /// naming it.
+    pub max_sessions: usize,
+    /// Connections open at once (`--max-connections`, default 256); one over the
+    /// limit is closed as soon as it is accepted. Each client holds one or two (a
+    /// long call's stream, the session's own stream).
+    pub max_connections: usize,
+    /// Longest a connection may take to send a request's headers, or stay idle
+    /// between requests (`--header-timeout`, default 10 s); it is closed then.
+    pub header_timeout: Duration,
+    /// How long a session may go without a message from its client or to it before
+    /// it ends, cancelling its agents (`--session-idle`, default 15 min): a client
+    /// that vanished without deleting its session gives its place back then. A call
+    /// that reports progress keeps its session alive.
+    pub session_idle: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        HttpLimits {
+            max_sessions: 64,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+            session_idle: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The session slot of the request being handled when it may open a session (a
+    /// POST without `Mcp-Session-Id`), for the service factory to take. rmcp also
+    /// asks the factory for a service to look up a tool's schema on every
+    /// `tools/call`; with no slot to take, that look-up finds nothing (as warren's
+    /// handler would) instead of opening and closing a whole session.
+    static OPENING: RefCell<Option<OwnedSemaphorePermit>>;
+}
+
+/// A response body.
+type Body = BoxBody<bytes::Bytes, Infallible>;
 
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
     profile: Option<String>,
     address: SocketAddr,
+    limits: HttpLimits,
+    auth: HttpAuth,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(address)
@@ -54,60 +113,298 @@ pub(super) async fn serve(
         .with_allowed_hosts(hosts)
         .with_cancellation_token(stop.child_token());
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    sessions.session_config.keep_alive = Some(limits.session_idle);
     let service = StreamableHttpService::new(
-        move || WarrenServer::new(&host, profile.as_deref()).map_err(std::io::Error::other),
+        move || {
+            let slot = OPENING
+                .try_with(|slot| slot.borrow_mut().take())
+                .ok()
+                .flatten()
+                .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
+            let server =
+                WarrenServer::new(&host, profile.as_deref()).map_err(std::io::Error::other)?;
+            Ok(server.holding(slot))
+        },
         Arc::new(sessions),
         config,
     );
+    let gate = Arc::new(Gate {
+        local,
+        auth,
+        sessions: Arc::new(Semaphore::new(limits.max_sessions)),
+        max_sessions: limits.max_sessions,
+    });
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
     // stderr, as every message of warren mcp: stdout is never used.
     eprintln!("warren mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}");
-    tracing::info!(%local, "MCP over HTTP: listening");
+    tracing::info!(%local, ?limits, "MCP over HTTP: listening");
     tokio::pin!(shutdown);
+    let mut failed_accepts = Burst::default();
+    let mut refused = Burst::default();
+    let mut pause = ACCEPT_PAUSE_MIN;
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "MCP over HTTP: accepting a connection failed");
-                    continue;
-                }
-            },
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                if failed_accepts.hit() {
+                    tracing::warn!(
+                        %error,
+                        "MCP over HTTP: accepting a connection failed; retrying every {} ms at most (logged again when it works)",
+                        ACCEPT_PAUSE_MAX.as_millis()
+                    );
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = &mut shutdown => break,
+                }
+                pause = (pause * 2).min(ACCEPT_PAUSE_MAX);
+                continue;
+            }
+        };
+        pause = ACCEPT_PAUSE_MIN;
+        if let Some(failures) = failed_accepts.end() {
+            tracing::warn!(
+                "MCP over HTTP: accepting connections works again after {failures} failed tries"
+            );
+        }
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            if refused.hit() {
+                tracing::warn!(
+                    "MCP over HTTP: {} connections are open, the limit (--max-connections); closing new ones until one ends",
+                    limits.max_connections
+                );
+            }
+            drop(stream);
+            continue;
+        };
+        if let Some(count) = refused.end() {
+            tracing::warn!(
+                "MCP over HTTP: {count} connections were closed over the limit (--max-connections)"
+            );
+        }
         let service = service.clone();
+        let gate = gate.clone();
         tokio::spawn(async move {
             let handle = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let service = service.clone();
-                async move {
-                    if request.uri().path() != MCP_PATH {
-                        let mut response = hyper::Response::new(
-                            http_body_util::Full::new(bytes::Bytes::from(format!(
-                                "warren serves MCP at {MCP_PATH}\n"
-                            )))
-                            .boxed(),
-                        );
-                        *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-                        return Ok::<_, Infallible>(response);
-                    }
-                    let delete = request.method() == hyper::Method::DELETE;
-                    let mut response = service.handle(request).await;
-                    // rmcp ends a deleted session with 202; clients (the Python SDK)
-                    // read anything but 200 and 204 as a failed termination.
-                    if delete && response.status() == hyper::StatusCode::ACCEPTED {
-                        *response.status_mut() = hyper::StatusCode::NO_CONTENT;
-                    }
-                    Ok(response)
-                }
+                let gate = gate.clone();
+                async move { Ok::<_, Infallible>(gate.handle(&service, request).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
                 .serve_connection(TokioIo::new(stream), handle)
                 .await;
             if let Err(error) = connection {
                 tracing::debug!(%peer, %error, "MCP over HTTP: connection ended");
             }
+            drop(permit);
         });
     }
     stop.cancel();
     Ok(())
+}
+
+/// What every request passes before rmcp sees it: the path, the `Origin`, the bearer
+/// token, and for a request that may open a session, a free session slot.
+struct Gate {
+    /// The address listened on: an `Origin` naming it is the server's own.
+    local: SocketAddr,
+    /// Who may use the server.
+    auth: HttpAuth,
+    /// Free session slots; a session holds one until it ends.
+    sessions: Arc<Semaphore>,
+    /// `--max-sessions`, for the refusal.
+    max_sessions: usize,
+}
+
+impl Gate {
+    async fn handle(
+        &self,
+        service: &StreamableHttpService<WarrenServer, LocalSessionManager>,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Body> {
+        if request.uri().path() != MCP_PATH {
+            let mut response = hyper::Response::new(
+                http_body_util::Full::new(bytes::Bytes::from(format!(
+                    "warren serves MCP at {MCP_PATH}\n"
+                )))
+                .boxed(),
+            );
+            *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+            return response;
+        }
+        if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
+            let origin = String::from_utf8_lossy(origin.as_bytes());
+            if !origin_allowed(&origin, self.local) {
+                return refusal(
+                    hyper::StatusCode::FORBIDDEN,
+                    &format!(
+                        "Origin `{}` is not this server's: warren mcp accepts requests from loopback origins and http://{} only",
+                        crate::events::bounded(&origin, 200),
+                        self.local
+                    ),
+                );
+            }
+        }
+        if let HttpAuth::Bearer(token) = &self.auth {
+            let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+            if !token.admits(authorization.map(|value| value.as_bytes())) {
+                let mut response = refusal(
+                    hyper::StatusCode::UNAUTHORIZED,
+                    "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
+                );
+                response.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
+                );
+                return response;
+            }
+        }
+        let opens_session = request.method() == hyper::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        let slot = if opens_session {
+            match self.sessions.clone().try_acquire_owned() {
+                Ok(slot) => Some(slot),
+                Err(_) => {
+                    return refusal(
+                        hyper::StatusCode::SERVICE_UNAVAILABLE,
+                        &format!(
+                            "warren mcp serves at most {} sessions at once (--max-sessions) and all are open: retry once a session ends (a client deletes its session, or it ends after --session-idle)",
+                            self.max_sessions
+                        ),
+                    );
+                }
+            }
+        } else {
+            None
+        };
+        let delete = request.method() == hyper::Method::DELETE;
+        let mut response = OPENING
+            .scope(RefCell::new(slot), service.handle(request))
+            .await;
+        // rmcp ends a deleted session with 202; clients (the Python SDK) read anything
+        // but 200 and 204 as a failed termination.
+        if delete && response.status() == hyper::StatusCode::ACCEPTED {
+            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+        }
+        response
+    }
+}
+
+/// A refused request: `status` with a JSON-RPC error saying why (`id` null: the
+/// request was not read).
+fn refusal(status: hyper::StatusCode, message: &str) -> hyper::Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32000, "message": message},
+    });
+    let mut response = hyper::Response::new(
+        http_body_util::Full::new(bytes::Bytes::from(body.to_string())).boxed(),
+    );
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Whether `origin` (an `Origin` header: `scheme://host[:port]`) is a loopback origin
+/// (any port: a local tool's page) or `local`, the address listened on.
+fn origin_allowed(origin: &str, local: SocketAddr) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return false;
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, rest)) => (host, rest.strip_prefix(':')),
+            None => return false,
+        },
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() => true,
+        Ok(ip) => {
+            ip == local.ip() && port.and_then(|p| p.parse::<u16>().ok()) == Some(local.port())
+        }
+        Err(_) => false,
+    }
+}
+
+/// Failures in a row of one kind, so that a burst is logged when it begins and when
+/// it ends, with its count, instead of once per failure.
+#[derive(Default)]
+struct Burst {
+    /// Failures since the last success.
+    count: u64,
+}
+
+impl Burst {
+    /// Counts a failure; true for the first of a burst.
+    fn hit(&mut self) -> bool {
+        self.count += 1;
+        self.count == 1
+    }
+
+    /// A success: the burst's count, if one was going on.
+    fn end(&mut self) -> Option<u64> {
+        (self.count > 0).then(|| std::mem::take(&mut self.count))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_origins_and_the_servers_own_pass() {
+        let local: SocketAddr = "192.168.1.5:8931".parse().unwrap();
+        for origin in [
+            "http://localhost:6274",
+            "http://LOCALHOST",
+            "https://127.0.0.1:3000",
+            "http://[::1]:8080",
+            "http://192.168.1.5:8931",
+        ] {
+            assert!(origin_allowed(origin, local), "{origin}");
+        }
+        for origin in [
+            "null",
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example",
+            "http://192.168.1.5:80",
+            "http://192.168.1.6:8931",
+            "file://localhost",
+            "http://[::1",
+        ] {
+            assert!(!origin_allowed(origin, local), "{origin}");
+        }
+    }
+
+    #[test]
+    fn a_burst_is_reported_at_its_start_and_end() {
+        let mut burst = Burst::default();
+        assert_eq!(burst.end(), None);
+        assert!(burst.hit());
+        assert!(!burst.hit());
+        assert!(!burst.hit());
+        assert_eq!(burst.end(), Some(3));
+        assert!(burst.hit());
+    }
 }

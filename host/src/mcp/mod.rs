@@ -18,17 +18,21 @@
 //!
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
 //! `logging` (records to clients), `progress` (progress messages), `http` (the
-//! Streamable HTTP listener); this file serves stdio or HTTP.
+//! Streamable HTTP listener), `auth` (its bearer token); this file serves stdio or
+//! HTTP.
 
 // `logging/setLevel` is deprecated from MCP 2026-07-28 on (SEP-2577); warren speaks
 // the session-based revisions up to 2025-11-25, where it is current.
 #![allow(deprecated)]
 
+mod auth;
 mod http;
 mod logging;
 mod progress;
 mod server;
 
+pub use self::auth::{BearerToken, HttpAuth};
+pub use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
 
 use std::future::Future;
@@ -47,6 +51,10 @@ pub struct McpOptions {
     pub profile: Option<String>,
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
+    /// What HTTP clients may make the server hold.
+    pub http_limits: HttpLimits,
+    /// Who may use the HTTP server.
+    pub http_auth: HttpAuth,
 }
 
 /// Serves MCP until the client leaves (stdio) or `shutdown` resolves; every session's
@@ -64,7 +72,17 @@ pub async fn serve(
             .unwrap_or(crate::config::DEFAULT_PROFILE),
     )?;
     match options.http {
-        Some(address) => http::serve(host, options.profile, address, shutdown).await,
+        Some(address) => {
+            http::serve(
+                host,
+                options.profile,
+                address,
+                options.http_limits,
+                options.http_auth,
+                shutdown,
+            )
+            .await
+        }
         None => serve_stdio(host, options.profile, shutdown).await,
     }
 }

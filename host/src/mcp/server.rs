@@ -9,11 +9,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, LoggingMessageNotificationParam, PaginatedRequestParams,
     ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool,
+    SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument as _;
 
 use super::logging::LogSink;
@@ -34,6 +34,9 @@ pub(super) struct WarrenServer {
     /// Log records waiting for the client, until the first message that gives a way to
     /// send them (the client's `initialized`, or any request).
     pending_logs: Mutex<Option<mpsc::Receiver<LoggingMessageNotificationParam>>>,
+    /// Its place among the HTTP server's sessions (`--max-sessions`), given back when
+    /// it ends; `None` over stdio.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl WarrenServer {
@@ -46,12 +49,28 @@ impl WarrenServer {
             profile = session.profile(),
             "MCP session opened"
         );
+        // To this session's client, as its first log messages.
+        let span = tracing::info_span!(super::logging::CALL_SPAN, mcp.session = id);
+        for (model, variable) in host.missing_keys() {
+            span.in_scope(|| {
+                tracing::warn!(
+                    "model `{model}` has no API key: {variable} is not set in warren's environment, so sub-agents on it cannot be spawned; add {variable} to the `env` of this server in the MCP client's configuration"
+                );
+            });
+        }
         Ok(WarrenServer {
             id,
             session,
             logs,
             pending_logs: Mutex::new(Some(receiver)),
+            _slot: None,
         })
+    }
+
+    /// The same session, holding `slot` until it ends.
+    pub(super) fn holding(mut self, slot: OwnedSemaphorePermit) -> WarrenServer {
+        self._slot = Some(slot);
+        self
     }
 
     /// Starts sending this session's log records to `peer` (once).
@@ -204,7 +223,16 @@ impl ServerHandler for WarrenServer {
                     serde_json::Value::Object(schema) => schema.clone(),
                     _ => serde_json::Map::new(),
                 };
-                Tool::new(tool.name, tool.description, Arc::new(schema))
+                let hints = self.session.hints(&tool.name).unwrap_or_default();
+                Tool::new(tool.name, tool.description, Arc::new(schema)).annotate(
+                    ToolAnnotations::from_raw(
+                        hints.title,
+                        hints.read_only,
+                        hints.destructive,
+                        hints.idempotent,
+                        hints.open_world,
+                    ),
+                )
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))

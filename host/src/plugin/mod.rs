@@ -11,6 +11,7 @@
 
 mod cache;
 pub mod componentize;
+pub mod hints;
 pub mod overrides;
 pub mod typed;
 
@@ -49,6 +50,8 @@ pub struct Plugin {
     sources: Vec<usize>,
     /// What the component is, linked; instantiated per call.
     kind: PluginKind,
+    /// For each of `tools`, what it does by its nature (MCP tool annotations).
+    hints: Vec<crate::config::ToolHints>,
 }
 
 /// The two kinds of plugin.
@@ -330,6 +333,13 @@ impl ToolRegistry {
                     );
                 }
             }
+            let hints = sources
+                .iter()
+                .map(|&source| {
+                    let own = &own_names[source];
+                    hints::declared(&name, builtin, own, table.annotate.get(own))
+                })
+                .collect();
             let elapsed = started.elapsed();
             info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded");
             plugins.push(Plugin {
@@ -342,6 +352,7 @@ impl ToolRegistry {
                 sha256,
                 sources,
                 kind,
+                hints,
             });
         }
         Ok(ToolRegistry {
@@ -380,6 +391,17 @@ impl ToolRegistry {
             limits.max_profile_bytes / 1024
         );
         Ok(())
+    }
+
+    /// What tool `name` does in effect under `profile`, for MCP clients' tool
+    /// annotations (`None`: no such tool).
+    pub fn hints_for(&self, name: &str, profile: &Profile) -> Option<crate::config::ToolHints> {
+        let &(plugin, tool) = self.index.get(name)?;
+        Some(hints::effective(
+            name,
+            &self.plugins[plugin].hints[tool],
+            &profile.capabilities,
+        ))
     }
 
     /// The names of every tool `profile` may call, sorted.

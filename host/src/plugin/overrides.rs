@@ -20,6 +20,7 @@ pub fn offer(
         .rename
         .keys()
         .chain(table.describe.keys())
+        .chain(table.annotate.keys())
         .chain(table.hide.iter().filter(|_| hidden_included))
         .find(|n| !names.contains(&n.as_str()));
     if let Some(bad) = unknown {

@@ -1,0 +1,131 @@
+//! The bearer token `warren mcp --http` requires of every request
+//! (`Authorization: Bearer TOKEN`): given in a file or `WARREN_MCP_TOKEN`, or
+//! generated at start, and checked in constant time. Only a loopback server may run
+//! without one (`--no-auth`), as any local process could then use it.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+/// The shortest token accepted from a file or the environment.
+const MIN_TOKEN_CHARS: usize = 16;
+/// Random bytes in a generated token (printed as hex).
+const GENERATED_BYTES: usize = 32;
+
+/// Who may use an HTTP server.
+#[derive(Clone, Debug)]
+pub enum HttpAuth {
+    /// Requests must carry this token.
+    Bearer(BearerToken),
+    /// Anyone who can connect (`--no-auth`; loopback addresses only).
+    Open,
+}
+
+/// A bearer token, kept as its SHA-256 digest: requests are checked against the
+/// digest of what they send, so the comparison takes the same time wherever they
+/// differ, and the token itself is not kept in memory.
+#[derive(Clone)]
+pub struct BearerToken {
+    /// SHA-256 of the token.
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(…)")
+    }
+}
+
+impl BearerToken {
+    /// `token`, which must be at least 16 visible ASCII characters (what an HTTP
+    /// header carries unchanged).
+    pub fn new(token: &str) -> Result<BearerToken, String> {
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            return Err(format!(
+                "a bearer token needs at least {MIN_TOKEN_CHARS} characters"
+            ));
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(
+                "a bearer token may hold only visible ASCII characters (no spaces)".to_string(),
+            );
+        }
+        Ok(BearerToken {
+            digest: Sha256::digest(token.as_bytes()).into(),
+        })
+    }
+
+    /// The token in `path`: its text, without surrounding whitespace.
+    pub fn from_file(path: &Path) -> Result<BearerToken, String> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(4096).read_to_string(&mut text))
+            .map_err(|error| format!("reading {}: {error}", path.display()))?;
+        BearerToken::new(text.trim()).map_err(|error| format!("{}: {error}", path.display()))
+    }
+
+    /// A new random token, with its text (64 hex digits) to give to clients.
+    pub fn generate() -> std::io::Result<(BearerToken, String)> {
+        let mut bytes = [0; GENERATED_BYTES];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        let text = hex::encode(bytes);
+        let token = BearerToken::new(&text).map_err(std::io::Error::other)?;
+        Ok((token, text))
+    }
+
+    /// Whether an `Authorization` header value carries this token.
+    pub(super) fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(value) = authorization else {
+            return false;
+        };
+        let Some((scheme, token)) = value.split_at_checked(7) else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case(b"bearer ") {
+            return false;
+        }
+        let sent: [u8; 32] = Sha256::digest(token).into();
+        sent.iter()
+            .zip(&self.digest)
+            .fold(0, |differ, (a, b)| differ | (a ^ b))
+            == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_token_after_bearer_is_admitted() {
+        let token = BearerToken::new("0123456789abcdef-token").unwrap();
+        assert!(token.admits(Some(b"Bearer 0123456789abcdef-token")));
+        assert!(token.admits(Some(b"bearer 0123456789abcdef-token")));
+        for sent in [
+            &b"Bearer 0123456789abcdef-tokeN"[..],
+            b"Bearer 0123456789abcdef-token ",
+            b"Basic 0123456789abcdef-token",
+            b"0123456789abcdef-token",
+            b"Bearer ",
+            b"",
+        ] {
+            assert!(
+                !token.admits(Some(sent)),
+                "{}",
+                String::from_utf8_lossy(sent)
+            );
+        }
+        assert!(!token.admits(None));
+    }
+
+    #[test]
+    fn short_or_spaced_tokens_are_refused_and_generated_ones_differ() {
+        assert!(BearerToken::new("short").is_err());
+        assert!(BearerToken::new("sixteen chars with spaces").is_err());
+        let (first, text) = BearerToken::generate().unwrap();
+        assert_eq!(text.len(), 64);
+        assert!(first.admits(Some(format!("Bearer {text}").as_bytes())));
+        assert_ne!(BearerToken::generate().unwrap().1, text);
+    }
+}
