@@ -683,14 +683,22 @@ text = "Some owls, I said."
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_gets_structured_content() {
-    for wire in WIRES {
+    // Served under a profile with no schema, then under one that fixes a schema (the
+    // spawn tools then declare an outputSchema, which the SDK checks every result of
+    // theirs against).
+    for (wire, declared) in WIRES.into_iter().flat_map(|w| [(w, false), (w, true)]) {
         let server = FakeLlm::start().await;
         let world = World::new();
+        let main = if declared {
+            "[profiles.main]\ntools = [\"spawn\"]\noutput_schema = { type = \"object\" }"
+        } else {
+            "[profiles.main]\ntools = [\"spawn\"]"
+        };
         // The SDK starts the server with a minimal environment: no key variable.
         let text = config(&server, wire, "")
             .replace(
                 "[profiles.main]\nsystem_prompt = \"ROOT-PROMPT\"\ntools = []",
-                "[profiles.main]\ntools = [\"spawn\"]",
+                main,
             )
             .replace("api_key_env = \"CARGO_PKG_NAME\"\n", "");
         std::fs::write(world.path("warren.toml"), text).unwrap();
@@ -714,10 +722,20 @@ async fn an_mcp_client_gets_structured_content() {
             report["awaited"]["results"][0]["output"],
             json!({"count": 6})
         );
-        assert_eq!(
-            report["started"],
-            Value::Null,
-            "a background spawn has no result yet"
-        );
+        if declared {
+            let schema = &report["spawn_schema"];
+            assert_eq!(schema["required"], json!(["results"]), "{report:#}");
+            // A background spawn's result lists its job, not yet typed.
+            let started = &report["started"]["results"][0];
+            assert!(started["id"].is_string(), "{report:#}");
+            assert_eq!(started["output"], Value::Null);
+        } else {
+            assert_eq!(report["spawn_schema"], Value::Null, "{report:#}");
+            assert_eq!(
+                report["started"],
+                Value::Null,
+                "a background spawn has no result yet"
+            );
+        }
     }
 }

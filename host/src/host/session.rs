@@ -141,21 +141,56 @@ impl Session {
 
     /// The typed answers (output schemas) of this session's jobs whose result blocks
     /// `text` holds, as `{"results": [{"id", "state", "output"}]}`; `None` when it
-    /// holds none (a client reads the values rather than the blocks).
+    /// holds none (a client reads the values rather than the blocks). When the
+    /// session's profile fixes a schema (so the spawn tools declare
+    /// [`Session::results_schema`]), every job `text` names is listed, with its state
+    /// as it stands and `output` null until it ends with a typed answer.
     pub fn typed_results(&self, text: &str) -> Option<Value> {
+        let declared = self.root.profile.output_schema.is_some();
         let results: Vec<Value> = self
             .tree
             .children(&self.root.id)
             .into_iter()
             .filter_map(|job| match &job.phase {
-                Phase::Done(outcome) if text.contains(&format!("[{}: ", job.id)) => outcome
-                    .output
-                    .as_ref()
-                    .map(|output| serde_json::json!({"id": job.id.0, "state": outcome.state, "output": output})),
+                Phase::Done(outcome) if text.contains(&format!("[{}: ", job.id)) => {
+                    match (&outcome.output, declared) {
+                        (Some(output), _) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": output})),
+                        (None, true) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": null})),
+                        (None, false) => None,
+                    }
+                }
+                phase if declared && text.contains(&job.id.0) => Some(
+                    serde_json::json!({"id": job.id.0, "state": phase.name(), "output": null}),
+                ),
                 _ => None,
             })
             .collect();
-        (!results.is_empty()).then(|| serde_json::json!({ "results": results }))
+        (declared || !results.is_empty()).then(|| serde_json::json!({ "results": results }))
+    }
+
+    /// The `outputSchema` the spawn tools declare when the session's profile fixes an
+    /// output schema: every result of theirs then carries `{"results": [...]}`, one
+    /// entry per job it names (`output` holds the typed answer, null until there is
+    /// one). `None` when the profile fixes none.
+    pub fn results_schema(&self) -> Option<Value> {
+        let schema = self.root.profile.output_schema.as_ref()?;
+        Some(serde_json::json!({
+            "type": "object",
+            "properties": {"results": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "the job id"},
+                    "state": {"type": "string", "description": "queued, running, or how it ended"},
+                    "output": {"description": format!(
+                        "its typed answer once it ended ok, else null; under profile `{}` it matches: {}",
+                        self.root.profile.name,
+                        schema.compact()
+                    )}
+                },
+                "required": ["id", "state", "output"]
+            }}},
+            "required": ["results"]
+        }))
     }
 
     /// As [`Session::call`], sending to `watch` every event of the agents the call

@@ -139,8 +139,9 @@ impl WarrenServer {
         };
         match result {
             Ok(text) => {
-                // A typed answer goes to the client as data too (no `outputSchema` is
-                // declared: a background spawn's answer is a job id, not the schema's).
+                // A typed answer goes to the client as data too; when the profile fixes
+                // a schema, the spawn tools declare `Session::results_schema` and every
+                // result of theirs carries it (a background spawn's job, queued).
                 let typed = matches!(name, "spawn_agent" | "await_agents")
                     .then(|| self.session.typed_results(&text))
                     .flatten();
@@ -224,15 +225,20 @@ impl ServerHandler for WarrenServer {
                     _ => serde_json::Map::new(),
                 };
                 let hints = self.session.hints(&tool.name).unwrap_or_default();
-                Tool::new(tool.name, tool.description, Arc::new(schema)).annotate(
-                    ToolAnnotations::from_raw(
-                        hints.title,
-                        hints.read_only,
-                        hints.destructive,
-                        hints.idempotent,
-                        hints.open_world,
-                    ),
-                )
+                let output = matches!(tool.name.as_str(), "spawn_agent" | "await_agents")
+                    .then(|| self.session.results_schema())
+                    .flatten();
+                let mut listed = Tool::new(tool.name, tool.description, Arc::new(schema));
+                if let Some(serde_json::Value::Object(output)) = output {
+                    listed.output_schema = Some(Arc::new(output));
+                }
+                listed.annotate(ToolAnnotations::from_raw(
+                    hints.title,
+                    hints.read_only,
+                    hints.destructive,
+                    hints.idempotent,
+                    hints.open_world,
+                ))
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
