@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::events::{bounded, summarize, AgentIntro, Event, EventRecord, RESULT_CHARS};
+use crate::events::{summarize, AgentIntro, Event, EventRecord};
 use crate::jobs::Phase;
 use crate::journal::record::{Line, Record};
 use crate::outcome::AgentState;
@@ -445,29 +445,11 @@ impl RunState {
                 summary: summarize(content),
                 duration_ms: *duration_ms,
             }],
-            Record::AgentFinished {
-                agent,
-                state,
-                text,
-                output,
-                error,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_ms,
-            } => vec![Event::AgentFinished {
-                output: output.clone(),
-                agent: agent.clone(),
-                state: *state,
-                turns: *turns,
-                input_tokens: *input_tokens,
-                output_tokens: *output_tokens,
-                cost_usd: *cost_usd,
-                duration_ms: *duration_ms,
-                error: error.clone(),
-                text: bounded(text, RESULT_CHARS),
-            }],
+            Record::AgentFinished { .. } => record
+                .finished()
+                .map(|(agent, outcome)| Event::agent_finished(agent, &outcome))
+                .into_iter()
+                .collect(),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
             | Record::JournalFull { .. }

@@ -114,18 +114,7 @@ impl JobHandle {
             return;
         };
         let tree = &self.place.tree;
-        tree.record(|| Record::AgentFinished {
-            agent: self.place.id.0.clone(),
-            state: outcome.state,
-            text: outcome.text.clone(),
-            output: outcome.output.clone(),
-            error: outcome.error.clone(),
-            turns: outcome.turns,
-            input_tokens: outcome.usage.input_tokens,
-            output_tokens: outcome.usage.output_tokens,
-            cost_usd: outcome.cost_usd,
-            duration_ms: outcome.duration.as_millis() as u64,
-        });
+        tree.record(|| Record::agent_finished(&self.place.id.0, &outcome));
         tree.events
             .publish(Event::agent_finished(&self.place.id.0, &outcome));
         tree.set_phase(&self.place.id, Phase::Done(outcome));

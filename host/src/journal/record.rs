@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::events::AgentIntro;
-use crate::outcome::AgentState;
+use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
 
 /// The journal format's version, in every `run_started` record. Raised when a record
@@ -191,6 +191,59 @@ pub enum Record {
 }
 
 impl Record {
+    /// The `agent_finished` record of agent `agent` ending with `outcome`.
+    pub fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Record {
+        Record::AgentFinished {
+            agent: agent.to_string(),
+            state: outcome.state,
+            text: outcome.text.clone(),
+            output: outcome.output.clone(),
+            error: outcome.error.clone(),
+            turns: outcome.turns,
+            input_tokens: outcome.usage.input_tokens,
+            output_tokens: outcome.usage.output_tokens,
+            cost_usd: outcome.cost_usd,
+            duration_ms: outcome.duration.as_millis() as u64,
+        }
+    }
+
+    /// The agent and outcome an `agent_finished` record holds (cached tokens are not
+    /// recorded); `None` for other records.
+    pub fn finished(&self) -> Option<(&str, AgentOutcome)> {
+        let Record::AgentFinished {
+            agent,
+            state,
+            text,
+            output,
+            error,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            duration_ms,
+        } = self
+        else {
+            return None;
+        };
+        Some((
+            agent,
+            AgentOutcome {
+                state: *state,
+                text: text.clone(),
+                output: output.clone(),
+                error: error.clone(),
+                turns: *turns,
+                usage: crate::llm::Usage {
+                    input_tokens: *input_tokens,
+                    cached_input_tokens: 0,
+                    output_tokens: *output_tokens,
+                },
+                cost_usd: *cost_usd,
+                duration: std::time::Duration::from_millis(*duration_ms),
+            },
+        ))
+    }
+
     /// The agent the record is about (`None` for the run's start and end).
     pub fn agent(&self) -> Option<&str> {
         match self {

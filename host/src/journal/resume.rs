@@ -266,34 +266,12 @@ impl Resume {
                         Some((outcome, content));
                 }
             }
-            Record::AgentFinished {
-                agent,
-                state,
-                text,
-                output,
-                error,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_ms,
-            } => {
-                if let Some(agent) = self.agents.get_mut(&agent) {
-                    agent.last_ms = ts_ms;
-                    agent.finished = Some(AgentOutcome {
-                        state,
-                        text,
-                        output,
-                        error,
-                        turns,
-                        usage: Usage {
-                            input_tokens,
-                            cached_input_tokens: 0,
-                            output_tokens,
-                        },
-                        cost_usd,
-                        duration: Duration::from_millis(duration_ms),
-                    });
+            Record::AgentFinished { .. } => {
+                if let Some((id, outcome)) = record.finished() {
+                    if let Some(agent) = self.agents.get_mut(id) {
+                        agent.last_ms = ts_ms;
+                        agent.finished = Some(outcome);
+                    }
                 }
             }
             Record::RunFinished { state, .. } => self.finished = Some(state),
