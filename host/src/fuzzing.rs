@@ -15,8 +15,9 @@ use crate::llm::openai::OpenAi;
 use crate::llm::sse::SseParser;
 use crate::llm::{ChatResponse, LlmError, ModelConfig, StreamEvent};
 
-// `config` keeps `agent_files` private; the file depends on nothing else in the crate,
-// so it is compiled here a second time, from the same source, to be called directly.
+// `config` keeps `agent_files` private; the file names nothing else in the crate but
+// `crate::config::output_schema` (never `super::`), so it is compiled here a
+// second time, from the same source, to be called directly.
 #[allow(dead_code, clippy::duplicate_mod)]
 #[path = "config/agent_files.rs"]
 mod agent_files;

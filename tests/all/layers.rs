@@ -444,3 +444,42 @@ fn the_scanner_sees_grouped_relative_and_inline_paths() {
     .collect();
     assert_eq!(named, ["jobs::child::narrow", "jobs::child::X"]);
 }
+
+/// A file compiled a second time through `#[path = "…"]` (the fuzz entry points do this
+/// to reach a private parser) sits under a different parent there, so a `super::` or
+/// `self::` path in it would resolve to something else or to nothing: only `crate::`
+/// paths (and its own test module) are allowed in it. CI's fuzz build is where such a
+/// slip would otherwise first show.
+#[test]
+fn files_compiled_twice_name_the_crate_only_by_crate_paths() {
+    let src = crate::support::root().join("host/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    let mut included = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in text.lines() {
+            let Some(rest) = line.trim().strip_prefix("#[path = \"") else {
+                continue;
+            };
+            let target = rest.split('"').next().unwrap();
+            let path = file.parent().unwrap().join(target);
+            let body = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: #[path] {target}: {e}", file.display()));
+            included += 1;
+            for (n, code) in without_tests(&body).lines().enumerate() {
+                let code = code.split("//").next().unwrap();
+                if code.contains("super::") || code.contains("self::") {
+                    wrong.push(format!("{target}:{}: {}", n + 1, code.trim()));
+                }
+            }
+        }
+    }
+    assert!(included > 0, "no #[path] include found: the scan is broken");
+    assert!(
+        wrong.is_empty(),
+        "files compiled twice through #[path] must use crate:: paths:\n{}",
+        wrong.join("\n")
+    );
+}

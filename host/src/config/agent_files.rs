@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::output_schema::OutputSchema;
+use crate::config::output_schema::OutputSchema;
 
 /// Keys agent files use that warren gives no meaning to. With [`MEANINGFUL_KEYS`]
 /// they are the known keys: in a lenient read, only a known key ends a plain-text
