@@ -346,6 +346,51 @@ async fn send(
     }
 }
 
+/// Leaves off stderr rmcp's warning about one answer that is no fault: rmcp logs
+/// every error answer at warn (`response error`), and a client that probes a newer
+/// protocol revision first (fastmcp sends `server/discover` for 2026-07-28, then
+/// `initialize`) is meant to get UNSUPPORTED_PROTOCOL_VERSION (-32022) with the
+/// revisions warren speaks, and does, on every connection.
+struct ProbeAnswers;
+
+impl<S> tracing_subscriber::layer::Filter<S> for ProbeAnswers {
+    fn enabled(&self, _: &tracing::Metadata<'_>, _: &Context<'_, S>) -> bool {
+        true
+    }
+
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: &Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        if !metadata.target().starts_with("rmcp") || *metadata.level() != tracing::Level::WARN {
+            return true;
+        }
+        let mut answer = ErrorAnswer::default();
+        event.record(&mut answer);
+        !(answer.message == "response error" && answer.error.contains("ErrorCode(-32022)"))
+    }
+}
+
+/// The message and `error` field of an rmcp record.
+#[derive(Default)]
+struct ErrorAnswer {
+    message: String,
+    error: String,
+}
+
+impl Visit for ErrorAnswer {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message = value.to_string();
+        }
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "error" => self.error = format!("{value:?}"),
+            _ => {}
+        }
+    }
+}
+
 impl Telemetry {
     /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
     /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
@@ -369,7 +414,8 @@ impl Telemetry {
                     .with_ansi(ansi)
                     .with_target(false),
             ))
-            .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
+            .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+            .with_filter(ProbeAnswers);
         let endpoint = otlp_endpoint.filter(|e| !e.is_empty());
         let queue: Option<Arc<Mutex<Vec<Value>>>> = endpoint.as_ref().map(|_| Arc::default());
         let spans = OtlpLayer {

@@ -57,7 +57,7 @@ max_concurrent = 4
 
 [profiles.main]
 description = "What the MCP client gets"
-tools = ["read_file", "list_dir", "write_file", "spawn"]
+tools = ["read_file", "list_dir", "write_file"]
 [profiles.main.capabilities]
 fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
 
@@ -360,8 +360,8 @@ async fn typed_tools(transport: Transport) {
                 1,
             )
             .replace(
-                r#"tools = ["read_file", "list_dir", "write_file", "spawn"]"#,
-                r#"tools = ["read_file", "scalars_*", "spawn"]"#,
+                r#"tools = ["read_file", "list_dir", "write_file"]"#,
+                r#"tools = ["read_file", "scalars_*"]"#,
             ),
     )
     .unwrap();
@@ -739,7 +739,20 @@ struct RawStdio {
 }
 
 impl RawStdio {
+    /// Started and initialized (`initialize`, then `notifications/initialized`).
     fn start(world: &World, rust_log: &str) -> RawStdio {
+        let mut raw = RawStdio::spawn(world, rust_log);
+        let init = raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "warren", "{init}");
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    /// Started, nothing sent yet.
+    fn spawn(world: &World, rust_log: &str) -> RawStdio {
         let mut child = Command::new(WARREN)
             .arg("mcp")
             .current_dir(world.dir.path())
@@ -764,19 +777,12 @@ impl RawStdio {
                 collected.lock().unwrap().push_str(&(line + "\n"));
             }
         });
-        let mut raw = RawStdio {
+        RawStdio {
             child,
             lines,
             stderr,
             next_id: 1,
-        };
-        let init = raw.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "warren", "{init}");
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
+        }
     }
 
     fn send(&mut self, message: Value) {
@@ -856,6 +862,49 @@ async fn stdout_carries_only_protocol_messages_even_with_debug_logs() {
         "debug records go to stderr: {stderr}"
     );
     assert!(status.success(), "{stderr}");
+}
+
+/// What fastmcp 4.1 sends first: a `server/discover` for the 2026-07-28 revision.
+pub(crate) fn discover_probe() -> Value {
+    json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp", "version": "0.1.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }})
+}
+
+/// A client that probes newer protocol revisions first (fastmcp 4.1: `server/discover`
+/// for 2026-07-28; others an `initialize` naming a revision warren does not know) is
+/// told the revisions warren speaks, gets 2025-11-25 from `initialize`, and warren
+/// logs no warning about it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_probe_over_stdio_is_answered_without_a_warning() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let mut raw = RawStdio::spawn(&world, "info");
+    let probe = raw.request("server/discover", discover_probe());
+    assert_eq!(probe["error"]["code"], -32022, "{probe}");
+    assert!(
+        probe["error"]["data"]["supported"]
+            .as_array()
+            .is_some_and(|s| s.contains(&json!("2025-11-25"))),
+        "{probe}"
+    );
+    let init = raw.request(
+        "initialize",
+        json!({"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = raw.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    // Another probe inside the session: the same answer, and still no warning.
+    let probe = raw.request("tools/list", discover_probe());
+    assert_eq!(probe["error"]["code"], -32022, "{probe}");
+    drop(raw.child.stdin.take());
+    let _ = raw.child.wait();
+    let stderr = raw.stderr.lock().unwrap().clone();
+    assert!(!stderr.contains("WARN"), "{stderr}");
 }
 
 /// The stdio client leaving (stdin closed) cancels its session's agents, and warren

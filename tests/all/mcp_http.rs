@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::fake_llm::FakeLlm;
-use crate::mcp::{client, project, HttpServer, TOKEN};
+use crate::mcp::{client, discover_probe, project, HttpServer, TOKEN};
 
 /// An `initialize` request body.
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}"#;
@@ -48,11 +48,22 @@ async fn initialize(
     token: Option<&str>,
     headers: &[(&str, &str)],
 ) -> Answer {
+    post(http, url, token, headers, INITIALIZE.to_string()).await
+}
+
+/// POSTs JSON-RPC `body` to `url`, as [`initialize`] does.
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: String,
+) -> Answer {
     let mut request = http
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(INITIALIZE);
+        .body(body);
     if let Some(token) = token {
         request = request.header("authorization", format!("Bearer {token}"));
     }
@@ -440,5 +451,41 @@ async fn no_auth_is_allowed_only_on_loopback() {
     let http = reqwest::Client::new();
     let answer = initialize(&http, &server.url, None, &[]).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(server.stop(), "");
+}
+
+/// fastmcp 4.1 opens every HTTP connection with a `server/discover` for the 2026-07-28
+/// revision, then falls back to `initialize`: the probe is told the revisions warren
+/// speaks (UNSUPPORTED_PROTOCOL_VERSION, as the spec has it), an `initialize` naming
+/// an unknown revision gets 2025-11-25, and neither is logged as a warning (rmcp
+/// logged every such answer at warn, once per connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_probe_over_http_is_answered_without_a_warning() {
+    let model = FakeLlm::start().await;
+    let world = project(&model);
+    let server = HttpServer::start(&world);
+    let http = reqwest::Client::new();
+    let probe = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": discover_probe()});
+    let header = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let answer = post(&http, &server.url, Some(TOKEN), &header, probe.to_string()).await;
+    assert!(
+        answer.body.contains("-32022") && answer.body.contains("2025-11-25"),
+        "{}: {}",
+        answer.status,
+        answer.body
+    );
+    let future = INITIALIZE.replace("2025-06-18", "2099-01-01");
+    let answer = post(&http, &server.url, Some(TOKEN), &[], future).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(
+        answer.body.contains(r#""protocolVersion":"2025-11-25""#),
+        "{}",
+        answer.body
+    );
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert!(!stderr.contains("WARN"), "{stderr}");
     assert_eq!(server.stop(), "");
 }

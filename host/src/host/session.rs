@@ -103,7 +103,8 @@ impl Session {
     }
 
     /// The tools the session may call: the profile's plugin tools, then the spawn tools
-    /// when the profile may spawn (`spawn` in its tools, `max_depth` above 0).
+    /// when the profile may spawn (`max_depth` above 0, the spawn tools not in its
+    /// `disallowed_tools`).
     pub fn tools(&self) -> Vec<ToolDefinition> {
         self.root.tool_definitions_with(&self.spawn_tools)
     }
