@@ -288,6 +288,11 @@ struct McpArgs {
     /// agents are cancelled [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     session_idle: Option<u64>,
+    /// Seconds an `await_agents` call without `timeout_s` waits at most before it
+    /// returns the blocks of agents still running (the client calls it again);
+    /// keep it under the client's own tool timeout [default: 4].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    await_limit: Option<u64>,
 }
 
 impl McpArgs {
@@ -739,7 +744,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let options = crate::mcp::McpOptions {
                 http_auth,
                 http_limits: args.http_limits(),
-                profile: Some(args.profile),
+                session: crate::mcp::SessionOptions {
+                    profile: Some(args.profile),
+                    await_limit: args.await_limit.map_or(
+                        crate::mcp::DEFAULT_AWAIT_LIMIT,
+                        std::time::Duration::from_secs,
+                    ),
+                },
                 http: args.http,
             };
             let (first, _) = shutdown_signals();

@@ -504,6 +504,79 @@ async fn python_client_spawns_and_awaits_sub_agents_with_progress_over_http() {
     sub_agents_with_progress_and_logs(Transport::Http).await;
 }
 
+/// An `await_agents` without `timeout_s` returns within the client's own timeout (the
+/// Python client gives each call the Agents SDK's 5 s) while its agent is provably
+/// still running (its model's answer is held until the client has its first answer),
+/// with the agent's RUNNING block and the advice to call again; a later await gets
+/// the result, with progress. Before the bound, the first await waited for the agent
+/// and the client's call timed out.
+async fn bounded_awaits(transport: Transport) {
+    let server = FakeLlm::start().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "BOUND-TASK",
+        Reply::Gated(gate.clone(), Box::new(answer("BOUND-DONE: at last"))),
+    );
+    server.route("BOUND-RELEASE", answer("released"));
+    let world = project(&server);
+    let release = async {
+        let asked = |r: &crate::fake_llm::Recorded| r.body.to_string().contains("BOUND-RELEASE");
+        while !server.requests().iter().any(asked) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        gate.add_permits(1);
+        std::future::pending::<()>().await;
+    };
+    let report = tokio::select! {
+        report = scenario(&world, transport, "bounded") => report,
+        () = release => unreachable!("the release never ends"),
+    };
+    let held = report["held"].as_str().unwrap();
+    assert_eq!(report["first"]["error"], false, "{report}");
+    let first = report["first"]["text"].as_str().unwrap();
+    assert!(
+        first.starts_with(&format!("[{held}: RUNNING] worker")),
+        "{first}"
+    );
+    assert!(
+        first.ends_with(&format!(
+            "Still running: {held}. Call await_agents again to keep waiting."
+        )),
+        "{first}"
+    );
+    let later = report["later"].as_array().unwrap();
+    let last = later.last().unwrap().as_str().unwrap();
+    assert!(
+        last.starts_with(&format!("[{held}: OK] worker")) && last.contains("BOUND-DONE"),
+        "{later:?}"
+    );
+    assert!(!last.contains("Still running"), "{last}");
+    let progress = progress_messages(&report, "later_progress");
+    assert!(
+        progress
+            .iter()
+            .any(|m| m.starts_with(&format!("[{held} worker] ok · 1 turns"))),
+        "{progress:#?}"
+    );
+    assert!(
+        report["description"]
+            .as_str()
+            .unwrap()
+            .contains("Without timeout_s it waits 4 s at most"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_await_without_timeout_returns_running_agents_within_the_client_timeout_over_stdio() {
+    bounded_awaits(Transport::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_await_without_timeout_returns_running_agents_within_the_client_timeout_over_http() {
+    bounded_awaits(Transport::Http).await;
+}
+
 /// Waits up to `limit` for `condition`.
 pub(crate) async fn eventually(limit: Duration, condition: impl Fn() -> bool) -> bool {
     let started = Instant::now();

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
@@ -38,6 +39,10 @@ pub struct Session {
     spawn_tools: Vec<ToolDefinition>,
     /// Numbers the session's tool calls in events.
     calls: AtomicU64,
+    /// How long `await_agents` without `timeout_s` waits at most (`None`: until the
+    /// jobs end, as inside a run). A client has its own tool timeout and learns
+    /// nothing if it passes first.
+    await_limit: Option<Duration>,
 }
 
 /// Cancels the agents a call started if the call is dropped before it finishes
@@ -84,7 +89,27 @@ impl Session {
             job: Some(job),
             spawn_tools,
             calls: AtomicU64::new(0),
+            await_limit: None,
         })
+    }
+
+    /// The same session, where `await_agents` without `timeout_s` returns after `limit`
+    /// at most, with a block per job still running and the advice to call it again
+    /// (its description says so).
+    pub fn with_await_limit(mut self, limit: Duration) -> Session {
+        self.await_limit = Some(limit);
+        if let Some(tool) = self
+            .spawn_tools
+            .iter_mut()
+            .find(|tool| tool.name == "await_agents")
+        {
+            tool.description = format!(
+                "{} Without timeout_s it waits {} s at most: jobs still under way come back as RUNNING (or QUEUED) blocks; call await_agents again to keep waiting.",
+                tool.description,
+                limit.as_secs_f64()
+            );
+        }
+        self
     }
 
     /// The profile the session runs under.
@@ -244,18 +269,43 @@ impl Session {
                 Ok(spawned.foreground_answer(block))
             }
             "await_agents" => {
-                let ids = serde_json::from_str::<Value>(arguments)
-                    .map(|args| {
-                        self.tree
-                            .select(&self.root.id, &JobSelection::parse(&args["job_ids"]))
-                    })
-                    .unwrap_or_default();
+                let mut args = serde_json::from_str::<Value>(arguments).unwrap_or_default();
+                let ids = self
+                    .tree
+                    .select(&self.root.id, &JobSelection::parse(&args["job_ids"]));
+                let bounded = match (self.await_limit, args.as_object_mut()) {
+                    (Some(limit), Some(object)) if !object.contains_key("timeout_s") => {
+                        object.insert("timeout_s".into(), limit.as_secs_f64().into());
+                        true
+                    }
+                    _ => false,
+                };
                 let events = watch.as_ref().map(|_| self.events());
                 if let Some(sink) = &watch {
                     self.announce(&ids, sink);
                 }
-                let wait = self.root.spawn_tool(name, arguments);
-                follow(wait, events.zip(watch), ids).await
+                let arguments = match bounded {
+                    true => args.to_string(),
+                    false => arguments.to_string(),
+                };
+                let wait = self.root.spawn_tool(name, &arguments);
+                let mut answer = follow(wait, events.zip(watch), ids.clone()).await?;
+                let running: Vec<&str> = ids
+                    .iter()
+                    .filter(|id| {
+                        self.tree
+                            .job(id)
+                            .is_some_and(|job| !matches!(job.phase, Phase::Done(_)))
+                    })
+                    .map(|id| id.0.as_str())
+                    .collect();
+                if bounded && !running.is_empty() {
+                    answer.push_str(&format!(
+                        "\n\nStill running: {}. Call await_agents again to keep waiting.",
+                        running.join(", ")
+                    ));
+                }
+                Ok(answer)
             }
             _ => self.root.spawn_tool(name, arguments).await,
         }

@@ -90,7 +90,7 @@ type Body = BoxBody<bytes::Bytes, Infallible>;
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
-    profile: Option<String>,
+    session: super::SessionOptions,
     address: SocketAddr,
     limits: HttpLimits,
     auth: HttpAuth,
@@ -121,8 +121,7 @@ pub(super) async fn serve(
                 .ok()
                 .flatten()
                 .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
-            let server =
-                WarrenServer::new(&host, profile.as_deref()).map_err(std::io::Error::other)?;
+            let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
             Ok(server.holding(slot))
         },
         Arc::new(sessions),

@@ -44,11 +44,27 @@ use rmcp::ServiceExt as _;
 use self::server::WarrenServer;
 use crate::host::Host;
 
+/// How long an `await_agents` call without `timeout_s` waits at most, unless the
+/// operator says otherwise (`warren mcp --await-limit`): under the shortest common
+/// client timeout (the OpenAI Agents SDK's 5 s session timeout), so a client gets the
+/// blocks of agents still running instead of timing out.
+pub const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// What every session gets.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The profile every session runs under (`None`: `main`).
+    pub profile: Option<String>,
+    /// How long `await_agents` without `timeout_s` waits at most
+    /// ([`DEFAULT_AWAIT_LIMIT`] unless set).
+    pub await_limit: std::time::Duration,
+}
+
 /// How to serve.
 #[derive(Clone, Debug)]
 pub struct McpOptions {
-    /// The profile every session runs under (`None`: `main`).
-    pub profile: Option<String>,
+    /// What every session gets.
+    pub session: SessionOptions,
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
     /// What HTTP clients may make the server hold.
@@ -67,6 +83,7 @@ pub async fn serve(
     // A bad profile is a configuration error, reported before any client connects.
     host.config().profile(
         options
+            .session
             .profile
             .as_deref()
             .unwrap_or(crate::config::DEFAULT_PROFILE),
@@ -75,7 +92,7 @@ pub async fn serve(
         Some(address) => {
             http::serve(
                 host,
-                options.profile,
+                options.session,
                 address,
                 options.http_limits,
                 options.http_auth,
@@ -83,17 +100,17 @@ pub async fn serve(
             )
             .await
         }
-        None => serve_stdio(host, options.profile, shutdown).await,
+        None => serve_stdio(host, &options.session, shutdown).await,
     }
 }
 
 /// One session on stdin/stdout, until stdin closes or `shutdown` resolves.
 async fn serve_stdio(
     host: Host,
-    profile: Option<String>,
+    options: &SessionOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let server = WarrenServer::new(&host, profile.as_deref())?;
+    let server = WarrenServer::new(&host, options)?;
     let session = server.session.clone();
     let served = async {
         let running = server

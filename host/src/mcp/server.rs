@@ -18,6 +18,7 @@ use tracing::Instrument as _;
 
 use super::logging::LogSink;
 use super::progress::CallProgress;
+use super::SessionOptions;
 use crate::host::{Host, Session};
 
 /// Numbers sessions, in logs and for routing log records.
@@ -40,9 +41,12 @@ pub(super) struct WarrenServer {
 }
 
 impl WarrenServer {
-    pub(super) fn new(host: &Host, profile: Option<&str>) -> anyhow::Result<WarrenServer> {
+    pub(super) fn new(host: &Host, options: &SessionOptions) -> anyhow::Result<WarrenServer> {
         let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        let session = Arc::new(host.session(profile)?);
+        let session = host
+            .session(options.profile.as_deref())?
+            .with_await_limit(options.await_limit);
+        let session = Arc::new(session);
         let (logs, receiver) = LogSink::register(id);
         tracing::info!(
             session = id,
