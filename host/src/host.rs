@@ -97,16 +97,22 @@ impl Host {
     }
 
     /// As [`Host::load`], for a server whose client starts it, often with a minimal
-    /// environment: a model whose `api_key_env` variable is not set is left out
+    /// environment, and wants its tools listed at once: the built-in plugins are
+    /// listed from the binary and compiled in the background
+    /// ([`ToolRegistry::for_serving`]), and a model whose `api_key_env` variable is not set is left out
     /// ([`Host::missing_keys`]) instead of failing the load, so the tools that need
     /// no model are served; a spawn on that model is a tool error naming the variable.
     pub async fn load_for_serving(config: Config) -> anyhow::Result<Host> {
         Host::load_with(config, true).await
     }
 
-    async fn load_with(config: Config, without_missing_keys: bool) -> anyhow::Result<Host> {
+    async fn load_with(config: Config, serving: bool) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
-        let registry = ToolRegistry::for_config(sandbox, &config).await?;
+        // A server lists its tools at once: the built-ins compile in the background.
+        let registry = match serving {
+            true => ToolRegistry::for_serving(sandbox, &config).await?,
+            false => ToolRegistry::for_config(sandbox, &config).await?,
+        };
         for profile in config.all_profiles() {
             registry.check_profile(&profile, &config.plugin_limits)?;
         }
@@ -118,7 +124,7 @@ impl Host {
                 .api_key_env
                 .as_deref()
                 .filter(|variable| std::env::var_os(variable).is_none_or(|value| value.is_empty()));
-            if let (true, Some(variable)) = (without_missing_keys, unset) {
+            if let (true, Some(variable)) = (serving, unset) {
                 missing_keys.insert(name.clone(), variable.to_string());
                 continue;
             }

@@ -980,6 +980,87 @@ async fn a_protocol_probe_over_stdio_is_answered_without_a_warning() {
     assert!(!stderr.contains("WARN"), "{stderr}");
 }
 
+/// `warren mcp` with an empty compile cache answers `initialize` and `tools/list`
+/// while the built-ins' code is provably not compiled yet: each built-in's cache entry
+/// is a FIFO nobody writes to, so reading it blocks until the test opens it. A call to
+/// a `files` tool then waits for `files` only (released by the test, found invalid,
+/// compiled) while `http` stays blocked. Before, the built-ins were compiled before
+/// serving, and warren blocked on the first FIFO without answering anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_before_the_builtins_are_compiled() {
+    let server = FakeLlm::start().await;
+    let world = project(&server);
+    let cache = tempfile::tempdir().unwrap();
+    let config = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    let config = config.replace(
+        &format!("cache_dir = {:?}", crate::support::cache_dir()),
+        &format!("cache_dir = {:?}", cache.path()),
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    let sandbox = warren::Sandbox::new().unwrap();
+    let compile_cache = warren::plugin::CompileCache::new(cache.path().to_path_buf());
+    let entry = |name: &str| {
+        let (_, bytes) = warren::builtin::BUILTINS
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+            .unwrap();
+        compile_cache.entry(sandbox.engine(), bytes).unwrap()
+    };
+    let (files, http) = (entry("files"), entry("http"));
+    for fifo in [&files, &http] {
+        let made = Command::new("mkfifo").arg(fifo).status().unwrap();
+        assert!(made.success());
+    }
+
+    let mut raw = RawStdio::start(&world, "info");
+    let listed = raw.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "list_dir",
+            "read_file",
+            "write_file",
+            "spawn_agent",
+            "await_agents",
+            "cancel_agent",
+            "list_agents"
+        ],
+        "{listed}"
+    );
+    assert_eq!(
+        listed["result"]["tools"][1]["annotations"]["readOnlyHint"], true,
+        "{listed}"
+    );
+    assert!(!raw.stderr.lock().unwrap().contains("plugin loaded"));
+
+    // An empty entry is invalid: `files` is compiled, and the call waits for it.
+    let release = std::thread::spawn(move || drop(std::fs::File::create(&files).unwrap()));
+    let read = raw.request(
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "/docs/notes.md"}}),
+    );
+    release.join().unwrap();
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    assert_eq!(
+        read["result"]["content"][0]["text"],
+        "alpha\nthe quick brown fox\nomega\n"
+    );
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(
+        std::fs::metadata(&http).unwrap().file_type().is_fifo(),
+        "http was not waited for"
+    );
+    let stderr = raw.stderr.lock().unwrap().clone();
+    assert!(stderr.contains("plugin loaded plugin=files"), "{stderr}");
+    assert!(!stderr.contains("plugin loaded plugin=http"), "{stderr}");
+}
+
 /// The stdio client leaving (stdin closed) cancels its session's agents, and warren
 /// exits by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

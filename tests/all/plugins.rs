@@ -323,3 +323,43 @@ async fn a_file_that_is_not_a_plugin_is_named() {
         "{error:#}"
     );
 }
+
+/// The built-ins' tool lists recorded in the binary (what `warren mcp` serves before
+/// their code is compiled) are what the compiled plugins list. After a change to a
+/// built-in's tools, `WARREN_BLESS=1 cargo test --test all recorded_builtin` rewrites
+/// the record.
+#[tokio::test]
+async fn the_recorded_builtin_tool_lists_are_what_the_builtins_list() {
+    let sandbox = Arc::new(Sandbox::new().unwrap());
+    let builtins: Vec<String> = warren::builtin::names().map(str::to_string).collect();
+    let registry = ToolRegistry::load_with(
+        sandbox,
+        &[],
+        &builtins,
+        &CompileCache::new(crate::support::cache_dir()),
+        &Default::default(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let listed = warren::plugin::record(
+        registry
+            .plugins()
+            .iter()
+            .map(|plugin| (plugin.name.as_str(), plugin.tools.as_slice())),
+    );
+    let file = crate::support::root().join("host/src/plugin/builtin_tools.json");
+    if std::env::var_os("WARREN_BLESS").is_some() {
+        std::fs::write(&file, &listed).unwrap();
+    }
+    let recorded = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        recorded == listed,
+        "{} is stale: run `WARREN_BLESS=1 cargo test --test all recorded_builtin` to rewrite it, then rebuild",
+        file.display()
+    );
+    for name in &builtins {
+        let tools = warren::plugin::recorded_tools(name).unwrap();
+        assert!(!tools.is_empty(), "{name}");
+    }
+}

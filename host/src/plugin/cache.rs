@@ -57,6 +57,13 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
+    /// The file that holds (or would hold) the compiled artifact of component `wasm`
+    /// for `engine` (`None`: caching is off).
+    pub fn entry(&self, engine: &Engine, wasm: &[u8]) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        Some(dir.join(format!("{}.cwasm", cache_key(engine, &digest(wasm)))))
+    }
+
     /// Loads the component at `path`, from the cache when a valid entry exists.
     pub fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
         let wasm = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;

@@ -11,6 +11,7 @@
 
 mod cache;
 pub mod componentize;
+mod deferred;
 pub mod hints;
 pub mod overrides;
 pub mod typed;
@@ -18,12 +19,14 @@ pub mod typed;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use tracing::info;
 
 pub use self::cache::{CacheOutcome, CompileCache};
+use self::deferred::DeferredCode;
+pub use self::deferred::{record, recorded_tools};
 use self::typed::{TypedComponent, TypedOptions};
 use crate::config::{Config, PluginLimits, PluginTable, Profile};
 use crate::llm::ToolDefinition;
@@ -41,8 +44,6 @@ pub struct Plugin {
     pub tools: Vec<ToolSpec>,
     /// For each of `tools`, its input schema, parsed once at load.
     schemas: Vec<Arc<serde_json::Value>>,
-    /// How the compiled code was obtained, and how long loading took.
-    pub load: (CacheOutcome, Duration),
     /// SHA-256 of its bytes, hex.
     pub sha256: String,
     /// For each of `tools`, which of the plugin's own tools it is (an index into the
@@ -59,12 +60,21 @@ enum PluginKind {
     /// Implements `warren:plugin/tool`.
     Wit {
         /// Imports resolved once (with and without the network).
-        pre: Prepared,
+        pre: WitCode,
         /// The tool names as it listed them (what `call-tool` expects).
         names: Vec<String>,
     },
     /// Any other component: its exported functions are the tools.
     Typed(TypedComponent),
+}
+
+/// A `warren:plugin/tool` plugin's linked code.
+enum WitCode {
+    /// Compiled and linked at load.
+    Ready(Prepared),
+    /// A built-in served from its recorded tool list, compiled in the background
+    /// ([`ToolRegistry::for_serving`]).
+    Deferred(Arc<DeferredCode>),
 }
 
 impl Plugin {
@@ -149,13 +159,32 @@ impl ToolRegistry {
     /// Loads what `config` names: its built-ins and plugin files, through its compile
     /// cache, within its plugin limits.
     pub async fn for_config(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
-        Self::load_with(
+        Self::load_config(sandbox, config, false).await
+    }
+
+    /// As [`ToolRegistry::for_config`], for a server that must list its tools at once
+    /// (`warren mcp`): the built-ins are offered from the tool lists recorded in the
+    /// binary and compiled in the background, a call to one of their tools waiting
+    /// for its plugin only (a plugin that fails to compile fails its calls with the
+    /// reason, and logs it). Plugin files load before it returns, as ever (from the
+    /// compile cache, in milliseconds, once compiled).
+    pub async fn for_serving(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
+        Self::load_config(sandbox, config, true).await
+    }
+
+    async fn load_config(
+        sandbox: Arc<Sandbox>,
+        config: &Config,
+        defer_builtins: bool,
+    ) -> anyhow::Result<Self> {
+        Self::load_inner(
             sandbox,
             &config.plugin_files,
             &config.builtins,
             &CompileCache::at(config.cache_dir.clone()),
             &config.plugin_limits,
             &config.plugin_tables,
+            defer_builtins,
         )
         .await
     }
@@ -173,6 +202,18 @@ impl ToolRegistry {
         cache: &CompileCache,
         limits: &PluginLimits,
         tables: &BTreeMap<String, PluginTable>,
+    ) -> anyhow::Result<Self> {
+        Self::load_inner(sandbox, files, builtins, cache, limits, tables, false).await
+    }
+
+    async fn load_inner(
+        sandbox: Arc<Sandbox>,
+        files: &[PathBuf],
+        builtins: &[String],
+        cache: &CompileCache,
+        limits: &PluginLimits,
+        tables: &BTreeMap<String, PluginTable>,
+        defer_builtins: bool,
     ) -> anyhow::Result<Self> {
         let mut sources: Vec<(String, PathBuf, std::borrow::Cow<'static, [u8]>, bool)> = Vec::new();
         let mut file_bytes = Vec::new();
@@ -210,48 +251,37 @@ impl ToolRegistry {
         let no_table = PluginTable::default();
         let mut plugins: Vec<Plugin> = Vec::new();
         let mut index = BTreeMap::new();
+        let mut deferred = Vec::new();
         for (name, path, bytes, builtin) in sources {
             let started = Instant::now();
-            // The bytes come back from the blocking task: a typed component's docs
-            // may be in them.
-            let ((component, outcome), bytes, sha256) = {
-                let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.clone());
-                let (loaded, bytes, sha256) = tokio::task::spawn_blocking(move || {
-                    let sha256 = cache::digest(&bytes);
-                    let loaded = cache.load_digested(&engine, &path, &bytes, &sha256);
-                    (loaded, bytes, sha256)
-                })
-                .await?;
-                (loaded?, bytes, sha256)
-            };
             let table = tables.get(&name).unwrap_or(&no_table);
-            let (kind, own) = if typed::is_plugin(&component, &sandbox) {
-                let pre = sandbox.prepare(&component).with_context(|| {
-                    format!(
-                        "{} does not fit the warren:plugin/plugin world (see wit/plugin.wit)",
-                        path.display()
-                    )
-                })?;
-                let tools = sandbox
-                    .list_tools(&pre, &name)
-                    .await
-                    .with_context(|| format!("loading {}", path.display()))?;
-                let names = tools.iter().map(|t| t.name.clone()).collect();
-                (PluginKind::Wit { pre, names }, tools)
-            } else {
-                let options = TypedOptions {
-                    wit: table.wit.as_deref(),
-                    hidden: &table.hide,
-                    limits,
-                };
-                let (typed, tools) = TypedComponent::load(&sandbox, &component, &bytes, &options)
-                    .with_context(|| {
-                    format!(
-                        "{}: cannot offer this typed component's functions as tools",
-                        path.display()
-                    )
-                })?;
-                (PluginKind::Typed(typed), tools)
+            let recorded = match (&bytes, defer_builtins) {
+                (std::borrow::Cow::Borrowed(embedded), true) => {
+                    recorded_tools(&name).map(|tools| (*embedded, tools))
+                }
+                _ => None,
+            };
+            let (kind, own, outcome, sha256) = match recorded {
+                Some((embedded, tools)) => {
+                    let sha256 = cache::digest(embedded);
+                    let code = DeferredCode::new(
+                        &name,
+                        embedded,
+                        sha256.clone(),
+                        sandbox.clone(),
+                        cache.clone(),
+                        tools.clone(),
+                    );
+                    deferred.push(code.clone());
+                    let names = tools.iter().map(|t| t.name.clone()).collect();
+                    let pre = WitCode::Deferred(code);
+                    (PluginKind::Wit { pre, names }, tools, None, sha256)
+                }
+                None => {
+                    let (kind, own, outcome, sha256) =
+                        Self::compile(&sandbox, cache, limits, table, &name, &path, bytes).await?;
+                    (kind, own, Some(outcome), sha256)
+                }
             };
             // The names as the plugin offers them: what `[plugins.NAME]` keys refer to.
             let own_names: Vec<String> = own.iter().map(|spec| spec.name.clone()).collect();
@@ -341,25 +371,92 @@ impl ToolRegistry {
                 })
                 .collect();
             let elapsed = started.elapsed();
-            info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded");
+            match outcome {
+                Some(outcome) => {
+                    info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded")
+                }
+                None => info!(
+                    plugin = %name,
+                    tools = tools.len(),
+                    "plugin's tools listed from the binary; its code compiles in the background"
+                ),
+            }
             plugins.push(Plugin {
                 name,
                 path: path.clone(),
                 builtin,
                 tools,
                 schemas,
-                load: (outcome, elapsed),
                 sha256,
                 sources,
                 kind,
                 hints,
             });
         }
+        // Only once the whole registry is valid: a configuration error compiles nothing.
+        for code in &deferred {
+            code.start();
+        }
         Ok(ToolRegistry {
             sandbox,
             plugins,
             index,
         })
+    }
+
+    /// Compiles (or loads from `cache`) plugin `name` and links it: its code and the
+    /// tools it lists, its compile outcome and its SHA-256.
+    async fn compile(
+        sandbox: &Arc<Sandbox>,
+        cache: &CompileCache,
+        limits: &PluginLimits,
+        table: &PluginTable,
+        name: &str,
+        path: &Path,
+        bytes: std::borrow::Cow<'static, [u8]>,
+    ) -> anyhow::Result<(PluginKind, Vec<ToolSpec>, CacheOutcome, String)> {
+        // The bytes come back from the blocking task: a typed component's docs
+        // may be in them.
+        let ((component, outcome), bytes, sha256) = {
+            let (engine, cache, path) = (sandbox.engine().clone(), cache.clone(), path.to_owned());
+            let (loaded, bytes, sha256) = tokio::task::spawn_blocking(move || {
+                let sha256 = cache::digest(&bytes);
+                let loaded = cache.load_digested(&engine, &path, &bytes, &sha256);
+                (loaded, bytes, sha256)
+            })
+            .await?;
+            (loaded?, bytes, sha256)
+        };
+        let (kind, own) = if typed::is_plugin(&component, sandbox) {
+            let pre = sandbox.prepare(&component).with_context(|| {
+                format!(
+                    "{} does not fit the warren:plugin/plugin world (see wit/plugin.wit)",
+                    path.display()
+                )
+            })?;
+            let tools = sandbox
+                .list_tools(&pre, name)
+                .await
+                .with_context(|| format!("loading {}", path.display()))?;
+            let names = tools.iter().map(|t| t.name.clone()).collect();
+            let pre = WitCode::Ready(pre);
+            (PluginKind::Wit { pre, names }, tools)
+        } else {
+            let options = TypedOptions {
+                wit: table.wit.as_deref(),
+                hidden: &table.hide,
+                limits,
+            };
+            let (typed, tools) = TypedComponent::load(sandbox, &component, &bytes, &options)
+                .with_context(|| {
+                    format!(
+                        "{}: cannot offer this typed component's functions as tools",
+                        path.display()
+                    )
+                })?;
+            (PluginKind::Typed(typed), tools)
+        };
+        Ok((kind, own, outcome, sha256))
     }
 
     /// Each plugin's SHA-256 by name: what a run's journal records, so a resume
@@ -499,6 +596,15 @@ impl ToolRegistry {
         };
         match &plugin.kind {
             PluginKind::Wit { pre, names } => {
+                let pre = match pre {
+                    WitCode::Ready(pre) => pre,
+                    WitCode::Deferred(code) => {
+                        code.get().await.map_err(|reason| ToolCallError::Host {
+                            tool: tool.into(),
+                            source: anyhow::anyhow!("{reason}"),
+                        })?
+                    }
+                };
                 self.sandbox.call_as(pre, &names[source], request).await
             }
             PluginKind::Typed(typed) => {
