@@ -6,7 +6,9 @@
 //! the tools. Both run through the same sandbox path.
 //!
 //! Layout: [`cache`] (compiled artifacts on disk), [`typed`] (typed components),
-//! [`overrides`] (`[plugins.NAME]`: rename, describe, hide). The [`ToolRegistry`] owns
+//! [`overrides`] (`[plugins.NAME]`: rename, describe, hide), `deferred` (built-ins
+//! listed from their recorded tools and compiled in the background, for a server that
+//! must list its tools at once). The [`ToolRegistry`] owns
 //! one `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
 mod cache;
