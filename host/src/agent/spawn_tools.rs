@@ -192,11 +192,7 @@ fn run_child(
 ) -> BoxedRun {
     Box::pin(async move {
         // A resumed run's child that had finished delivers its recorded outcome.
-        if let Some(outcome) = child
-            .tree
-            .recorded(job.id())
-            .and_then(|r| r.finished.clone())
-        {
+        if let Some(outcome) = child.tree.earlier_outcome(job.id()) {
             job.finish(outcome);
             return;
         }

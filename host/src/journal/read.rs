@@ -208,6 +208,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::AgentSpec { .. }
             | Record::ToolStarted { .. }
