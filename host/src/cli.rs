@@ -169,6 +169,22 @@ enum Command {
     /// never finished is replayed up to where it stops, and says so. Nothing is
     /// journaled and no API key is needed.
     Replay(ReplayArgs),
+    /// Compare two journaled runs (a run and its fork, or two runs of one task): their
+    /// agent trees side by side, matched by place in the tree (profile and task from
+    /// the root), with agents only in one run (`-`, `+`), and for the others state,
+    /// turns, tokens, cost and tool calls (denials), changed ones marked `~`; then a
+    /// diff of each changed answer.
+    ///
+    /// Each RUN is a run id, a unique prefix of one, `last`, or a journal's path.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The first run (shown as `-`).
+    run_a: String,
+    /// The second run (shown as `+`).
+    run_b: String,
 }
 
 #[derive(Debug, Args)]
@@ -186,6 +202,22 @@ struct ReplayArgs {
     /// tools always run: they re-create the children).
     #[arg(long, value_enum, default_value = "rerun")]
     tools: ReplayToolsArg,
+    /// Fork the run from this agent (its id in the recording; `warren show RUN`
+    /// lists them): a new, journaled run in which that agent, changed as the options
+    /// below say, and everything it spawns call their models live, while the rest of
+    /// the tree is served from the recording at no cost until the new result reaches
+    /// it, and continues live from there. `warren diff RUN FORK` compares them.
+    #[arg(long, value_name = "AGENT")]
+    from: Option<String>,
+    /// With --from: run the agent under this profile's settings instead.
+    #[arg(long, requires = "from", value_name = "PROFILE")]
+    profile: Option<String>,
+    /// With --from: run the agent on this model (a [models] name) instead.
+    #[arg(long, requires = "from", value_name = "MODEL")]
+    model: Option<String>,
+    /// With --from: give the agent this file's text as its system prompt instead.
+    #[arg(long, requires = "from", value_name = "FILE")]
+    prompt_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -849,8 +881,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let journal_dir = host.config().journal_dir.clone();
             drive(run, &args.output, log, journal_dir, false).await?;
         }
+        Command::Diff(args) => {
+            let a = crate::journal::read::run(&crate::journal::locate(&config, &args.run_a)?)?;
+            let b = crate::journal::read::run(&crate::journal::locate(&config, &args.run_b)?)?;
+            crate::diff_report::print(&a, &b)?;
+        }
         Command::Replay(args) => {
-            let host = Host::load_offline(config).await?;
+            // A fork calls models: their keys are needed as for a run.
+            let host = if args.from.is_some() {
+                load(config).await?
+            } else {
+                Host::load_offline(config).await?
+            };
             let tools = match args.tools {
                 ReplayToolsArg::Rerun => crate::jobs::ReplayTools::Rerun,
                 ReplayToolsArg::Recorded => crate::jobs::ReplayTools::Recorded,
@@ -907,6 +949,30 @@ async fn replay_runs(
     tools: crate::jobs::ReplayTools,
 ) -> Result<(), Failure> {
     use crate::replay_report as report;
+    if let Some(from) = &args.from {
+        let [run] = args.runs.as_slice() else {
+            return Err(Failure::Usage(
+                "--from forks one run: give exactly one RUN".into(),
+            ));
+        };
+        let prompt =
+            match &args.prompt_file {
+                Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                    Failure::Usage(format!("--prompt-file {}: {e}", path.display()))
+                })?),
+                None => None,
+            };
+        let fork = crate::jobs::Fork {
+            from: from.clone(),
+            profile: args.profile.clone(),
+            model: args.model.clone(),
+            prompt,
+        };
+        let journal = crate::journal::locate(host.config(), run)?;
+        return report::fork(host, &journal, tools, fork)
+            .await
+            .map_err(Failure::Run);
+    }
     let (journals, one_line) = match &args.all {
         Some(dir) => (report::journals_in(dir)?, true),
         None => {

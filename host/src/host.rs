@@ -306,14 +306,23 @@ impl Host {
     /// from the recording while each request is the recorded one, its tools run
     /// again or served as recorded (`tools`). Nothing is journaled and no model is
     /// called; the first difference stops the replay (`Run::replay_divergence`).
+    ///
+    /// With `fork`, a fork instead: a new, journaled run in which the agent
+    /// `fork.from` (changed as `fork` says) and everything it spawns run live, and
+    /// every other agent is replayed until its requests leave the recording (when the
+    /// forked agent's new result reaches it), then runs live from there.
     /// Returns the run and the recording.
     pub fn replay(
         &self,
         journal: &std::path::Path,
         tools: crate::jobs::ReplayTools,
+        fork: Option<crate::jobs::Fork>,
     ) -> anyhow::Result<(Run, Arc<crate::journal::Resume>)> {
         let config = &self.parts.config;
         let recording = Arc::new(crate::journal::recording(journal)?);
+        if let Some(fork) = &fork {
+            self.check_fork(&recording, fork)?;
+        }
         anyhow::ensure!(
             recording.task != self::session::SESSION_TASK,
             "run {} is an MCP session: its client drove it, so there is nothing to replay",
@@ -337,11 +346,35 @@ impl Host {
             );
             profile.model = Some(model);
         }
+        let (run_id, journal) = match &fork {
+            Some(fork) => {
+                let run_id = crate::jobs::random_id();
+                let journal = crate::journal::open(
+                    config,
+                    self.parts.registry.digests(),
+                    &run_id,
+                    &recording.profile,
+                    &recording.task,
+                    Some(crate::journal::ForkedFrom {
+                        run: recording.run.clone(),
+                        agent: fork.from.clone(),
+                    }),
+                )?;
+                (Some(run_id), journal)
+            }
+            None => (None, None),
+        };
+        if fork.as_ref().is_some_and(|f| f.from == recording.root) {
+            crate::agent::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
+                .map_err(|e| anyhow::anyhow!(e))?;
+        }
         let limits = profile.limits;
         let tree = Tree::replaying(
             config.run_limits,
             recording.clone(),
-            crate::jobs::Replay::new(tools),
+            crate::jobs::Replay::new(tools, fork),
+            run_id,
+            journal,
         );
         let run = self.launch_in(
             tree,
@@ -360,6 +393,48 @@ impl Host {
         Ok((run, recording))
     }
 
+    /// Refuses a fork from an agent the recording does not have (listing those it
+    /// has) or to a profile or model the configuration does not define.
+    fn check_fork(
+        &self,
+        recording: &crate::journal::Resume,
+        fork: &crate::jobs::Fork,
+    ) -> anyhow::Result<()> {
+        let config = &self.parts.config;
+        if recording.agent(&fork.from).is_none() {
+            let agents: Vec<String> = recording
+                .agents_in_order()
+                .map(|a| {
+                    let task: String = a.intro.task.chars().take(50).collect();
+                    format!(
+                        "  {} ({}): {}",
+                        a.intro.agent,
+                        a.intro.profile,
+                        task.replace('\n', " ")
+                    )
+                })
+                .collect();
+            anyhow::bail!(
+                "run {} has no agent `{}`; its agents are:\n{}",
+                recording.run,
+                fork.from,
+                agents.join("\n")
+            );
+        }
+        if let Some(name) = &fork.profile {
+            config.profile(name)?;
+        }
+        if let Some(model) = &fork.model {
+            anyhow::ensure!(
+                config.models.contains_key(model),
+                "no model `{model}` in {} (models: {})",
+                config.path.display(),
+                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        Ok(())
+    }
+
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
         let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
         let journal = crate::journal::open(
@@ -368,6 +443,7 @@ impl Host {
             &run_id,
             &job.profile.name,
             &job.task,
+            None,
         )?;
         let tree = Tree::for_queue_job(
             RunLimits {

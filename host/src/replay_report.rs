@@ -32,7 +32,7 @@ pub(crate) async fn replay(
     journal: &Path,
     tools: ReplayTools,
 ) -> anyhow::Result<Verdict> {
-    let (run, recording) = host.replay(journal, tools)?;
+    let (run, recording) = host.replay(journal, tools, None)?;
     let tree = run.tree.clone();
     let report = run.wait().await;
     if let Some(divergence) = tree.replay.as_ref().and_then(|r| r.divergence()) {
@@ -75,6 +75,42 @@ pub(crate) async fn replay(
 
 fn run_root(report: &RunReport) -> crate::jobs::JobId {
     report.agents[0].id.clone()
+}
+
+/// Forks the run recorded at `journal` as `fork` says, runs the fork to its end and
+/// prints its id, tree and answer; `Err` when its root did not end well.
+pub(crate) async fn fork(
+    host: &Host,
+    journal: &Path,
+    tools: ReplayTools,
+    fork: crate::jobs::Fork,
+) -> anyhow::Result<()> {
+    let from = fork.from.clone();
+    let (run, recording) = host.replay(journal, tools, Some(fork))?;
+    let id = run.tree.run_id.clone();
+    eprintln!(
+        "fork {id} of run {} from agent {from}: that agent's subtree runs live, the rest from the recording",
+        recording.run
+    );
+    let report = run.wait().await;
+    outln!(
+        "fork {id} of run {} from agent {from}: the root ended {}",
+        recording.run,
+        report.root.state.as_str()
+    )?;
+    outln!("{}", tree(&report))?;
+    outln!("{}", report.root.text)?;
+    eprintln!(
+        "compare it with the recorded run: warren diff {} {id}",
+        recording.run
+    );
+    anyhow::ensure!(
+        report.root.state == AgentState::Ok,
+        "the fork's root ended {}: {}",
+        report.root.state.as_str(),
+        report.root.reason()
+    );
+    Ok(())
 }
 
 /// Prints one replay's verdict in full: the tree, or where and how it differs.

@@ -289,3 +289,127 @@ async fn bad_journals_are_refused_saying_what_is_wrong() {
     let out = offline(&world, &["replay"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+/// The tree's model, where a leaf told to be brief answers `LEAF-… BRIEF` (so its
+/// parent, which reports the leaves that said OK, answers differently too).
+fn brief_script(body: &Value) -> Option<Reply> {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let key = crate::resume::request_key(body)?;
+    if system.contains("Be brief.") && key.1 == 2 {
+        return Some(crate::resume::streamed(
+            &key,
+            Some(format!("{} BRIEF", key.0)),
+            &[],
+        ));
+    }
+    script(body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_from_a_grandchild_runs_only_its_subtree_and_what_follows_live() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(brief_script));
+    project(&world, &server, "rw");
+    record(&world, &server, "rec").await;
+    let lines = journal_lines(&world, "rec");
+    let leaf = lines
+        .iter()
+        .find(|l| {
+            l["type"] == "agent_queued" && l["task"].as_str().unwrap().contains("LEAF-A1-TASK")
+        })
+        .unwrap()["agent"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(world.path("brief.txt"), "Be brief.").unwrap();
+
+    // A fork from an agent the run does not have lists those it has.
+    let out = warren(
+        &world,
+        &[
+            "replay",
+            "rec",
+            "--from",
+            "nosuch",
+            "--prompt-file",
+            "brief.txt",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run rec has no agent `nosuch`; its agents are:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("  {leaf} (leaf): ")), "{stderr}");
+
+    let before = server.requests().len();
+    let out = warren(
+        &world,
+        &[
+            "replay",
+            "rec",
+            "--from",
+            &leaf,
+            "--prompt-file",
+            "brief.txt",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    // The server was asked only for the forked leaf's turns and the turns after its
+    // new result: its parent's and the root's last turns.
+    let mut asked: Vec<(String, usize)> = server.requests()[before..]
+        .iter()
+        .filter_map(|r| crate::resume::request_key(&r.body))
+        .collect();
+    asked.sort();
+    let expected: Vec<(String, usize)> =
+        [("LEAF-A1", 1), ("LEAF-A1", 2), ("MID-A", 2), ("ROOT", 2)]
+            .iter()
+            .map(|(m, t)| (m.to_string(), *t))
+            .collect();
+    assert_eq!(asked, expected, "{stdout}");
+    let answer = stdout.lines().last().unwrap();
+    assert!(
+        answer.starts_with("ROOT DONE") && !answer.contains("LEAF-A1 OK"),
+        "{answer}"
+    );
+
+    // The fork is a run of its own, linked to the recording.
+    let fork = stdout
+        .split_whitespace()
+        .nth(1)
+        .expect("`fork ID of run …`")
+        .to_string();
+    let runs = text(&warren(&world, &["runs"]).stdout);
+    assert!(
+        runs.contains(&format!("[fork of rec from {leaf}]")),
+        "{runs}"
+    );
+
+    // `warren diff` shows what changed: the leaf's answer and the answers above it.
+    let out = warren(&world, &["diff", "rec", &fork]);
+    let diff = text(&out.stdout);
+    assert!(out.status.success(), "{diff}\n{}", text(&out.stderr));
+    assert!(
+        diff.starts_with(&format!("- rec\n+ {fork} (fork of rec from {leaf})\n")),
+        "{diff}"
+    );
+    let changed: Vec<&str> = diff.lines().filter(|l| l.starts_with("~ ")).collect();
+    assert_eq!(
+        changed.len(),
+        3,
+        "the root, MID-A and LEAF-A1 changed:\n{diff}"
+    );
+    assert!(diff.contains("\n-LEAF-A1 OK\n+LEAF-A1 BRIEF\n"), "{diff}");
+    // No agent only in one run (after the two header lines).
+    assert!(
+        !diff
+            .lines()
+            .skip(2)
+            .any(|l| l.starts_with("+ ") || l.starts_with("- ")),
+        "{diff}"
+    );
+}

@@ -88,7 +88,11 @@ fn oks(history: &str, prefix: &str) -> String {
 }
 
 /// A streamed OpenAI reply, one piece every 60 ms: text in four pieces, or tool calls.
-fn streamed(key: &(String, usize), text: Option<String>, calls: &[(&str, Value)]) -> Reply {
+pub(crate) fn streamed(
+    key: &(String, usize),
+    text: Option<String>,
+    calls: &[(&str, Value)],
+) -> Reply {
     let (marker, turn) = key;
     let mut chunks: Vec<Value> = Vec::new();
     if let Some(text) = &text {

@@ -26,7 +26,7 @@ mod turn_limits;
 mod turns;
 mod typed_output;
 
-pub(crate) use self::replay::line_diff;
+pub(crate) use self::replay::{fork_profile, line_diff};
 pub(crate) use self::runtime::{Agent, Role, Runtime};
 pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{

@@ -104,17 +104,96 @@ pub(super) fn replayed_response(recorded: &RecordedResponse) -> crate::llm::Chat
     }
 }
 
+/// Changes `profile` as `fork` asks: another profile's settings (its name kept, so
+/// the agent keeps its place), another model, another system prompt.
+pub(crate) fn fork_profile(
+    config: &crate::config::Config,
+    profile: &mut crate::config::Profile,
+    fork: &crate::jobs::Fork,
+) -> Result<(), String> {
+    if let Some(name) = &fork.profile {
+        let mut other = config
+            .find_profile(name)
+            .cloned()
+            .ok_or_else(|| format!("no profile `{name}`"))?;
+        other.name = profile.name.clone();
+        *profile = other;
+    }
+    if let Some(model) = &fork.model {
+        profile.model = Some(model.clone());
+    }
+    if let Some(prompt) = &fork.prompt {
+        profile.system_prompt = prompt.clone();
+    }
+    Ok(())
+}
+
 impl Agent {
+    /// Whether this agent is replayed from the recording now: in a replay, and not
+    /// (in a fork) running live.
+    pub(super) fn replaying(&self) -> bool {
+        self.tree
+            .replay
+            .as_ref()
+            .is_some_and(|r| !r.is_live(&self.id.0))
+    }
+
+    /// In a fork, where this agent is the forked one: its profile, limits and access
+    /// as the fork changes them (narrowed as any child is); `None` otherwise.
+    pub(super) fn forked_child(
+        &self,
+        id: &crate::jobs::JobId,
+        base: &crate::config::Profile,
+        ask: &crate::jobs::ChildAsk<'_>,
+    ) -> Option<Result<(crate::config::Profile, crate::config::AgentLimits), String>> {
+        let fork = self.tree.replay.as_ref()?.fork.as_ref()?;
+        if fork.from != id.0 {
+            return None;
+        }
+        let mut base = base.clone();
+        let changed = (|| {
+            // The model after narrowing, which would otherwise take the parent's.
+            let without_model = crate::jobs::Fork {
+                model: None,
+                ..fork.clone()
+            };
+            fork_profile(&self.runtime.config, &mut base, &without_model)?;
+            let (mut profile, limits) =
+                crate::jobs::narrow(&base, ask, || self.runtime.registry.names_for(&base))?;
+            if let Some(model) = &fork.model {
+                profile.model = Some(model.clone());
+            }
+            Ok((profile, limits))
+        })();
+        Some(changed)
+    }
+
     /// In a replay, the recorded answer to turn `turn` once `request` is found to be
     /// the recorded one; a different request, or a turn the recording does not have,
     /// stops the replay there. An agent whose recorded run failed at this turn (its
-    /// model call did) ends as it did.
+    /// model call did) ends as it did. In a fork, the agent runs live from such a
+    /// point instead (`Ok(None)`: ask the model).
     pub(super) fn replayed_turn(
         &self,
         provider: &dyn Provider,
         request: &ChatRequest,
         turn: u32,
-    ) -> Result<ChatResponse, (AgentState, String)> {
+    ) -> Result<Option<ChatResponse>, (AgentState, String)> {
+        let replay = self.tree.replay.as_ref().expect("replaying");
+        if replay.fork.is_some() {
+            let recorded = self.tree.recorded(&self.id).and_then(|a| a.response(turn));
+            let same = recorded.is_some_and(|r| {
+                r.request_digest.is_none() || r.request_digest == provider.request_digest(request)
+            });
+            return Ok(match recorded.filter(|_| same) {
+                Some(recorded) => Some(replayed_response(recorded)),
+                None => {
+                    tracing::info!(agent = %self.id, turn, "the fork leaves the recording here: live from this turn");
+                    replay.go_live(&self.id.0);
+                    None
+                }
+            });
+        }
         let Some(agent) = self.tree.recorded(&self.id) else {
             return Err(self.stop_replay(
                 StopKind::Differs,
@@ -158,7 +237,7 @@ impl Agent {
                 ));
             }
         }
-        Ok(replayed_response(recorded))
+        Ok(Some(replayed_response(recorded)))
     }
 
     /// In a replay, `call`'s result: run again and compared with the recorded one
@@ -172,6 +251,12 @@ impl Agent {
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
         let replay = self.tree.replay.as_ref().expect("replaying");
+        if replay.fork.is_some() && recorded.as_ref().is_none_or(|r| r.finished.is_none()) {
+            // Not in the recording: the fork runs it.
+            return self
+                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+                .await;
+        }
         let Some((outcome, content)) = recorded.and_then(|r| r.finished) else {
             let (kind, what) = match self
                 .tree
@@ -203,12 +288,30 @@ impl Agent {
         };
         let spawn = super::spawn_tools::is_spawn_tool(&call.name);
         if replay.tools == crate::jobs::ReplayTools::Recorded && !spawn {
+            // A fork's journal is a whole run: the call is in it as served.
+            self.tree.record(|| Record::ToolStarted {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            self.tree.record(|| Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &recorded_result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms: 0,
+            });
             return recorded_result;
         }
         let result = self
             .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
             .await;
-        if result != recorded_result {
+        // In a fork, a new result is where this agent may leave the recording: its
+        // next request then differs, and it runs live from there.
+        if result != recorded_result && replay.fork.is_none() {
             let text = |r: &Result<String, String>| match r {
                 Ok(text) => format!("ok:\n{text}"),
                 Err(text) => format!("error:\n{text}"),
@@ -229,7 +332,9 @@ impl Agent {
     /// In a replay, the wall time the recording gives this agent, so the result
     /// block its parent reads (which shows it) is the recorded one.
     pub(super) fn replayed_duration(&self) -> Option<std::time::Duration> {
-        self.tree.replay.as_ref()?;
+        if !self.replaying() {
+            return None;
+        }
         Some(self.tree.recorded(&self.id)?.finished.as_ref()?.duration)
     }
 
@@ -320,7 +425,16 @@ fn tool_line(name: &str, description: &str, schema: &serde_json::Value) -> Strin
 /// A unified line diff from `was` (recorded, `-`) to `now` (`+`), three lines of
 /// context.
 pub(crate) fn line_diff(was: &str, now: &str) -> String {
-    similar::TextDiff::from_lines(was, now)
+    // Both end with a line end, so a last line's missing one is no difference.
+    let ended = |text: &str| {
+        let mut text = text.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    };
+    let (was, now) = (ended(was), ended(now));
+    similar::TextDiff::from_lines(&was, &now)
         .unified_diff()
         .context_radius(3)
         .header("recorded", "now")

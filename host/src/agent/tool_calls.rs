@@ -35,8 +35,14 @@ impl Agent {
         turn: u32,
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
-        if self.tree.replay.is_some() {
+        if self.replaying() {
             return self.replayed_call(call, turn, recorded).await;
+        }
+        if self.tree.replay.is_some() {
+            // A fork's live agent: whatever the recording holds, it runs.
+            return self
+                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+                .await;
         }
         if !spawn_tools::is_spawn_tool(&call.name) {
             match recorded.as_ref().map(|r| &r.finished) {

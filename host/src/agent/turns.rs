@@ -303,8 +303,10 @@ impl Agent {
                 agent: self.id.0.clone(),
                 turn: progress.turns,
             });
-            let replayed = if self.tree.replay.is_some() {
-                Some(self.replayed_turn(&*provider, &request, progress.turns)?)
+            let replayed = if self.replaying() {
+                self.replayed_turn(&*provider, &request, progress.turns)?
+            } else if self.tree.replay.is_some() {
+                None // a fork's live agent
             } else {
                 self.tree
                     .recorded(&self.id)
@@ -331,9 +333,10 @@ impl Agent {
                 cost_usd: progress.cost_usd,
             });
             progress.text = response.message.text.clone();
-            if fresh {
+            if fresh || self.tree.replay.is_some() {
                 // Written before any of its tool calls runs, and synced with the start
-                // of the first that could have an effect (see `traced_call`).
+                // of the first that could have an effect (see `traced_call`). A fork's
+                // journal holds its replayed turns too: it is a whole run.
                 self.tree.record(|| {
                     record_response(&self.id, progress.turns, &request, &response, delivered)
                 });
@@ -446,13 +449,16 @@ impl Agent {
         request: &mut ChatRequest,
         next: u32,
     ) -> Result<Drained, Result<(), (AgentState, String)>> {
-        let recorded = self.tree.replay.as_ref().and_then(|_| {
-            self.tree
-                .recorded(&self.id)?
-                .response(next)?
-                .drained
-                .clone()
-        });
+        let recorded = self
+            .replaying()
+            .then(|| {
+                self.tree
+                    .recorded(&self.id)?
+                    .response(next)?
+                    .drained
+                    .clone()
+            })
+            .flatten();
         let waited = match recorded {
             Some(waited) => waited,
             None => {
@@ -489,7 +495,7 @@ impl Agent {
     /// `turn`, with their ids; in a replay, those the recording reported then, once
     /// they finish.
     async fn finished_children_notes(&self, turn: u32) -> (Vec<String>, String) {
-        if self.tree.replay.is_some() {
+        if self.replaying() {
             if let Some(recorded) = self.tree.recorded(&self.id).and_then(|r| r.response(turn)) {
                 if recorded.notified.is_empty() {
                     return (Vec::new(), String::new());

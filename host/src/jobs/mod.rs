@@ -21,6 +21,6 @@ pub mod tree;
 pub use self::blocks::{not_found_block, result_block, thousands};
 pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub use self::handle::{JobHandle, Placement};
-pub use self::replay::{Divergence, Replay, ReplayTools, StopKind};
+pub use self::replay::{Divergence, Fork, Replay, ReplayTools, StopKind};
 pub(crate) use self::tree::random_id;
 pub use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

@@ -1,7 +1,23 @@
-//! A replay of a recorded run (`warren replay`): how its tools are served, and the
-//! first place where the new run differs from the recording, which ends it.
+//! A replay of a recorded run (`warren replay`): how its tools are served, the first
+//! place where the new run differs from the recording (which ends a replay), and for
+//! a fork, which agents run live.
 
+use std::collections::HashSet;
 use std::sync::Mutex;
+
+/// A fork (`warren replay --from`): the agent whose subtree runs live, and how it is
+/// changed.
+#[derive(Clone, Debug, Default)]
+pub struct Fork {
+    /// The recorded agent's id.
+    pub from: String,
+    /// The profile it runs under instead (its parent still sees the one it asked for).
+    pub profile: Option<String>,
+    /// The model it runs on instead (a `[models]` name).
+    pub model: Option<String>,
+    /// Its system prompt instead.
+    pub prompt: Option<String>,
+}
 
 /// Where a replayed agent's tool results come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,16 +62,42 @@ pub struct Divergence {
 pub struct Replay {
     /// Where tool results come from.
     pub tools: ReplayTools,
+    /// When this is a fork: where, and what changes.
+    pub fork: Option<Fork>,
     first: Mutex<Option<Divergence>>,
+    /// In a fork, the replayed agents that left the recording and run live from
+    /// there (the forked agent and its new descendants are live from the start).
+    live: Mutex<HashSet<String>>,
 }
 
 impl Replay {
-    /// A replay whose tool results come from `tools`.
-    pub fn new(tools: ReplayTools) -> Replay {
+    /// A replay whose tool results come from `tools`; a fork when `fork` is given.
+    pub fn new(tools: ReplayTools, fork: Option<Fork>) -> Replay {
         Replay {
             tools,
+            fork,
             first: Mutex::default(),
+            live: Mutex::default(),
         }
+    }
+
+    /// Whether agent `id` runs live: the forked agent, an agent of a fork that left
+    /// the recording, or (not recorded) a new one.
+    pub fn is_live(&self, id: &str) -> bool {
+        self.fork.as_ref().is_some_and(|f| f.from == id)
+            || self
+                .live
+                .lock()
+                .expect("replay state poisoned")
+                .contains(id)
+    }
+
+    /// In a fork, agent `id` runs live from now on.
+    pub fn go_live(&self, id: &str) {
+        self.live
+            .lock()
+            .expect("replay state poisoned")
+            .insert(id.to_string());
     }
 
     /// Notes a point where the run left the recording; only the first counts (what

@@ -251,15 +251,17 @@ impl Tree {
         })
     }
 
-    /// A tree that replays the recording `resume` (unjournaled; its jobs take their
-    /// recorded ids; spending starts at nothing and each replayed response is charged
+    /// A tree that replays the recording `resume` (a fork, named `run_id`, is
+    /// journaled in `journal`; a replay is not); its jobs take their recorded ids; spending starts at nothing and each replayed response is charged
     /// as recorded, so budgets end the replay where they ended the run).
     pub(crate) fn replaying(
         limits: RunLimits,
         resume: Arc<Resume>,
         replay: super::replay::Replay,
+        run_id: Option<String>,
+        journal: Option<Arc<Journal>>,
     ) -> Arc<Tree> {
-        let mut tree = Tree::for_queue_job(limits, None, None, None);
+        let mut tree = Tree::for_queue_job(limits, None, run_id, journal);
         let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
         fresh.resume = Some(resume);
         fresh.replay = Some(Arc::new(replay));
@@ -297,9 +299,13 @@ impl Tree {
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
+        // A fork's live agent spawns live children: none takes a recorded id.
+        let live_parent =
+            parent.is_some_and(|p| self.replay.as_ref().is_some_and(|r| r.is_live(&p.0)));
         let recorded = self
             .resume
             .as_ref()
+            .filter(|_| !live_parent)
             .and_then(|r| r.claim(parent.map(|p| p.0.as_str()), profile, task));
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
             // A multiplicative hash of a counter: short, distinct, not sequential-looking.
@@ -460,7 +466,10 @@ impl Tree {
     pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
         if let Some(journal) = &self.journal {
             let record = record();
-            if !self.resume.as_ref().is_some_and(|r| r.has(&record)) {
+            // A resumed run's journal has its earlier records; a fork's is new.
+            let written =
+                self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
+            if !written {
                 journal.record(record);
             }
         }

@@ -15,7 +15,7 @@ pub mod record;
 pub mod resume;
 pub mod writer;
 
-pub use self::record::{Drained, Record, RecordedCall, RecordedToolDef, VERSION};
+pub use self::record::{Drained, ForkedFrom, Record, RecordedCall, RecordedToolDef, VERSION};
 pub use self::resume::Resume;
 pub use self::writer::Journal;
 
@@ -34,6 +34,7 @@ pub fn open(
     run_id: &str,
     profile: &str,
     task: &str,
+    forked_from: Option<ForkedFrom>,
 ) -> anyhow::Result<Option<Arc<Journal>>> {
     let Some(dir) = &config.journal_dir else {
         return Ok(None);
@@ -63,6 +64,7 @@ pub fn open(
         config: config.path.display().to_string(),
         config_sha256: config_digest(config),
         plugins_sha256: plugins,
+        forked_from,
     });
     Ok(Some(Arc::new(journal)))
 }

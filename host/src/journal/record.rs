@@ -46,6 +46,10 @@ pub enum Record {
         /// run whose plugins changed.
         #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
         plugins_sha256: std::collections::BTreeMap<String, String>,
+        /// When the run is a fork (`warren replay --from`): the run and agent it was
+        /// forked from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ForkedFrom>,
     },
     /// A process took the run over to continue it (`warren resume`): what follows
     /// is appended by it.
@@ -292,6 +296,15 @@ pub struct RecordedCall {
     pub name: String,
     /// The arguments, as the model wrote them.
     pub arguments: String,
+}
+
+/// Where a fork comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The recorded run.
+    pub run: String,
+    /// The agent whose subtree runs live.
+    pub agent: String,
 }
 
 /// A tool's definition as offered to a model.

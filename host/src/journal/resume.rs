@@ -128,6 +128,8 @@ pub struct Resume {
     ids: HashSet<String>,
     /// Recorded jobs not yet re-registered, by parent (`None`: the root).
     unclaimed: Mutex<HashMap<Option<String>, Vec<String>>>,
+    /// Agent ids in the order they were registered.
+    order: Vec<String>,
     /// The latest recorded definitions of each set of tool names.
     tool_sets: HashMap<Vec<String>, std::sync::Arc<Vec<RecordedToolDef>>>,
 }
@@ -165,6 +167,7 @@ impl Resume {
             ids: HashSet::new(),
             unclaimed: Mutex::default(),
             tool_sets: HashMap::new(),
+            order: Vec::new(),
         };
         // Costs of agents whose responses are recorded here; the others' (agents run on
         // workers, mirrored) come from their outcomes.
@@ -189,7 +192,9 @@ impl Resume {
                 if intro.parent.is_none() && self.root.is_empty() {
                     self.root = intro.agent.clone();
                 }
-                self.ids.insert(intro.agent.clone());
+                if self.ids.insert(intro.agent.clone()) {
+                    self.order.push(intro.agent.clone());
+                }
                 self.unclaimed
                     .get_mut()
                     .expect("fresh mutex")
@@ -318,6 +323,11 @@ impl Resume {
     /// Agent `id`'s records.
     pub fn agent(&self, id: &str) -> Option<&RecordedAgent> {
         self.agents.get(id)
+    }
+
+    /// Every recorded agent, in the order they were registered.
+    pub fn agents_in_order(&self) -> impl Iterator<Item = &RecordedAgent> {
+        self.order.iter().filter_map(|id| self.agents.get(id))
     }
 
     /// The recorded id of the next job registered under `parent` (`None`: the root)
