@@ -396,6 +396,7 @@ mod tests {
             config: "warren.toml".into(),
             config_sha256: "00".into(),
             plugins_sha256: Default::default(),
+            forked_from: None,
         })
     }
 
@@ -427,6 +428,8 @@ mod tests {
                 agent: agent.into(),
                 turn,
                 request_messages: 1,
+                notified: Vec::new(),
+                drained: None,
                 request_digest: None,
                 text: String::new(),
                 reasoning: String::new(),
