@@ -1,7 +1,7 @@
 //! The jobs of a run: the tree (ids, phases, results, the shared budget), the one
 //! owner of a job's life, what a parent hands a child, and how results read.
 //!
-//! Layout: [`tree`] (the job table of one run), [`handle`] ([`JobHandle`]: every job
+//! Layout: [`job`] (one job: its id, phase and title), [`tree`] (the job table of one run), [`handle`] ([`JobHandle`]: every job
 //! is registered, started and finished through one, so each transition and its event
 //! happen in one place), [`spawn_request`] (the shape of a `spawn_agent` call), [`child`] (the one narrowing rule, a child's first message, and
 //! the [`Backend`] seam through which a child runs on another machine), `slots` (who
@@ -13,6 +13,7 @@
 pub mod blocks;
 pub mod child;
 pub mod handle;
+pub mod job;
 pub mod replay;
 pub(crate) mod slots;
 pub mod spawn_request;
