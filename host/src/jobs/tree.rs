@@ -3,152 +3,20 @@
 //! [`JobHandle`](super::handle::JobHandle); everything here that writes is `pub(super)`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use super::job::random_id;
+pub use super::job::{title, CancelJob, Job, JobId, JobSelection, Phase};
 use super::slots;
 use crate::config::RunLimits;
-use crate::events::{summarize, AgentIntro, Event, EventBus};
+use crate::events::EventBus;
 use crate::journal::resume::RecordedAgent;
 use crate::journal::{Journal, Record, Resume};
-use crate::outcome::AgentOutcome;
-
-/// A job's id: six hex digits, unique within its run. Ids derive from the run's id
-/// (random per run), so they differ from run to run; where a job must be named across
-/// runs (events, traces, `--json`, queue jobs), the run's id goes with it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct JobId(pub String);
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // `pad`, not `write_str`: a width in a table (`{:<8}`) applies.
-        f.pad(&self.0)
-    }
-}
-
-/// Which jobs a `job_ids` argument names: the one reading of a list of job ids
-/// (`await_agents`, and a session's caller).
-#[derive(Clone, Debug, PartialEq)]
-pub enum JobSelection {
-    /// `"*"`: every job of the caller.
-    All,
-    /// The ids given, trimmed, empty ones left out.
-    Ids(Vec<JobId>),
-}
-
-impl JobSelection {
-    /// Reads `job_ids`: a list of ids, one comma-separated string, or `"*"`. Anything
-    /// else names no job.
-    pub fn parse(value: &Value) -> JobSelection {
-        let ids: Vec<&str> = match value {
-            Value::String(all) if all.trim() == "*" => return JobSelection::All,
-            Value::String(list) => list.split(',').collect(),
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        JobSelection::Ids(
-            ids.into_iter()
-                .map(str::trim)
-                .filter(|id| !id.is_empty())
-                .map(|id| JobId(id.to_string()))
-                .collect(),
-        )
-    }
-}
-
-/// Where a job is in its life.
-#[derive(Clone, Debug)]
-pub enum Phase {
-    /// Waiting for a concurrency slot.
-    Queued,
-    /// Running since the instant given.
-    Running(Instant),
-    /// Finished.
-    Done(AgentOutcome),
-}
-
-impl Phase {
-    /// The state as tables, JSON and `list_agents` name it: `queued`, `running`, or
-    /// the outcome's state. The one rendering of a phase.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Phase::Queued => "queued",
-            Phase::Running(_) => "running",
-            Phase::Done(outcome) => outcome.state.as_str(),
-        }
-    }
-}
-
-/// What [`Tree::cancel_job`] did.
-#[derive(Debug)]
-pub enum CancelJob {
-    /// No such job, or not one the caller may cancel.
-    NotFound,
-    /// It had already finished: nothing was cancelled.
-    Finished(Job),
-    /// It and its descendants are cancelled (each ends as it notices).
-    Cancelled(Job),
-}
-
-/// One sub-agent (or the root) in the tree.
-#[derive(Clone, Debug)]
-pub struct Job {
-    /// Its id.
-    pub id: JobId,
-    /// Who spawned it (`None` for the root).
-    pub parent: Option<JobId>,
-    /// Its profile.
-    pub profile: String,
-    /// The task, as given.
-    pub task: String,
-    /// Where it is.
-    pub phase: Phase,
-    /// When it was created.
-    pub created: Instant,
-    /// Cancels it and its descendants.
-    pub cancel: CancellationToken,
-    /// Flips to `true` when it finishes.
-    pub done: watch::Receiver<bool>,
-    /// Whether its result went to the parent (awaited or notified).
-    pub delivered: bool,
-    /// The short label its parent gave at spawn (`description`).
-    pub label: Option<String>,
-}
-
-impl Job {
-    /// The profile, with the label when there is one: `researcher (check the docs)`.
-    pub fn title(&self) -> String {
-        title(&self.profile, self.label.as_deref())
-    }
-
-    /// The event that introduces the job to a watcher that has not seen it: its
-    /// `agent_queued` while it waits, its `agent_started` once it runs (or ran).
-    pub fn introduction(&self) -> Event {
-        let intro = AgentIntro {
-            agent: self.id.0.clone(),
-            parent: self.parent.as_ref().map(|p| p.0.clone()),
-            profile: self.profile.clone(),
-            task: summarize(&self.task),
-            label: self.label.clone(),
-        };
-        match self.phase {
-            Phase::Queued => Event::AgentQueued(intro),
-            Phase::Running(_) | Phase::Done(_) => Event::AgentStarted(intro),
-        }
-    }
-
-    /// Marks the result delivered; `false` when it already was (a result goes to the
-    /// parent once, through an await or a notification).
-    fn deliver(&mut self) -> bool {
-        !std::mem::replace(&mut self.delivered, true)
-    }
-}
 
 /// The shared state of one run (one agent tree).
 pub struct Tree {
@@ -178,6 +46,11 @@ pub struct Tree {
     /// (`warren resume`): jobs take their recorded ids, and records already in the
     /// journal are not written again.
     pub(crate) resume: Option<Arc<Resume>>,
+    /// When this run replays `resume`'s recording (`warren replay`): every agent
+    /// runs again, its model answered from the recording while its requests match.
+    pub replay: Option<Arc<super::replay::Replay>>,
+    /// The tool sets whose definitions this process has journaled (by names).
+    tool_sets: Mutex<std::collections::HashSet<Vec<String>>>,
 }
 
 /// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
@@ -241,7 +114,26 @@ impl Tree {
             queue_job,
             journal,
             resume: None,
+            replay: None,
+            tool_sets: Mutex::default(),
         })
+    }
+
+    /// A tree that replays the recording `resume` (a fork, named `run_id`, is
+    /// journaled in `journal`; a replay is not); its jobs take their recorded ids; spending starts at nothing and each replayed response is charged
+    /// as recorded, so budgets end the replay where they ended the run).
+    pub(crate) fn replaying(
+        limits: RunLimits,
+        resume: Arc<Resume>,
+        replay: super::replay::Replay,
+        run_id: Option<String>,
+        journal: Option<Arc<Journal>>,
+    ) -> Arc<Tree> {
+        let mut tree = Tree::for_queue_job(limits, None, run_id, journal);
+        let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
+        fresh.resume = Some(resume);
+        fresh.replay = Some(Arc::new(replay));
+        tree
     }
 
     /// The tree of run `resume.run`, continued by this process: the earlier
@@ -275,9 +167,13 @@ impl Tree {
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
+        // A fork's live agent spawns live children: none takes a recorded id.
+        let live_parent =
+            parent.is_some_and(|p| self.replay.as_ref().is_some_and(|r| r.is_live(&p.0)));
         let recorded = self
             .resume
             .as_ref()
+            .filter(|_| !live_parent)
             .and_then(|r| r.claim(parent.map(|p| p.0.as_str()), profile, task));
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
             // A multiplicative hash of a counter: short, distinct, not sequential-looking.
@@ -438,15 +334,75 @@ impl Tree {
     pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
         if let Some(journal) = &self.journal {
             let record = record();
-            if !self.resume.as_ref().is_some_and(|r| r.has(&record)) {
+            // A resumed run's journal has its earlier records; a fork's is new.
+            let written =
+                self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
+            if !written {
                 journal.record(record);
             }
         }
     }
 
-    /// What an earlier process recorded of job `id`, when this run continues one.
+    /// What an earlier process recorded of job `id`, when this run continues or
+    /// replays one.
     pub(crate) fn recorded(&self, id: &JobId) -> Option<&RecordedAgent> {
         self.resume.as_ref()?.agent(&id.0)
+    }
+
+    /// How job `id` ended in an earlier process, when this run continues one (a
+    /// replay runs every job again).
+    pub(crate) fn earlier_outcome(&self, id: &JobId) -> Option<crate::outcome::AgentOutcome> {
+        if self.replay.is_some() {
+            return None;
+        }
+        self.recorded(id)?.finished.clone()
+    }
+
+    /// Wall time job `id` ran in earlier processes (none in a replay).
+    pub(crate) fn earlier_time(&self, id: &JobId) -> std::time::Duration {
+        match self.replay {
+            Some(_) => std::time::Duration::ZERO,
+            None => self
+                .recorded(id)
+                .map_or(std::time::Duration::ZERO, RecordedAgent::time_spent),
+        }
+    }
+
+    /// Journals the definitions of `tools` unless this process did already (so a
+    /// set shared by a thousand agents is written once).
+    pub(crate) fn record_tool_set(&self, names: &[String], tools: impl FnOnce() -> Record) {
+        if self.journal.is_none() {
+            return;
+        }
+        let new = self
+            .tool_sets
+            .lock()
+            .expect("tool sets poisoned")
+            .insert(names.to_vec());
+        if new {
+            self.record(tools);
+        }
+    }
+
+    /// The path of job `id` from the root: each job's profile and id, `/` between.
+    pub fn path(&self, id: &JobId) -> String {
+        let table = self.jobs.lock().expect("job table poisoned");
+        let mut parts = Vec::new();
+        let mut at = Some(id.clone());
+        while let Some(current) = at {
+            match table.jobs.get(&current) {
+                Some(job) => {
+                    parts.push(format!("{}[{}]", job.profile, job.id));
+                    at = job.parent.clone();
+                }
+                None => {
+                    parts.push(current.0);
+                    at = None;
+                }
+            }
+        }
+        parts.reverse();
+        parts.join("/")
     }
 
     /// Journals `record` (when the run is journaled) and waits until it is on disk.
@@ -475,23 +431,6 @@ impl Tree {
     }
 }
 
-/// Sixteen hex digits from the process's random hash keys (drawn from the operating
-/// system), a per-process counter, the clock and the process id: distinct across runs,
-/// processes and machines.
-pub(crate) fn random_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.write_u32(std::process::id());
-    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
-    format!("{:016x}", hasher.finish())
-}
-
 /// Where a run's job-id sequence starts: a fixed function of the run's id (not the
 /// process's random hasher), so a run of the same id hands out the same ids.
 fn id_seed(run_id: &str) -> u64 {
@@ -500,18 +439,10 @@ fn id_seed(run_id: &str) -> u64 {
     u64::from_le_bytes(digest[..8].try_into().expect("a digest has 8 bytes"))
 }
 
-/// A profile with its spawn label, when there is one: `researcher (check the docs)`.
-/// The one rendering of an agent's title (result blocks, lists, progress lines).
-pub fn title(profile: &str, label: Option<&str>) -> String {
-    match label {
-        Some(label) => format!("{profile} ({label})"),
-        None => profile.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::AgentOutcome;
     use serde_json::json;
 
     #[test]
