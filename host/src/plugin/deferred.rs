@@ -112,8 +112,10 @@ impl DeferredCode {
 
     /// The linked code, waiting for it to compile if need be.
     pub(super) async fn get(&self) -> Result<&Prepared, &str> {
+        // Boxed: every tool call's future holds this one, and compiling's own futures
+        // are deep (past rustc's type-layout depth limit in a release build).
         self.code
-            .get_or_init(|| self.compile())
+            .get_or_init(|| Box::pin(self.compile()))
             .await
             .as_ref()
             .map_err(String::as_str)
