@@ -331,7 +331,8 @@ struct McpArgs {
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
     /// With --http: the bearer token clients must send (`Authorization: Bearer
-    /// TOKEN`) is this file's text. Without it, WARREN_MCP_TOKEN's value, else a
+    /// TOKEN`) is this file's text; several tokens, one per line, are separate
+    /// credentials (each sees only its own MCP tasks). Without it, WARREN_MCP_TOKEN's value, else a
     /// token generated at start and printed on stderr.
     #[arg(
         long,
@@ -365,9 +366,37 @@ struct McpArgs {
     /// keep it under the client's own tool timeout [default: 4].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     await_limit: Option<u64>,
+    /// With --http: seconds a finished MCP task (a spawn_agent called with `task`)
+    /// stays fetchable after it ends [default: 3600].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    task_retention: Option<u64>,
+    /// With --http: MCP tasks one credential may hold at once, running or kept
+    /// [default: 32].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_tasks: Option<u32>,
+    /// With --http: the largest task result kept, in bytes; a larger one is kept as
+    /// an error naming its size [default: 1048576].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..))]
+    task_result_limit: Option<u64>,
 }
 
 impl McpArgs {
+    /// The task limits: the defaults, with the flags given.
+    fn task_limits(&self) -> crate::mcp::TaskLimits {
+        let default = crate::mcp::TaskLimits::default();
+        crate::mcp::TaskLimits {
+            retention: self
+                .task_retention
+                .map_or(default.retention, std::time::Duration::from_secs),
+            max_tasks: self.max_tasks.map_or(default.max_tasks, |n| n as usize),
+            max_result_bytes: self
+                .task_result_limit
+                .map_or(default.max_result_bytes, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
+        }
+    }
+
     /// Who may use the HTTP server: `--no-auth` (loopback only), else the token of
     /// `--token-file`, WARREN_MCP_TOKEN or, generated, printed on stderr.
     fn http_auth(&self) -> Result<crate::mcp::HttpAuth, Failure> {
@@ -392,7 +421,7 @@ impl McpArgs {
         if let Some(token) = std::env::var_os(TOKEN_VARIABLE) {
             let token = token.to_string_lossy();
             return BearerToken::new(token.trim())
-                .map(HttpAuth::Bearer)
+                .map(|token| HttpAuth::Bearer(vec![token]))
                 .map_err(|error| Failure::Usage(format!("{TOKEN_VARIABLE}: {error}")));
         }
         let (token, text) = BearerToken::generate()
@@ -401,7 +430,7 @@ impl McpArgs {
         eprintln!(
             "warren mcp: clients must send `Authorization: Bearer TOKEN`; this server's token (generated; choose one with --token-file or {TOKEN_VARIABLE}): {text}"
         );
-        Ok(HttpAuth::Bearer(token))
+        Ok(HttpAuth::Bearer(vec![token]))
     }
 
     /// The HTTP limits: the defaults, with the flags given.
@@ -816,6 +845,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let options = crate::mcp::McpOptions {
                 http_auth,
                 http_limits: args.http_limits(),
+                task_limits: args.task_limits(),
                 session: crate::mcp::SessionOptions {
                     profile: Some(args.profile),
                     await_limit: args.await_limit.map_or(

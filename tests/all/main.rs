@@ -19,6 +19,7 @@ mod layers;
 mod llm;
 mod mcp;
 mod mcp_http;
+mod mcp_tasks;
 mod newcomer;
 mod plugins;
 mod providers;

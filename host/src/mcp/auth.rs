@@ -1,6 +1,7 @@
 //! The bearer token `warren mcp --http` requires of every request
-//! (`Authorization: Bearer TOKEN`): given in a file or `WARREN_MCP_TOKEN`, or
-//! generated at start, and checked in constant time. Only a loopback server may run
+//! (`Authorization: Bearer TOKEN`): given in a file (one or more, a line each) or
+//! `WARREN_MCP_TOKEN`, or generated at start, and checked in constant time. Each
+//! token is a credential of its own: the MCP tasks made with it are its only. Only a loopback server may run
 //! without one (`--no-auth`), as any local process could then use it.
 
 use std::io::Read as _;
@@ -8,6 +9,8 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
+/// The most tokens a token file may hold.
+const MAX_TOKENS: usize = 256;
 /// The shortest token accepted from a file or the environment.
 const MIN_TOKEN_CHARS: usize = 16;
 /// Random bytes in a generated token (printed as hex).
@@ -16,8 +19,8 @@ const GENERATED_BYTES: usize = 32;
 /// Who may use an HTTP server.
 #[derive(Clone, Debug)]
 pub enum HttpAuth {
-    /// Requests must carry this token.
-    Bearer(BearerToken),
+    /// Requests must carry one of these tokens (each a credential of its own).
+    Bearer(Vec<BearerToken>),
     /// Anyone who can connect (`--no-auth`; loopback addresses only).
     Open,
 }
@@ -56,13 +59,28 @@ impl BearerToken {
         })
     }
 
-    /// The token in `path`: its text, without surrounding whitespace.
-    pub fn from_file(path: &Path) -> Result<BearerToken, String> {
+    /// The tokens in `path`: one per non-empty line, without surrounding whitespace
+    /// ([`MAX_TOKENS`] at most).
+    pub fn from_file(path: &Path) -> Result<Vec<BearerToken>, String> {
         let mut text = String::new();
         std::fs::File::open(path)
-            .and_then(|file| file.take(4096).read_to_string(&mut text))
+            .and_then(|file| file.take(64 * 1024).read_to_string(&mut text))
             .map_err(|error| format!("reading {}: {error}", path.display()))?;
-        BearerToken::new(text.trim()).map_err(|error| format!("{}: {error}", path.display()))
+        let tokens = text
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .map(BearerToken::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        match tokens.len() {
+            0 => Err(format!("{}: no token in it", path.display())),
+            n if n > MAX_TOKENS => Err(format!(
+                "{}: {n} tokens, over the {MAX_TOKENS} a file may hold",
+                path.display()
+            )),
+            _ => Ok(tokens),
+        }
     }
 
     /// A new random token, with its text (64 hex digits) to give to clients.
@@ -93,6 +111,15 @@ impl BearerToken {
     }
 }
 
+/// The digest of the token among `tokens` that an `Authorization` header value
+/// carries (every token is compared, in constant time each).
+pub(super) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<[u8; 32]> {
+    tokens.iter().fold(None, |found, token| {
+        let admits = token.admits(authorization);
+        found.or(admits.then_some(token.digest))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +144,32 @@ mod tests {
             );
         }
         assert!(!token.admits(None));
+    }
+
+    #[test]
+    fn each_token_of_a_file_is_its_own_credential() {
+        let dir = std::env::temp_dir().join(format!("warren-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(
+            &file,
+            "first-token-0123456789\n\n  second-token-0123456789 \n",
+        )
+        .unwrap();
+        let tokens = BearerToken::from_file(&file).unwrap();
+        assert_eq!(tokens.len(), 2);
+        let first = admitted(&tokens, Some(b"Bearer first-token-0123456789")).unwrap();
+        let second = admitted(&tokens, Some(b"Bearer second-token-0123456789")).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(
+            admitted(&tokens, Some(b"Bearer third-token-0123456789")),
+            None
+        );
+        std::fs::write(&file, "\n").unwrap();
+        assert!(BearerToken::from_file(&file)
+            .unwrap_err()
+            .contains("no token"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use http_body_util::combinators::BoxBody;
-use http_body_util::BodyExt as _;
+use http_body_util::{BodyExt as _, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -34,8 +34,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::HttpAuth;
 use super::server::WarrenServer;
+use super::tasks::{Owner, TaskLimits, Tasks};
 use crate::host::Host;
 
+/// The largest request body read (a JSON-RPC message).
+const MAX_BODY: usize = 4 << 20;
 /// The path MCP is served at.
 const MCP_PATH: &str = "/mcp";
 /// The first pause after a failed `accept`; it doubles up to [`ACCEPT_PAUSE_MAX`].
@@ -93,6 +96,7 @@ pub(super) async fn serve(
     session: super::SessionOptions,
     address: SocketAddr,
     limits: HttpLimits,
+    task_limits: TaskLimits,
     auth: HttpAuth,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
@@ -114,6 +118,8 @@ pub(super) async fn serve(
         .with_cancellation_token(stop.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(limits.session_idle);
+    let sessions = Arc::new(sessions);
+    let tasks = Tasks::new(host.clone(), session.clone(), task_limits);
     let service = StreamableHttpService::new(
         move || {
             let slot = OPENING
@@ -124,12 +130,14 @@ pub(super) async fn serve(
             let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
             Ok(server.holding(slot))
         },
-        Arc::new(sessions),
+        sessions.clone(),
         config,
     );
     let gate = Arc::new(Gate {
         local,
         auth,
+        tasks,
+        open_sessions: sessions,
         sessions: Arc::new(Semaphore::new(limits.max_sessions)),
         max_sessions: limits.max_sessions,
     });
@@ -215,6 +223,10 @@ struct Gate {
     local: SocketAddr,
     /// Who may use the server.
     auth: HttpAuth,
+    /// The tasks of every session.
+    tasks: Tasks,
+    /// The sessions open, to check a task request's `Mcp-Session-Id`.
+    open_sessions: Arc<LocalSessionManager>,
     /// Free session slots; a session holds one until it ends.
     sessions: Arc<Semaphore>,
     /// `--max-sessions`, for the refusal.
@@ -250,9 +262,14 @@ impl Gate {
                 );
             }
         }
-        if let HttpAuth::Bearer(token) = &self.auth {
+        let mut owner = [0; 32];
+        if let HttpAuth::Bearer(tokens) = &self.auth {
             let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-            if !token.admits(authorization.map(|value| value.as_bytes())) {
+            let admitted =
+                super::auth::admitted(tokens, authorization.map(|value| value.as_bytes()));
+            if let Some(digest) = admitted {
+                owner = digest;
+            } else {
                 let mut response = refusal(
                     hyper::StatusCode::UNAUTHORIZED,
                     "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
@@ -264,6 +281,10 @@ impl Gate {
                 return response;
             }
         }
+        let request = match self.tasks_first(owner, request).await {
+            Ok(response) => return response,
+            Err(request) => request,
+        };
         let opens_session = request.method() == hyper::Method::POST
             && !request.headers().contains_key("mcp-session-id");
         let slot = if opens_session {
@@ -292,6 +313,74 @@ impl Gate {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
         }
         response
+    }
+}
+
+impl Gate {
+    /// Answers a task request (a `tools/call` with `task`, `tasks/*`) of an open
+    /// session itself; any other request comes back, its body read, for rmcp.
+    async fn tasks_first(
+        &self,
+        owner: Owner,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> Result<hyper::Response<Body>, hyper::Request<Full<bytes::Bytes>>> {
+        let (parts, body) = request.into_parts();
+        let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return Ok(refusal(
+                    hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("a request body may hold {MAX_BODY} bytes at most"),
+                ))
+            }
+        };
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string);
+        let message = (parts.method == hyper::Method::POST && session.is_some())
+            .then(|| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .flatten();
+        let request = || hyper::Request::from_parts(parts, Full::new(bytes.clone()));
+        let (Some(message), Some(session)) = (message, session) else {
+            return Err(request());
+        };
+        let method = message["method"].as_str().unwrap_or_default();
+        let params = &message["params"];
+        let is_task = method.starts_with("tasks/")
+            || (method == "tools/call" && params.get("task").is_some());
+        if !is_task || message.get("id").is_none() {
+            return Err(request());
+        }
+        use rmcp::transport::streamable_http_server::SessionManager as _;
+        if !self
+            .open_sessions
+            .has_session(&session.as_str().into())
+            .await
+            .unwrap_or(false)
+        {
+            // rmcp's own answer to an unknown session.
+            return Err(request());
+        }
+        let Some(answer) = self.tasks.answer(owner, method, params).await else {
+            return Err(request());
+        };
+        let body = match answer {
+            Ok(result) => {
+                serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            }
+            Err((code, text)) => {
+                serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "error": {"code": code, "message": text}})
+            }
+        };
+        let mut response =
+            hyper::Response::new(Full::new(bytes::Bytes::from(body.to_string())).boxed());
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+        Ok(response)
     }
 }
 

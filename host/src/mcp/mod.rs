@@ -30,10 +30,12 @@ mod http;
 mod logging;
 mod progress;
 mod server;
+mod tasks;
 
 pub use self::auth::{BearerToken, HttpAuth};
 pub use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
+pub use self::tasks::TaskLimits;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -69,6 +71,8 @@ pub struct McpOptions {
     pub http: Option<SocketAddr>,
     /// What HTTP clients may make the server hold.
     pub http_limits: HttpLimits,
+    /// What the HTTP server's tasks may hold.
+    pub task_limits: TaskLimits,
     /// Who may use the HTTP server.
     pub http_auth: HttpAuth,
 }
@@ -95,6 +99,7 @@ pub async fn serve(
                 options.session,
                 address,
                 options.http_limits,
+                options.task_limits,
                 options.http_auth,
                 shutdown,
             )

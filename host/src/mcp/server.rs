@@ -141,20 +141,30 @@ impl WarrenServer {
             }
             result = work => result,
         };
-        match result {
-            Ok(text) => {
-                // A typed answer goes to the client as data too; when the profile fixes
-                // a schema, the spawn tools declare `Session::results_schema` and every
-                // result of theirs carries it (a background spawn's job, queued).
-                let typed = matches!(name, "spawn_agent" | "await_agents")
-                    .then(|| self.session.typed_results(&text))
-                    .flatten();
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = typed;
-                result
-            }
-            Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),
+        tool_result(&self.session, name, result)
+    }
+}
+
+/// The `CallToolResult` of tool `name`'s call in `session` that ended with `result`:
+/// its text, and for the spawn tools their typed answers as `structuredContent`.
+pub(super) fn tool_result(
+    session: &Session,
+    name: &str,
+    result: Result<String, String>,
+) -> CallToolResult {
+    match result {
+        Ok(text) => {
+            // A typed answer goes to the client as data too; when the profile fixes
+            // a schema, the spawn tools declare `Session::results_schema` and every
+            // result of theirs carries it (a background spawn's job, queued).
+            let typed = matches!(name, "spawn_agent" | "await_agents")
+                .then(|| session.typed_results(&text))
+                .flatten();
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = typed;
+            result
         }
+        Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),
     }
 }
 

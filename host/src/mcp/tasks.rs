@@ -1,0 +1,427 @@
+//! MCP tasks (the `tasks` utility of the 2025-11-25 revision) for `spawn_agent` over
+//! Streamable HTTP: a `tools/call` with a `task` parameter answers at once with a task
+//! id; `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` follow it.
+//!
+//! A task is not its MCP session's: it runs in a warren [`Session`](crate::host::Session) of its own (a
+//! journaled run whose root is the task), held by the server's task table, so its
+//! agents keep running when the client disconnects and any later session with the
+//! same credential ([`Owner`]) can fetch it. A finished task is kept for
+//! [`TaskLimits::retention`] after it ends; an owner holds at most
+//! [`TaskLimits::max_tasks`] tasks (running or kept), and a result over
+//! [`TaskLimits::max_result_bytes`] is kept as a tool error saying so.
+//!
+//! rmcp 3.11 speaks the later tasks extension (SEP-2663), not this revision's
+//! methods, so the HTTP gate hands these requests here before rmcp sees them.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::progress::CallProgress;
+use super::server::tool_result;
+use super::SessionOptions;
+use crate::host::Host;
+
+/// How often a client is told to poll `tasks/get`, in milliseconds.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// What the task table may hold (`warren mcp` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// How long a finished task stays fetchable after it ends (`--task-retention`,
+    /// default 1 h).
+    pub retention: Duration,
+    /// Tasks one owner may hold at once, running or finished and kept
+    /// (`--max-tasks`, default 32); a task over it is refused.
+    pub max_tasks: usize,
+    /// The largest result kept, serialized (`--task-result-limit`, default 1 MiB);
+    /// a larger one is replaced by a tool error naming its size.
+    pub max_result_bytes: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> TaskLimits {
+        TaskLimits {
+            retention: Duration::from_secs(60 * 60),
+            max_tasks: 32,
+            max_result_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Whose a task is: the SHA-256 of the bearer token its creating request carried
+/// (all zeros on a `--no-auth` server, where every client is the same owner).
+pub(super) type Owner = [u8; 32];
+
+/// A JSON-RPC error: its code and message.
+pub(super) type RpcError = (i64, String);
+
+/// Where a task stands.
+#[derive(Clone, Debug)]
+enum State {
+    /// Its call is under way.
+    Working,
+    /// Its call ended; the `CallToolResult` (an error result: `failed`).
+    Done { result: Value, failed: bool },
+    /// Cancelled by `tasks/cancel`; its agents were cancelled.
+    Cancelled,
+}
+
+/// One task.
+struct Task {
+    owner: Owner,
+    created: SystemTime,
+    updated: SystemTime,
+    state: State,
+    /// The latest progress of its agents (turns, tools, tokens, cost).
+    message: Option<String>,
+    /// When it ended, for its retention.
+    ended: Option<Instant>,
+    /// Cancels its call and its agents.
+    cancel: CancellationToken,
+    /// True once it ended (for `tasks/result`, which waits).
+    done: watch::Receiver<bool>,
+}
+
+/// The server's tasks, shared by its sessions.
+pub(super) struct Tasks {
+    host: Host,
+    options: SessionOptions,
+    limits: TaskLimits,
+    table: Arc<Mutex<HashMap<String, Task>>>,
+}
+
+impl Tasks {
+    pub(super) fn new(host: Host, options: SessionOptions, limits: TaskLimits) -> Tasks {
+        Tasks {
+            host,
+            options,
+            limits,
+            table: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The JSON-RPC result for `method` with `params` asked by `owner`, when it is a
+    /// task request (`None`: not one; rmcp answers it).
+    pub(super) async fn answer(
+        &self,
+        owner: Owner,
+        method: &str,
+        params: &Value,
+    ) -> Option<Result<Value, RpcError>> {
+        let id = || params["taskId"].as_str().unwrap_or_default().to_string();
+        Some(match method {
+            "tools/call" if params.get("task").is_some() => self.create(owner, params),
+            "tasks/get" => self.get(owner, &id()),
+            "tasks/result" => self.result(owner, &id()).await,
+            "tasks/list" => Ok(self.list(owner)),
+            "tasks/cancel" => self.cancel(owner, &id()),
+            _ => return None,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Task>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops the finished tasks past their retention.
+    fn expire(&self, table: &mut HashMap<String, Task>) {
+        let retention = self.limits.retention;
+        table.retain(|_, task| task.ended.is_none_or(|ended| ended.elapsed() < retention));
+    }
+
+    /// Starts a task for a `tools/call` with a `task` parameter.
+    fn create(&self, owner: Owner, params: &Value) -> Result<Value, RpcError> {
+        let name = params["name"].as_str().unwrap_or_default();
+        if name != "spawn_agent" {
+            return Err((
+                -32601,
+                format!("tool `{name}` does not run as a task: only spawn_agent does (its execution.taskSupport is optional; call the others without `task`)"),
+            ));
+        }
+        let mut arguments = match &params["arguments"] {
+            Value::Object(arguments) => arguments.clone(),
+            Value::Null => serde_json::Map::new(),
+            _ => return Err((-32602, "`arguments` must be an object".into())),
+        };
+        // The task is the wait: its result is the child's, as a foreground call's.
+        arguments.entry("background").or_insert(Value::Bool(false));
+        let session = self
+            .host
+            .session(self.options.profile.as_deref())
+            .map_err(|error| (-32603, format!("{error:#}")))?;
+        let session = Arc::new(session);
+        let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
+        let (done_sender, done) = watch::channel(false);
+        let cancel = CancellationToken::new();
+        let now = SystemTime::now();
+        {
+            let mut table = self.lock();
+            self.expire(&mut table);
+            let held = table.values().filter(|task| task.owner == owner).count();
+            if held >= self.limits.max_tasks {
+                return Err((
+                    -32000,
+                    format!(
+                        "this credential holds {held} tasks, the limit (--max-tasks): a finished task is dropped {} s after it ends (--task-retention); cancel one or wait",
+                        self.limits.retention.as_secs()
+                    ),
+                ));
+            }
+            table.insert(
+                id.clone(),
+                Task {
+                    owner,
+                    created: now,
+                    updated: now,
+                    state: State::Working,
+                    message: None,
+                    ended: None,
+                    cancel: cancel.clone(),
+                    done,
+                },
+            );
+        }
+        tracing::info!(task = %id, "MCP task started (spawn_agent)");
+        let table = self.table.clone();
+        let max_result_bytes = self.limits.max_result_bytes;
+        let task = id.clone();
+        let arguments = Value::Object(arguments).to_string();
+        tokio::spawn(async move {
+            let (sender, mut events) = mpsc::unbounded_channel();
+            let call = session.call_watched("spawn_agent", &arguments, Some(sender));
+            let report = async {
+                let mut progress = CallProgress::default();
+                while let Some(event) = events.recv().await {
+                    if let Some((_, message)) = progress.update(&event) {
+                        if let Some(entry) = table
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get_mut(&task)
+                        {
+                            entry.message = Some(message);
+                            entry.updated = SystemTime::now();
+                        }
+                    }
+                }
+            };
+            let work = async { tokio::join!(call, report).0 };
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                result = work => Some(result),
+            };
+            let state = match outcome {
+                None => {
+                    session.cancel();
+                    State::Cancelled
+                }
+                Some(result) => {
+                    let failed = result.is_err();
+                    let mut value =
+                        serde_json::to_value(tool_result(&session, "spawn_agent", result))
+                            .unwrap_or_default();
+                    let size = value.to_string().len();
+                    if size > max_result_bytes {
+                        value = json!({"content": [{"type": "text", "text": format!(
+                            "the task's result was {size} bytes, over the {max_result_bytes} bytes a task keeps (--task-result-limit); its agents' journal holds it in full"
+                        )}], "isError": true});
+                    }
+                    State::Done {
+                        result: value,
+                        failed,
+                    }
+                }
+            };
+            if let Some(entry) = table
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(&task)
+            {
+                if !matches!(entry.state, State::Cancelled) {
+                    entry.state = state;
+                }
+                entry.updated = SystemTime::now();
+                entry.ended = Some(Instant::now());
+            }
+            let _ = done_sender.send(true);
+            tracing::info!(task = %task, "MCP task ended");
+            // The session (its tree and journal) ends here, its agents all done.
+            drop(session);
+        });
+        let task = self
+            .describe(&id)
+            .ok_or((-32603, "the task vanished".into()))?;
+        Ok(json!({ "task": task }))
+    }
+
+    /// The task `id` as the client sees it (`Task` of the spec).
+    fn describe(&self, id: &str) -> Option<Value> {
+        let table = self.lock();
+        let task = table.get(id)?;
+        Some(self.view(id, task))
+    }
+
+    fn view(&self, id: &str, task: &Task) -> Value {
+        let (status, message) = match &task.state {
+            State::Working => ("working", task.message.clone()),
+            State::Done { failed: false, .. } => ("completed", task.message.clone()),
+            State::Done { result, .. } => (
+                "failed",
+                result["content"][0]["text"]
+                    .as_str()
+                    .map(|text| crate::events::bounded(text, 500).to_string()),
+            ),
+            State::Cancelled => (
+                "cancelled",
+                Some("cancelled by tasks/cancel; its agents were cancelled".into()),
+            ),
+        };
+        let mut view = json!({
+            "taskId": id,
+            "status": status,
+            "createdAt": iso8601(task.created),
+            "lastUpdatedAt": iso8601(task.updated),
+            "ttl": u64::try_from(self.limits.retention.as_millis()).unwrap_or(u64::MAX),
+            "pollInterval": POLL_INTERVAL_MS,
+        });
+        if let Some(message) = message {
+            view["statusMessage"] = message.into();
+        }
+        view
+    }
+
+    /// `owner`'s task `id`, or the error for one that is not (another owner's task is
+    /// not found either).
+    fn find<'a>(
+        &self,
+        table: &'a mut HashMap<String, Task>,
+        owner: Owner,
+        id: &str,
+    ) -> Result<&'a mut Task, RpcError> {
+        self.expire(table);
+        table
+            .get_mut(id)
+            .filter(|task| task.owner == owner)
+            .ok_or_else(|| {
+                (
+                    -32602,
+                    format!(
+                        "no task `{}` (it may have expired: a finished task is kept {} s)",
+                        crate::events::bounded(id, 100),
+                        self.limits.retention.as_secs()
+                    ),
+                )
+            })
+    }
+
+    fn get(&self, owner: Owner, id: &str) -> Result<Value, RpcError> {
+        let mut table = self.lock();
+        let task = self.find(&mut table, owner, id)?;
+        let task: &Task = task;
+        Ok(self.view(id, task))
+    }
+
+    /// The task's `CallToolResult`, once it ended (waits until then).
+    async fn result(&self, owner: Owner, id: &str) -> Result<Value, RpcError> {
+        let mut done = {
+            let mut table = self.lock();
+            self.find(&mut table, owner, id)?.done.clone()
+        };
+        let _ = done.wait_for(|done| *done).await;
+        let mut table = self.lock();
+        let task = self.find(&mut table, owner, id)?;
+        match &task.state {
+            State::Done { result, .. } => Ok(result.clone()),
+            State::Cancelled => Err((-32000, format!("task `{id}` was cancelled"))),
+            State::Working => Err((-32603, format!("task `{id}` has not ended"))),
+        }
+    }
+
+    fn list(&self, owner: Owner) -> Value {
+        let mut table = self.lock();
+        self.expire(&mut table);
+        let mut tasks: Vec<(&String, &Task)> = table
+            .iter()
+            .filter(|(_, task)| task.owner == owner)
+            .collect();
+        tasks.sort_by_key(|(_, task)| task.created);
+        let tasks: Vec<Value> = tasks
+            .into_iter()
+            .map(|(id, task)| self.view(id, task))
+            .collect();
+        json!({ "tasks": tasks })
+    }
+
+    fn cancel(&self, owner: Owner, id: &str) -> Result<Value, RpcError> {
+        let mut table = self.lock();
+        let task = self.find(&mut table, owner, id)?;
+        if !matches!(task.state, State::Working) {
+            return Err((-32602, format!("task `{id}` has already ended")));
+        }
+        task.state = State::Cancelled;
+        task.updated = SystemTime::now();
+        task.cancel.cancel();
+        let task: &Task = task;
+        Ok(self.view(id, task))
+    }
+}
+
+/// A new task id: 128 random bits, as 32 hex digits.
+fn task_id() -> std::io::Result<String> {
+    let mut bytes = [0; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(hex::encode(bytes))
+}
+
+/// `time` as ISO 8601 in UTC (`2026-11-24T23:22:34.123Z`).
+fn iso8601(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let days = i64::try_from(seconds / 86_400).unwrap_or(0);
+    let rest = seconds % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_iso8601_utc() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let time = UNIX_EPOCH + Duration::from_millis(1_795_000_954_123);
+        assert_eq!(iso8601(time), "2026-11-18T11:22:34.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn task_ids_are_128_random_bits() {
+        let id = task_id().unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(task_id().unwrap(), id);
+    }
+}

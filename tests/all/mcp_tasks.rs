@@ -1,0 +1,261 @@
+//! MCP tasks (issue 33 item 5) through `warren mcp --http`, driven by the official
+//! MCP Python SDK's experimental task client (mcp 1.30, pinned in
+//! `tests/fixtures/mcp-python-tasks/requirements.txt`; mcp 2.x has none): a
+//! `spawn_agent` run as a task, polled, fetched and cancelled; fetched again from a
+//! new session after the first disconnected; hidden from other credentials; bounded.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::mcp::{project, HttpServer, TOKEN};
+use crate::support::{root, text, World};
+
+/// A second credential's token.
+const OTHER: &str = "other-token-0123456789abcdef";
+/// Longest a client scenario may run.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(240);
+
+fn answer(text: &str) -> Reply {
+    Reply::answer(text, (1200, 34))
+}
+
+/// A Python with the SDK's task client, in a venv under `target/`.
+fn python() -> PathBuf {
+    static READY: Mutex<bool> = Mutex::new(false);
+    let fixture = root().join("tests/fixtures/mcp-python-tasks");
+    let venv = root().join("target/mcp-python-tasks");
+    let python = venv.join("bin/python");
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if !*ready {
+        let hint = "python3 with venv and pip is needed for the MCP task tests (scripts/install-deps installs it)";
+        if !python.exists() {
+            let status = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .expect(hint);
+            assert!(status.success(), "{hint}");
+        }
+        let status = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(fixture.join("requirements.txt"))
+            .status()
+            .expect(hint);
+        assert!(
+            status.success(),
+            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
+            fixture.display()
+        );
+        *ready = true;
+    }
+    python
+}
+
+/// Runs `scenario` (with `args`) of the task client against `server`, sending
+/// `token`; its report, or its stderr when it failed.
+async fn client(
+    world: &World,
+    server: &HttpServer,
+    token: &str,
+    scenario: &str,
+    args: &[&str],
+) -> Result<Value, String> {
+    let script = root().join("tests/fixtures/mcp-python-tasks/client.py");
+    let mut command = tokio::process::Command::new(python());
+    command
+        .arg(script)
+        .arg(&server.url)
+        .arg(scenario)
+        .args(args)
+        .env("WARREN_MCP_TOKEN", token)
+        .current_dir(world.dir.path())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(SCENARIO_LIMIT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the {scenario} scenario took over {SCENARIO_LIMIT:?}"))
+        .unwrap();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    if !output.status.success() {
+        return Err(format!(
+            "{stdout}\n{stderr}\nserver:\n{}",
+            server.stderr.lock().unwrap()
+        ));
+    }
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(report["server"], "warren", "{report}");
+    Ok(report)
+}
+
+async fn ok(world: &World, server: &HttpServer, scenario: &str, args: &[&str]) -> Value {
+    client(world, server, TOKEN, scenario, args)
+        .await
+        .unwrap_or_else(|error| panic!("client.py {scenario} failed:\n{error}"))
+}
+
+/// A fake model where `HELD-TASK` agents answer once the returned semaphore gets a
+/// permit, and `TASK-RUN` and `PLAIN-RUN` ones at once.
+async fn model() -> (FakeLlm, Arc<tokio::sync::Semaphore>) {
+    let server = FakeLlm::start().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "HELD-TASK",
+        Reply::Gated(gate.clone(), Box::new(answer("HELD-DONE: released"))),
+    );
+    server.route("TASK-RUN", answer("RUN-DONE: the notes mention a fox"));
+    server.route("PLAIN-RUN", answer("PLAIN-DONE: no task needed"));
+    server.route("BIG-TASK", answer(&"x".repeat(4000)));
+    (server, gate)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_task_client_spawns_polls_and_fetches_a_result() {
+    let (llm, _gate) = model().await;
+    let world = project(&llm);
+    let server = HttpServer::start(&world);
+    let report = ok(&world, &server, "run", &[]).await;
+
+    // A task id at once: 128 random bits.
+    let id = report["created"]["id"].as_str().unwrap();
+    assert_eq!(id.len(), 32, "{report}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{report}");
+    assert_eq!(report["created"]["status"], "working", "{report}");
+    assert_eq!(report["created"]["ttl"], 3_600_000, "{report}");
+    let seen = report["seen"].as_array().unwrap();
+    let last = seen.last().unwrap();
+    assert_eq!(last["status"], "completed", "{report}");
+    assert!(
+        last["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("] ok · 1 turns")),
+        "the last status carries the agent's progress: {report}"
+    );
+    // The result is a synchronous foreground spawn's, structured content included.
+    let result = &report["result"];
+    assert_eq!(result["error"], false, "{report}");
+    let text = result["text"].as_str().unwrap();
+    assert!(
+        text.contains(": OK] worker · 1 turns") && text.contains("RUN-DONE"),
+        "{text}"
+    );
+    assert!(result["structured"].is_null(), "{report}");
+    assert_eq!(report["listed"], serde_json::json!([id]), "{report}");
+    // The same client calling without `task` gets today's answer.
+    let plain = report["plain"]["text"].as_str().unwrap();
+    assert!(plain.contains("PLAIN-DONE"), "{report}");
+    assert_eq!(server.stop(), "", "warren mcp --http wrote to stdout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_cancels_its_agent() {
+    let (llm, _gate) = model().await;
+    let world = project(&llm);
+    let server = HttpServer::start(&world);
+    let report = ok(&world, &server, "cancel", &[]).await;
+    assert_eq!(report["running"]["status"], "working", "{report}");
+    assert_eq!(report["cancelled"]["status"], "cancelled", "{report}");
+    assert_eq!(report["after"]["status"], "cancelled", "{report}");
+    assert!(
+        report["result"]
+            .as_str()
+            .is_some_and(|e| e.contains("was cancelled")),
+        "{report}"
+    );
+    assert!(
+        report["again"]
+            .as_str()
+            .is_some_and(|e| e.contains("has already ended")),
+        "{report}"
+    );
+    // The agent ended cancelled: its run's journal says so.
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(log.contains("MCP task ended"), "{log}");
+    let runs = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["runs", "--json"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert!(
+        runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|run| run["state"] == "cancelled" && run["agents"].as_u64() == Some(2)),
+        "{runs:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_its_session_for_its_credential_only() {
+    let (llm, gate) = model().await;
+    let world = project(&llm);
+    // Two credentials: the test's token and another.
+    std::fs::write(world.path("tokens"), format!("{TOKEN}\n{OTHER}\n")).unwrap();
+    let server = HttpServer::start_with(&world, &["--token-file", "tokens"], None);
+    // The first client starts a task, sees its agent run, and disconnects (its
+    // session is deleted: a session's own agents would be cancelled now).
+    let started = ok(&world, &server, "start", &[]).await;
+    let id = started["created"]["id"].as_str().unwrap().to_string();
+    assert_eq!(started["running"]["status"], "working", "{started}");
+    // The other credential sees no such task, cannot fetch or cancel it, lists none.
+    let elsewhere = client(&world, &server, OTHER, "missing", &[&id])
+        .await
+        .unwrap();
+    for method in ["get", "result", "cancel"] {
+        assert!(
+            elsewhere[method]
+                .as_str()
+                .is_some_and(|e| e.starts_with(&format!("no task `{id}`"))),
+            "{elsewhere}"
+        );
+    }
+    assert_eq!(elsewhere["listed"], serde_json::json!([]), "{elsewhere}");
+    // A new session with the same token: the agent was not cancelled, and its result
+    // comes once the model answers.
+    gate.add_permits(1);
+    let fetched = ok(&world, &server, "fetch", &[&id]).await;
+    assert_eq!(fetched["task"]["status"], "completed", "{fetched}");
+    assert_eq!(fetched["result"]["error"], false, "{fetched}");
+    let text = fetched["result"]["text"].as_str().unwrap();
+    assert!(
+        text.contains(": OK] worker") && text.contains("HELD-DONE"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_are_bounded_in_number_and_result_size() {
+    let (llm, _gate) = model().await;
+    let world = project(&llm);
+    let server = HttpServer::start_with(
+        &world,
+        &["--max-tasks", "2", "--task-result-limit", "2048"],
+        None,
+    );
+    let report = ok(&world, &server, "bounds", &[]).await;
+    let big = report["big"]["text"].as_str().unwrap();
+    assert_eq!(report["big"]["error"], true, "{report}");
+    assert!(
+        big.contains("over the 2048 bytes a task keeps (--task-result-limit)"),
+        "{big}"
+    );
+    assert!(
+        report["over"]
+            .as_str()
+            .is_some_and(|e| e.contains("holds 2 tasks, the limit (--max-tasks)")),
+        "{report}"
+    );
+    assert!(
+        report["other"]
+            .as_str()
+            .is_some_and(|e| e.contains("does not run as a task")),
+        "{report}"
+    );
+}
