@@ -145,6 +145,17 @@ async fn python_task_client_spawns_polls_and_fetches_a_result() {
     );
     assert!(result["structured"].is_null(), "{report}");
     assert_eq!(report["listed"], serde_json::json!([id]), "{report}");
+    // The server says it runs tasks, and that spawn_agent may be one.
+    assert_eq!(
+        report["tasks_capability"],
+        serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        "{report}"
+    );
+    assert_eq!(
+        report["task_support"],
+        serde_json::json!({"spawn_agent": "optional", "read_file": null}),
+        "{report}"
+    );
     // The same client calling without `task` gets today's answer.
     let plain = report["plain"]["text"].as_str().unwrap();
     assert!(plain.contains("PLAIN-DONE"), "{report}");

@@ -88,7 +88,7 @@ tokio::task_local! {
 }
 
 /// A response body.
-type Body = BoxBody<bytes::Bytes, Infallible>;
+pub(super) type Body = BoxBody<bytes::Bytes, Infallible>;
 
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
@@ -281,9 +281,9 @@ impl Gate {
                 return response;
             }
         }
-        let request = match self.tasks_first(owner, request).await {
+        let (request, method) = match self.tasks_first(owner, request).await {
             Ok(response) => return response,
-            Err(request) => request,
+            Err(passed) => passed,
         };
         let opens_session = request.method() == hyper::Method::POST
             && !request.headers().contains_key("mcp-session-id");
@@ -312,7 +312,12 @@ impl Gate {
         if delete && response.status() == hyper::StatusCode::ACCEPTED {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
         }
-        response
+        match method.as_deref() {
+            Some(method @ ("initialize" | "tools/list")) => {
+                super::tasks::advertise(method, response).await
+            }
+            _ => response,
+        }
     }
 }
 
@@ -323,7 +328,7 @@ impl Gate {
         &self,
         owner: Owner,
         request: hyper::Request<hyper::body::Incoming>,
-    ) -> Result<hyper::Response<Body>, hyper::Request<Full<bytes::Bytes>>> {
+    ) -> Result<hyper::Response<Body>, (hyper::Request<Full<bytes::Bytes>>, Option<String>)> {
         let (parts, body) = request.into_parts();
         let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
             Ok(collected) => collected.to_bytes(),
@@ -339,19 +344,28 @@ impl Gate {
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
             .map(str::to_string);
-        let message = (parts.method == hyper::Method::POST && session.is_some())
+        let message = (parts.method == hyper::Method::POST)
             .then(|| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
             .flatten();
-        let request = || hyper::Request::from_parts(parts, Full::new(bytes.clone()));
-        let (Some(message), Some(session)) = (message, session) else {
-            return Err(request());
+        let method = message
+            .as_ref()
+            .and_then(|message| message["method"].as_str())
+            .map(str::to_string);
+        let passed = || {
+            (
+                hyper::Request::from_parts(parts, Full::new(bytes.clone())),
+                method.clone(),
+            )
+        };
+        let (Some(message), Some(session)) = (&message, session) else {
+            return Err(passed());
         };
         let method = message["method"].as_str().unwrap_or_default();
         let params = &message["params"];
         let is_task = method.starts_with("tasks/")
             || (method == "tools/call" && params.get("task").is_some());
         if !is_task || message.get("id").is_none() {
-            return Err(request());
+            return Err(passed());
         }
         use rmcp::transport::streamable_http_server::SessionManager as _;
         if !self
@@ -361,10 +375,10 @@ impl Gate {
             .unwrap_or(false)
         {
             // rmcp's own answer to an unknown session.
-            return Err(request());
+            return Err(passed());
         }
         let Some(answer) = self.tasks.answer(owner, method, params).await else {
-            return Err(request());
+            return Err(passed());
         };
         let body = match answer {
             Ok(result) => {
