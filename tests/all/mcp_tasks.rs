@@ -186,20 +186,75 @@ async fn a_cancelled_task_cancels_its_agent() {
     // The agent ended cancelled: its run's journal says so.
     let log = server.stderr.lock().unwrap().clone();
     assert!(log.contains("MCP task ended"), "{log}");
-    let runs = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["runs", "--json"])
-        .current_dir(world.dir.path())
-        .env_remove("WARREN_CONFIG")
-        .output()
-        .unwrap();
-    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
-    assert!(
-        runs["runs"]
+    let agent = task_agent(&world, "HELD-TASK: to be cancelled");
+    assert_eq!(agent["state"], "cancelled", "{agent:#}");
+}
+
+/// The journaled agent whose task is `task`, as `warren show --json` gives it.
+fn task_agent(world: &World, task: &str) -> Value {
+    let warren = |args: &[&str]| -> Value {
+        let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(args)
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&output.stderr)))
+    };
+    let runs = warren(&["runs", "--json"]);
+    for run in runs["runs"].as_array().unwrap() {
+        let shown = warren(&["show", run["run_id"].as_str().unwrap(), "--json"]);
+        if let Some(agent) = shown["agents"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|run| run["state"] == "cancelled" && run["agents"].as_u64() == Some(2)),
-        "{runs:#}"
+            .find(|agent| agent["task"] == task)
+        {
+            return agent.clone();
+        }
+    }
+    panic!("no journaled agent with task {task}: {runs:#}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_survives_a_server_restart() {
+    let (llm, _gate) = model().await;
+    let world = project(&llm);
+    std::fs::write(world.path("tokens"), format!("{TOKEN}\n{OTHER}\n")).unwrap();
+    let server = HttpServer::start_with(&world, &["--token-file", "tokens"], None);
+    let report = ok(&world, &server, "run", &[]).await;
+    let id = report["created"]["id"].as_str().unwrap().to_string();
+    drop(server);
+    // A new server process on the same journal: the ended task is still there, for
+    // its credential only.
+    let server = HttpServer::start_with(&world, &["--token-file", "tokens"], None);
+    let fetched = ok(&world, &server, "fetch", &[&id]).await;
+    assert_eq!(fetched["task"]["status"], "completed", "{fetched}");
+    assert_eq!(fetched["result"], report["result"], "{fetched}");
+    let elsewhere = client(&world, &server, OTHER, "missing", &[&id])
+        .await
+        .unwrap();
+    assert!(
+        elsewhere["get"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("no task")),
+        "{elsewhere}"
+    );
+    drop(server);
+    // Past its retention, it is gone.
+    let server = HttpServer::start_with(
+        &world,
+        &["--token-file", "tokens", "--task-retention", "1"],
+        None,
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let gone = ok(&world, &server, "missing", &[&id]).await;
+    assert!(
+        gone["get"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("no task")),
+        "{gone}"
     );
 }
 

@@ -10,6 +10,12 @@
 //! [`TaskLimits::max_tasks`] tasks (running or kept), and a result over
 //! [`TaskLimits::max_result_bytes`] is kept as a tool error saying so.
 //!
+//! A task's run is journaled as any session's; when it ends, the task (its id, owner,
+//! times, status and kept result) is written beside that run's journal
+//! ([`TASK_FILE`]), and a server started later loads the tasks still within their
+//! retention from there, so their results survive a restart. A task still working
+//! when the server stops is not restored (its run stays in the journal, unfinished).
+//!
 //! rmcp 3.11 speaks the later tasks extension (SEP-2663), not this revision's
 //! methods, so the HTTP gate hands these requests here before rmcp sees them.
 
@@ -27,6 +33,8 @@ use super::server::tool_result;
 use super::SessionOptions;
 use crate::host::Host;
 
+/// The file beside a task's run journal that keeps the ended task.
+const TASK_FILE: &str = "mcp-task.json";
 /// How often a client is told to poll `tasks/get`, in milliseconds.
 const POLL_INTERVAL_MS: u64 = 500;
 
@@ -62,7 +70,8 @@ pub(super) type Owner = [u8; 32];
 pub(super) type RpcError = (i64, String);
 
 /// Where a task stands.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 enum State {
     /// Its call is under way.
     Working,
@@ -97,12 +106,26 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
+    /// The task table, with the ended tasks of earlier servers still within
+    /// `limits.retention` (read from the journal).
     pub(super) fn new(host: Host, options: SessionOptions, limits: TaskLimits) -> Tasks {
+        let kept = host
+            .config()
+            .journal_dir
+            .as_deref()
+            .map(|dir| load(dir, limits.retention))
+            .unwrap_or_default();
+        if !kept.is_empty() {
+            tracing::info!(
+                tasks = kept.len(),
+                "MCP tasks of earlier servers loaded from the journal"
+            );
+        }
         Tasks {
             host,
             options,
             limits,
-            table: Arc::new(Mutex::new(HashMap::new())),
+            table: Arc::new(Mutex::new(kept)),
         }
     }
 
@@ -192,6 +215,12 @@ impl Tasks {
         let max_result_bytes = self.limits.max_result_bytes;
         let task = id.clone();
         let arguments = Value::Object(arguments).to_string();
+        let saved_at = self
+            .host
+            .config()
+            .journal_dir
+            .as_ref()
+            .map(|dir| dir.join(&session.tree().run_id).join(TASK_FILE));
         tokio::spawn(async move {
             let (sender, mut events) = mpsc::unbounded_channel();
             let call = session.call_watched("spawn_agent", &arguments, Some(sender));
@@ -248,6 +277,9 @@ impl Tasks {
                 }
                 entry.updated = SystemTime::now();
                 entry.ended = Some(Instant::now());
+                if let Some(path) = &saved_at {
+                    save(path, &task, entry);
+                }
             }
             let _ = done_sender.send(true);
             tracing::info!(task = %task, "MCP task ended");
@@ -425,6 +457,82 @@ pub(super) async fn advertise(
         parts,
         http_body_util::Full::new(bytes::Bytes::from(text)).boxed(),
     )
+}
+
+/// An ended task as [`TASK_FILE`] keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    task_id: String,
+    /// The owner's digest, hex.
+    owner: String,
+    /// Milliseconds since the epoch.
+    created_ms: u64,
+    updated_ms: u64,
+    state: State,
+    message: Option<String>,
+}
+
+fn epoch_ms(time: SystemTime) -> u64 {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Writes ended task `id` to `path` (beside its run's journal); a failure is logged,
+/// and the task is then kept in memory only.
+fn save(path: &std::path::Path, id: &str, task: &Task) {
+    let saved = Saved {
+        task_id: id.to_string(),
+        owner: hex::encode(task.owner),
+        created_ms: epoch_ms(task.created),
+        updated_ms: epoch_ms(task.updated),
+        state: task.state.clone(),
+        message: task.message.clone(),
+    };
+    let written = serde_json::to_vec(&saved)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(path, bytes));
+    if let Err(error) = written {
+        tracing::warn!(task = id, path = %path.display(), %error, "could not keep the ended MCP task beside its journal: it will not survive a restart");
+    }
+}
+
+/// The ended tasks kept in the runs of journal `dir` that ended less than
+/// `retention` ago.
+fn load(dir: &std::path::Path, retention: Duration) -> HashMap<String, Task> {
+    let now = SystemTime::now();
+    let mut kept = HashMap::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(text) = std::fs::read(entry.path().join(TASK_FILE)) else {
+            continue;
+        };
+        let Ok(saved) = serde_json::from_slice::<Saved>(&text) else {
+            continue;
+        };
+        let mut owner = [0; 32];
+        if hex::decode_to_slice(&saved.owner, &mut owner).is_err() {
+            continue;
+        }
+        let updated = UNIX_EPOCH + Duration::from_millis(saved.updated_ms);
+        let age = now.duration_since(updated).unwrap_or_default();
+        if age >= retention || matches!(saved.state, State::Working) {
+            continue;
+        }
+        let (_, done) = watch::channel(true);
+        kept.insert(
+            saved.task_id,
+            Task {
+                owner,
+                created: UNIX_EPOCH + Duration::from_millis(saved.created_ms),
+                updated,
+                state: saved.state,
+                message: saved.message,
+                ended: Some(Instant::now().checked_sub(age).unwrap_or_else(Instant::now)),
+                cancel: CancellationToken::new(),
+                done,
+            },
+        );
+    }
+    kept
 }
 
 /// A new task id: 128 random bits, as 32 hex digits.
