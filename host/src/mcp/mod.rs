@@ -10,7 +10,8 @@
 //! with a progress token reports its agents' turns, tools, tokens and cost as
 //! `notifications/progress`; `notifications/cancelled` cancels the call and the agents
 //! it started; a session that ends (stdin closed, HTTP session deleted or expired)
-//! cancels all of its agents. Log records go to stderr and to the client
+//! cancels all of its agents (not its tasks', which run in sessions of their own).
+//! Log records go to stderr and to the client
 //! (`logging`). Nothing but the protocol is ever written to stdout.
 //!
 //! This module uses only the [`Session`] API and the public `Host`, `Config` and event
@@ -18,8 +19,8 @@
 //!
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
 //! `logging` (records to clients), `progress` (progress messages), `http` (the
-//! Streamable HTTP listener), `auth` (its bearer token); this file serves stdio or
-//! HTTP.
+//! Streamable HTTP listener), `auth` (its bearer tokens), `tasks` (MCP tasks over
+//! HTTP: spawns that outlive their session); this file serves stdio or HTTP.
 
 // `logging/setLevel` is deprecated from MCP 2026-07-28 on (SEP-2577); warren speaks
 // the session-based revisions up to 2025-11-25, where it is current.
