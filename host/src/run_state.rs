@@ -76,6 +76,10 @@ pub struct AgentProgress {
     pub tool_calls: u32,
     /// Tool calls the sandbox refused something ([`ToolOutcome::is_denial`](crate::sandbox::ToolOutcome::is_denial)).
     pub denials: u32,
+    /// Fuel its plugin calls burned, summed (calls no guest ran count none).
+    pub fuel_used: u64,
+    /// Bytes its tool calls returned (results and error messages), summed.
+    pub output_bytes: u64,
     /// When it was queued (ms since the Unix epoch).
     pub queued_ms: Option<u64>,
     /// When it started.
@@ -170,10 +174,14 @@ impl RunState {
                 agent,
                 outcome,
                 summary,
+                fuel_used,
+                output_bytes,
                 ..
             } => self.update(agent, at, |a| {
                 close_wait(a, at);
                 a.tool_calls += 1;
+                a.fuel_used = a.fuel_used.saturating_add(fuel_used.unwrap_or(0));
+                a.output_bytes = a.output_bytes.saturating_add(*output_bytes);
                 if outcome.is_denial(summary) {
                     a.denials += 1;
                 }
@@ -258,6 +266,8 @@ impl RunState {
                     cost_usd: 0.0,
                     tool_calls: 0,
                     denials: 0,
+                    fuel_used: 0,
+                    output_bytes: 0,
                     queued_ms: Some(at),
                     started_ms: None,
                     finished_ms: None,
@@ -434,6 +444,8 @@ impl RunState {
                 outcome,
                 content,
                 duration_ms,
+                fuel_used,
+                output_bytes,
             } => vec![Event::ToolCallFinished {
                 agent: agent.clone(),
                 call_id: call_id.clone(),
@@ -444,6 +456,8 @@ impl RunState {
                 outcome: *outcome,
                 summary: summarize(content),
                 duration_ms: *duration_ms,
+                fuel_used: *fuel_used,
+                output_bytes: *output_bytes,
             }],
             Record::AgentFinished { .. } => record
                 .finished()
@@ -503,6 +517,8 @@ mod tests {
                 outcome: crate::sandbox::ToolOutcome::Denied,
                 summary: String::new(),
                 duration_ms: 1,
+                fuel_used: Some(1_000),
+                output_bytes: 12,
             }
         }
     }
@@ -527,6 +543,7 @@ mod tests {
         assert_eq!(root.state, "running");
         assert_eq!(root.waits, [(3, Some(9))]);
         assert_eq!(root.denials, 1);
+        assert_eq!((root.fuel_used, root.output_bytes), (1_000, 12));
         assert_eq!(state.last_ms(), 9);
     }
 }

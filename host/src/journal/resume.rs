@@ -351,6 +351,7 @@ mod tests {
             config: "warren.toml".into(),
             config_sha256: "00".into(),
             plugins_sha256: Default::default(),
+            limits: None,
         })
     }
 
@@ -403,6 +404,8 @@ mod tests {
                     outcome: ToolOutcome::Ok,
                     content: "done".into(),
                     duration_ms: 1,
+                    fuel_used: Some(1),
+                    output_bytes: 4,
                 })
             } else {
                 line(Record::ToolStarted {
