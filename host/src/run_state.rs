@@ -523,6 +523,27 @@ mod tests {
         }
     }
 
+    /// A journal's tool results are read back with their sandbox figures; one
+    /// written before they were recorded reads as no fuel and no bytes.
+    #[test]
+    fn journaled_figures_are_folded_per_agent() {
+        let lines: Vec<Line> = [
+            r#"{"ts_ms":1,"type":"agent_queued","agent":"a","parent":null,"profile":"p","task":"t"}"#,
+            r#"{"ts_ms":2,"type":"tool_started","agent":"a","call_id":"c1","tool":"read_file","arguments":"{}"}"#,
+            r#"{"ts_ms":3,"type":"tool_finished","agent":"a","call_id":"c1","outcome":"ok","content":"abc","duration_ms":1,"fuel_used":5000,"output_bytes":3}"#,
+            r#"{"ts_ms":4,"type":"tool_started","agent":"a","call_id":"c2","tool":"spawn_agent","arguments":"{}"}"#,
+            r#"{"ts_ms":5,"type":"tool_finished","agent":"a","call_id":"c2","outcome":"ok","content":"job","duration_ms":1,"output_bytes":3}"#,
+            r#"{"ts_ms":6,"type":"tool_finished","agent":"a","call_id":"c3","outcome":"ok","content":"old","duration_ms":1}"#,
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+        let state = RunState::from_journal(&lines);
+        let agent = state.agent("a").unwrap();
+        assert_eq!(agent.tool_calls, 3);
+        assert_eq!((agent.fuel_used, agent.output_bytes), (5000, 6));
+    }
+
     /// An agent in `await_agents` is waiting, and the wait is on its timeline; a
     /// denied call is counted; paths run from the root.
     #[test]
