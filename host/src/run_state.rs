@@ -466,6 +466,7 @@ impl RunState {
                 .collect(),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => Vec::new(),
         }

@@ -15,7 +15,9 @@ pub mod record;
 pub mod resume;
 pub mod writer;
 
-pub use self::record::{Record, RecordedCall, RecordedLimits, VERSION};
+pub use self::record::{
+    Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
+};
 pub use self::resume::Resume;
 pub use self::writer::Journal;
 
@@ -35,6 +37,7 @@ pub fn open(
     run_id: &str,
     profile: &str,
     task: &str,
+    forked_from: Option<ForkedFrom>,
 ) -> anyhow::Result<Option<Arc<Journal>>> {
     let Some(dir) = &config.journal_dir else {
         return Ok(None);
@@ -65,6 +68,7 @@ pub fn open(
         config_sha256: config_digest(config),
         plugins_sha256: plugins,
         limits: Some(limits.into()),
+        forked_from,
     });
     Ok(Some(Arc::new(journal)))
 }
@@ -73,6 +77,32 @@ pub fn open(
 fn config_digest(config: &Config) -> String {
     let text = std::fs::read(&config.path).unwrap_or_default();
     hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&text))
+}
+
+/// The journal file `name` names: a path to a journal file or to the directory
+/// holding one (a run kept as a fixture), or else a run in `config`'s journal
+/// directory (an id, a unique prefix, or `last`).
+pub fn locate(config: &Config, name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = std::path::Path::new(name);
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if path.join(writer::JOURNAL_FILE).is_file() {
+        return Ok(path.join(writer::JOURNAL_FILE));
+    }
+    match &config.journal_dir {
+        Some(dir) => read::find(dir, name),
+        None => anyhow::bail!(
+            "`{name}` is not a journal file, and journaling is off in {} ([journal] enabled = false), so no run id can name one",
+            config.path.display()
+        ),
+    }
+}
+
+/// Reads the journal at `path` for a replay: what it recorded.
+pub fn recording(path: &std::path::Path) -> anyhow::Result<Resume> {
+    Resume::new(read::records(path)?)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
 }
 
 /// Takes over run `name` (an id, a unique prefix, or `last`) in `config`'s journal

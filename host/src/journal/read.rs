@@ -38,6 +38,10 @@ pub struct AgentRecord {
     pub error: Option<String>,
     /// Wall time, when it ended.
     pub duration_ms: Option<u64>,
+    /// Tool calls that ended.
+    pub tool_calls: u32,
+    /// Of those, the ones the sandbox denied.
+    pub denials: u32,
 }
 
 /// A journaled run.
@@ -67,6 +71,8 @@ pub struct RunRecord {
     pub agents: Vec<AgentRecord>,
     /// The journal file.
     pub path: PathBuf,
+    /// When the run is a fork: the run and agent it was forked from.
+    pub forked_from: Option<super::record::ForkedFrom>,
 }
 
 impl RunRecord {
@@ -91,6 +97,7 @@ impl RunRecord {
             "budget_usd": self.limits.and_then(|l| l.budget_usd),
             "max_concurrent": self.limits.map(|l| l.max_concurrent),
             "journal": self.path.display().to_string(),
+            "forked_from": self.forked_from,
         })
     }
 }
@@ -144,6 +151,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
                 task,
                 profile,
                 limits,
+                forked_from,
                 ..
             },
     }) = lines.first().cloned()
@@ -223,10 +231,23 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
             } => limits = Some(*resumed),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::AgentSpec { .. }
-            | Record::ToolStarted { .. }
-            | Record::ToolFinished { .. } => {}
+            | Record::ToolStarted { .. } => {}
+            Record::ToolFinished {
+                agent,
+                outcome,
+                content,
+                ..
+            } => {
+                if let Some(a) = agents.get_mut(agent) {
+                    a.tool_calls += 1;
+                    if outcome.is_denial(content) {
+                        a.denials += 1;
+                    }
+                }
+            }
         }
     }
     let mut agents: Vec<AgentRecord> = order.iter().filter_map(|id| agents.remove(id)).collect();
@@ -259,6 +280,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
         limits,
         agents,
         path: path.to_path_buf(),
+        forked_from,
     })
 }
 
