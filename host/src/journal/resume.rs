@@ -397,6 +397,7 @@ mod tests {
             config_sha256: "00".into(),
             plugins_sha256: Default::default(),
             limits: None,
+            forked_from: None,
         })
     }
 
@@ -428,6 +429,8 @@ mod tests {
                 agent: agent.into(),
                 turn,
                 request_messages: 1,
+                notified: Vec::new(),
+                drained: None,
                 request_digest: None,
                 text: String::new(),
                 reasoning: String::new(),
