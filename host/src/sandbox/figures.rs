@@ -3,7 +3,7 @@
 //! which puts them on the call's `tool_call_finished` event and `tool_finished`
 //! journal record (its wall time is measured there, around the whole call).
 
-use super::ToolCallError;
+use super::error::ToolCallError;
 
 /// What one call used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
