@@ -143,9 +143,10 @@ impl Host {
             providers.insert(name.clone(), provider);
         }
         let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
+        // A replay (no keys needed) runs every agent here, so it needs no queue.
         let queue = match &config.queue.redis {
-            Some(_) => Some(RemoteQueue::connect(&config.queue).await?),
-            None => None,
+            Some(_) if keys != Keys::NotNeeded => Some(RemoteQueue::connect(&config.queue).await?),
+            _ => None,
         };
         Ok(Host {
             parts: Arc::new(Runtime {

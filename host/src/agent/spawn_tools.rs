@@ -196,7 +196,12 @@ fn run_child(
             job.finish(outcome);
             return;
         }
-        let remote = child.runtime.remote.clone();
+        // A replay runs every agent here: nothing goes to a queue.
+        let remote = child
+            .runtime
+            .remote
+            .clone()
+            .filter(|_| child.tree.replay.is_none());
         let permit = tokio::select! {
             biased;
             _ = child.cancel.cancelled() => None,
