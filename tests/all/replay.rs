@@ -413,3 +413,66 @@ async fn a_fork_from_a_grandchild_runs_only_its_subtree_and_what_follows_live() 
         "{diff}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_plugin_stops_the_replay_at_its_tools_result() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    // Turn 1 stamps a text; turn 2 answers.
+    server.respond_with(Arc::new(|body: &Value| {
+        let turn = body["messages"]
+            .as_array()?
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count()
+            + 1;
+        Some(if turn == 1 {
+            Reply::tool_calls(&[("stamp", serde_json::json!({"text": "hi"}))], (10, 5))
+        } else {
+            Reply::answer("stamped", (10, 5))
+        })
+    }));
+    std::fs::create_dir_all(world.path("plugins")).unwrap();
+    let plugin = world.path("plugins/stamp.wasm");
+    std::fs::copy(&crate::guests::guests().stamp_one, &plugin).unwrap();
+    let config = format!(
+        r#"
+[plugins]
+files = ["plugins/stamp.wasm"]
+builtins = false
+cache_dir = {:?}
+
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+stream = false
+max_retries = 0
+
+[profiles.main]
+tools = ["stamp"]
+"#,
+        crate::support::cache_dir(),
+        server.base_url
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    let out = warren(&world, &["run", "-q", "--run-id", "stamped", "stamp hi"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(offline(&world, &["replay", "stamped"]).status.success());
+
+    std::fs::copy(&crate::guests::guests().stamp_two, &plugin).unwrap();
+    let out = offline(&world, &["replay", "stamped"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("turn 1: the result of `stamp`")
+            && stdout.contains("-stamped by version one")
+            && stdout.contains("+stamped by version two"),
+        "{stdout}"
+    );
+}
