@@ -90,7 +90,7 @@ type Body = BoxBody<bytes::Bytes, Infallible>;
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
-    session: super::SessionOptions,
+    session: super::server::SessionOptions,
     address: SocketAddr,
     limits: HttpLimits,
     auth: HttpAuth,
