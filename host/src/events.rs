@@ -108,6 +108,13 @@ pub enum Event {
         summary: String,
         /// Wall time.
         duration_ms: u64,
+        /// Fuel the plugin's guest burned, of its `capabilities.fuel`; absent for a
+        /// call no guest ran (the spawn tools, a call refused before it ran).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fuel_used: Option<u64>,
+        /// Bytes of the whole result or error message (the summary is its start).
+        #[serde(default)]
+        output_bytes: u64,
     },
     /// Usage after a model turn (cumulative for the agent).
     Usage {

@@ -360,6 +360,7 @@ impl Host {
                 let journal = crate::journal::open(
                     config,
                     self.parts.registry.digests(),
+                    &config.run_limits,
                     &run_id,
                     &recording.profile,
                     &recording.task,
@@ -445,23 +446,20 @@ impl Host {
 
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
         let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
+        let limits = RunLimits {
+            budget_usd: job.budget_usd,
+            ..self.parts.config.run_limits
+        };
         let journal = crate::journal::open(
             &self.parts.config,
             self.parts.registry.digests(),
+            &limits,
             &run_id,
             &job.profile.name,
             &job.task,
             None,
         )?;
-        let tree = Tree::for_queue_job(
-            RunLimits {
-                budget_usd: job.budget_usd,
-                ..self.parts.config.run_limits
-            },
-            job.queue_job.clone(),
-            Some(run_id),
-            journal,
-        );
+        let tree = Tree::for_queue_job(limits, job.queue_job.clone(), Some(run_id), journal);
         self.launch_in(tree, job)
     }
 

@@ -76,6 +76,10 @@ pub struct AgentProgress {
     pub tool_calls: u32,
     /// Tool calls the sandbox refused something ([`ToolOutcome::is_denial`](crate::sandbox::ToolOutcome::is_denial)).
     pub denials: u32,
+    /// Fuel its plugin calls burned, summed (calls no guest ran count none).
+    pub fuel_used: u64,
+    /// Bytes its tool calls returned (results and error messages), summed.
+    pub output_bytes: u64,
     /// When it was queued (ms since the Unix epoch).
     pub queued_ms: Option<u64>,
     /// When it started.
@@ -170,10 +174,14 @@ impl RunState {
                 agent,
                 outcome,
                 summary,
+                fuel_used,
+                output_bytes,
                 ..
             } => self.update(agent, at, |a| {
                 close_wait(a, at);
                 a.tool_calls += 1;
+                a.fuel_used = a.fuel_used.saturating_add(fuel_used.unwrap_or(0));
+                a.output_bytes = a.output_bytes.saturating_add(*output_bytes);
                 if outcome.is_denial(summary) {
                     a.denials += 1;
                 }
@@ -258,6 +266,8 @@ impl RunState {
                     cost_usd: 0.0,
                     tool_calls: 0,
                     denials: 0,
+                    fuel_used: 0,
+                    output_bytes: 0,
                     queued_ms: Some(at),
                     started_ms: None,
                     finished_ms: None,
@@ -434,6 +444,8 @@ impl RunState {
                 outcome,
                 content,
                 duration_ms,
+                fuel_used,
+                output_bytes,
             } => vec![Event::ToolCallFinished {
                 agent: agent.clone(),
                 call_id: call_id.clone(),
@@ -444,6 +456,8 @@ impl RunState {
                 outcome: *outcome,
                 summary: summarize(content),
                 duration_ms: *duration_ms,
+                fuel_used: *fuel_used,
+                output_bytes: *output_bytes,
             }],
             Record::AgentFinished { .. } => record
                 .finished()
@@ -504,8 +518,31 @@ mod tests {
                 outcome: crate::sandbox::ToolOutcome::Denied,
                 summary: String::new(),
                 duration_ms: 1,
+                fuel_used: Some(1_000),
+                output_bytes: 12,
             }
         }
+    }
+
+    /// A journal's tool results are read back with their sandbox figures; one
+    /// written before they were recorded reads as no fuel and no bytes.
+    #[test]
+    fn journaled_figures_are_folded_per_agent() {
+        let lines: Vec<Line> = [
+            r#"{"ts_ms":1,"type":"agent_queued","agent":"a","parent":null,"profile":"p","task":"t"}"#,
+            r#"{"ts_ms":2,"type":"tool_started","agent":"a","call_id":"c1","tool":"read_file","arguments":"{}"}"#,
+            r#"{"ts_ms":3,"type":"tool_finished","agent":"a","call_id":"c1","outcome":"ok","content":"abc","duration_ms":1,"fuel_used":5000,"output_bytes":3}"#,
+            r#"{"ts_ms":4,"type":"tool_started","agent":"a","call_id":"c2","tool":"spawn_agent","arguments":"{}"}"#,
+            r#"{"ts_ms":5,"type":"tool_finished","agent":"a","call_id":"c2","outcome":"ok","content":"job","duration_ms":1,"output_bytes":3}"#,
+            r#"{"ts_ms":6,"type":"tool_finished","agent":"a","call_id":"c3","outcome":"ok","content":"old","duration_ms":1}"#,
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+        let state = RunState::from_journal(&lines);
+        let agent = state.agent("a").unwrap();
+        assert_eq!(agent.tool_calls, 3);
+        assert_eq!((agent.fuel_used, agent.output_bytes), (5000, 6));
     }
 
     /// An agent in `await_agents` is waiting, and the wait is on its timeline; a
@@ -528,6 +565,7 @@ mod tests {
         assert_eq!(root.state, "running");
         assert_eq!(root.waits, [(3, Some(9))]);
         assert_eq!(root.denials, 1);
+        assert_eq!((root.fuel_used, root.output_bytes), (1_000, 12));
         assert_eq!(state.last_ms(), 9);
     }
 }

@@ -130,8 +130,12 @@ fn state(run: &RunRecord) -> String {
 }
 
 fn tree(run: &RunRecord) -> anyhow::Result<()> {
+    let budget = match run.limits.and_then(|l| l.budget_usd) {
+        Some(budget) => format!(" of ${budget:.4} budget"),
+        None => String::new(),
+    };
     outln!(
-        "run {} · {} · {} agents · {} tokens · ${:.4} · started {} UTC",
+        "run {} · {} · {} agents · {} tokens · ${:.4}{budget} · started {} UTC",
         run.id,
         state(run),
         run.agents.len(),
@@ -254,9 +258,15 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 outcome,
                 content,
                 duration_ms,
+                fuel_used,
+                output_bytes,
                 ..
             } => {
-                outln!("← {call_id} {outcome} ({duration_ms} ms)")?;
+                outln!(
+                    "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes)",
+                    fuel_used.map_or("—".to_string(), thousands),
+                    thousands(output_bytes)
+                )?;
                 outln!("{content}")?;
             }
             Record::AgentFinished { state, error, .. } => {

@@ -233,6 +233,16 @@ fn the_jsonl_log_and_json_output_match_the_run() {
         denied["summary"].as_str().unwrap().contains("denied"),
         "{denied}"
     );
+    // The sandbox's figures: the plugin's guest ran (fuel), a spawn tool ran in the
+    // host (no `fuel_used` field); both count their output in bytes.
+    assert!(denied["fuel_used"].as_u64().unwrap() > 0, "{denied}");
+    assert!(denied["output_bytes"].as_u64().unwrap() > 0, "{denied}");
+    let spawned = lines
+        .iter()
+        .find(|l| l["type"] == "tool_call_finished" && l["tool"] == "spawn_agent")
+        .unwrap();
+    assert!(spawned.get("fuel_used").is_none(), "{spawned}");
+    assert!(spawned["output_bytes"].as_u64().unwrap() > 0, "{spawned}");
     let cost: f64 = result["agents"]
         .as_array()
         .unwrap()

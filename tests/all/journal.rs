@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use warren::jobs::thousands;
 
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{text, warren, World};
@@ -34,6 +35,8 @@ price = {{ input_per_mtok = 1.0, output_per_mtok = 1.0 }}
 
 [defaults]
 max_depth = 2
+max_concurrent = 2
+budget_usd = 2.0
 
 [profiles.main]
 tools = []
@@ -130,6 +133,41 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
         serde_json::from_str::<Value>(write["arguments"].as_str().unwrap()).unwrap()["content"],
         "one"
     );
+    // Each result with the sandbox's figures: the fuel the plugin burned (of the
+    // default 5e9) and the bytes it returned; a spawn tool runs in the host, no fuel.
+    let finished = |started: &Value| {
+        lines
+            .iter()
+            .find(|l| {
+                l["type"] == "tool_finished"
+                    && l["agent"] == started["agent"]
+                    && l["call_id"] == started["call_id"]
+            })
+            .unwrap()
+            .clone()
+    };
+    let wrote = finished(write);
+    let fuel = wrote["fuel_used"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{wrote}"));
+    assert!(fuel > 0 && fuel < 5_000_000_000, "{wrote}");
+    assert_eq!(
+        wrote["output_bytes"].as_u64().unwrap(),
+        wrote["content"].as_str().unwrap().len() as u64,
+        "{wrote}"
+    );
+    let spawn = lines
+        .iter()
+        .find(|l| l["type"] == "tool_started" && l["tool"] == "spawn_agent")
+        .unwrap();
+    let spawned = finished(spawn);
+    assert!(spawned.get("fuel_used").is_none(), "{spawned}");
+    assert!(spawned["output_bytes"].as_u64().unwrap() > 0, "{spawned}");
+    // The run's own limits, for showing it against them afterwards.
+    assert_eq!(
+        lines[0]["limits"],
+        json!({"budget_usd": 2.0, "max_concurrent": 2, "max_depth": 2})
+    );
 
     // A later process lists it and shows its tree and an agent's transcript.
     let listed = json_of(&warren(&world, &["runs", "--json"]));
@@ -141,6 +179,8 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
     assert_eq!(runs[0]["agents"], 3);
     assert_eq!(runs[0]["task"], "ROOT-TASK");
     assert!(runs[0]["tokens"].as_u64().unwrap() >= 600, "{listed}");
+    assert_eq!(runs[0]["budget_usd"], 2.0, "{listed}");
+    assert_eq!(runs[0]["max_concurrent"], 2, "{listed}");
 
     let shown = json_of(&warren(&world, &["show", &run_id[..6], "--json"]));
     let agents = shown["agents"].as_array().unwrap();
@@ -181,6 +221,20 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
             "agent_finished"
         ]
     );
+    let shown_result = &transcript["records"][5];
+    assert_eq!(shown_result["fuel_used"], fuel, "{transcript}");
+    assert_eq!(shown_result["output_bytes"], wrote["output_bytes"]);
+    let plain_transcript = warren(
+        &world,
+        &["show", "last", "--agent", one["id"].as_str().unwrap()],
+    );
+    let plain_transcript = text(&plain_transcript.stdout);
+    let figures = format!(
+        "ms, fuel {}, {} bytes)",
+        thousands(fuel),
+        wrote["output_bytes"]
+    );
+    assert!(plain_transcript.contains(&figures), "{plain_transcript}");
 
     let plain = warren(&world, &["show", "last"]);
     let plain = text(&plain.stdout);
@@ -188,6 +242,7 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
         plain.contains(&format!("run {run_id} · ok · 3 agents")),
         "{plain}"
     );
+    assert!(plain.contains(" of $2.0000 budget · "), "{plain}");
     assert!(
         plain.contains("  ✓ ") && plain.contains("worker (first) · ok"),
         "{plain}"

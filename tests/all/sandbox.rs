@@ -68,6 +68,41 @@ async fn infinite_loop_runs_out_of_fuel() {
     );
 }
 
+/// Each call reports the fuel its guest burned: more for more work, never past the
+/// limit, all of it for a call that ran out; none for a call no guest ran. Its output
+/// is counted in bytes, an error by its message.
+#[tokio::test]
+async fn a_call_reports_the_fuel_it_burned_and_the_bytes_it_returned() {
+    let world = World::new();
+    let (registry, access) = world.load(PROFILE, "main").await;
+    let short = registry
+        .call_measured(&access, "burn", r#"{"loops":1000000}"#)
+        .await;
+    let long = registry
+        .call_measured(&access, "burn", r#"{"loops":2000000}"#)
+        .await;
+    assert_eq!(short.result.unwrap(), "burned");
+    assert_eq!(short.figures.output_bytes, "burned".len() as u64);
+    let (short, long) = (
+        short.figures.fuel_used.unwrap(),
+        long.figures.fuel_used.unwrap(),
+    );
+    // Every pass of the loop costs at least one unit of fuel.
+    assert!(short >= 1_000_000, "{short}");
+    assert!(long >= short + 1_000_000, "{short} then {long}");
+    assert!(long < 200_000_000, "{long}");
+
+    let spin = registry.call_measured(&access, "spin", "{}").await;
+    assert_eq!(spin.figures.fuel_used, Some(200_000_000));
+    let error = spin.result.unwrap_err();
+    assert!(matches!(error, ToolCallError::OutOfFuel { .. }), "{error}");
+    assert_eq!(spin.figures.output_bytes, error.to_string().len() as u64);
+
+    let unknown = registry.call_measured(&access, "no_such_tool", "{}").await;
+    assert!(unknown.result.is_err());
+    assert_eq!(unknown.figures.fuel_used, None);
+}
+
 #[tokio::test]
 async fn infinite_loop_with_ample_fuel_hits_the_wall_clock() {
     let world = World::new();

@@ -186,3 +186,82 @@ async fn a_past_run_is_served_from_its_journal() {
         .await
         .unwrap();
 }
+
+/// The JSON API of a past run carries what the page shows beside each tool call and
+/// the run: a plugin call's fuel and output bytes (none for a spawn tool, which runs
+/// in the host), each agent's totals, and the run's budget and concurrency limit as
+/// its journal recorded them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_carries_each_calls_sandbox_figures_and_the_runs_limits() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-READ", "description": "reader"}),
+        )]),
+    );
+    script_reader(&server);
+    server.push(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+    server.push(answer("ROOT ANSWER"));
+    project(&world, &server);
+    let run = warren(&world, &["run", "--json", "ROOT-TASK"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+
+    let served = Served::start(world.dir.path(), &["view", "last"]);
+    let (base, token) = served.url.split_once("?token=").unwrap();
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let request = http.get(format!("{base}{path}")).bearer_auth(token);
+        async move {
+            let response = request.send().await.unwrap();
+            assert!(response.status().is_success(), "{path}: {response:?}");
+            serde_json::from_str::<Value>(&response.text().await.unwrap()).unwrap()
+        }
+    };
+    let snapshot = get("api/run".into()).await;
+    assert_eq!(snapshot["run"]["budget_usd"], 5.0, "{snapshot}");
+    assert_eq!(snapshot["run"]["max_concurrent"], 3, "{snapshot}");
+    let agents = snapshot["agents"].as_array().unwrap();
+    let reader = agents
+        .iter()
+        .find(|a| a["description"] == "reader")
+        .unwrap();
+    assert!(reader["fuel_used"].as_u64().unwrap() > 0, "{reader}");
+
+    let records = |body: &Value| body["records"].as_array().unwrap().clone();
+    let transcript = get(format!(
+        "api/agents/{}/transcript",
+        reader["id"].as_str().unwrap()
+    ))
+    .await;
+    let results: Vec<Value> = records(&transcript)
+        .into_iter()
+        .filter(|r| r["type"] == "tool_finished")
+        .collect();
+    // read_file, then the denied write_file: both ran in the sandbox.
+    assert_eq!(results.len(), 2, "{transcript}");
+    let mut fuel = 0;
+    for result in &results {
+        let used = result["fuel_used"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{result}"));
+        assert!(used > 0, "{result}");
+        fuel += used;
+        assert_eq!(
+            result["output_bytes"].as_u64().unwrap(),
+            result["content"].as_str().unwrap().len() as u64
+        );
+    }
+    assert_eq!(reader["fuel_used"].as_u64().unwrap(), fuel, "{reader}");
+
+    let root = agents[0]["id"].as_str().unwrap();
+    let transcript = get(format!("api/agents/{root}/transcript")).await;
+    let spawned = records(&transcript)
+        .into_iter()
+        .find(|r| r["type"] == "tool_finished")
+        .unwrap();
+    assert!(spawned.get("fuel_used").is_none(), "{spawned}");
+    assert!(spawned["output_bytes"].as_u64().unwrap() > 0, "{spawned}");
+}

@@ -295,14 +295,20 @@ impl Agent {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
-            self.tree.record(|| Record::ToolFinished {
-                agent: self.id.0.clone(),
-                call_id: call.id.clone(),
-                outcome,
-                content: match &recorded_result {
+            // Served from the recording: no guest ran in this run, so no fuel.
+            self.tree.record(|| {
+                let content = match &recorded_result {
                     Ok(text) | Err(text) => text.clone(),
-                },
-                duration_ms: 0,
+                };
+                Record::ToolFinished {
+                    agent: self.id.0.clone(),
+                    call_id: call.id.clone(),
+                    outcome,
+                    output_bytes: content.len() as u64,
+                    content,
+                    duration_ms: 0,
+                    fuel_used: None,
+                }
             });
             return recorded_result;
         }

@@ -10,7 +10,7 @@ use crate::events::{summarize, Event};
 use crate::journal::resume::RecordedTool;
 use crate::journal::Record;
 use crate::llm::ToolCall;
-use crate::sandbox::ToolOutcome;
+use crate::sandbox::{CallFigures, ToolOutcome};
 
 use super::runtime::Agent;
 use super::spawn_tools;
@@ -61,6 +61,8 @@ impl Agent {
                         outcome: ToolOutcome::InDoubt,
                         content: IN_DOUBT.to_string(),
                         duration_ms: 0,
+                        fuel_used: None,
+                        output_bytes: IN_DOUBT.len() as u64,
                     });
                     return Err(IN_DOUBT.to_string());
                 }
@@ -119,7 +121,7 @@ impl Agent {
             tool: call.name.clone(),
             arguments: summarize(&call.arguments),
         });
-        let (result, outcome) = async {
+        let (result, outcome, figures) = async {
             if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
                 let result = spawn.await;
                 let outcome = if result.is_ok() {
@@ -127,20 +129,25 @@ impl Agent {
                 } else {
                     ToolOutcome::InvalidInput
                 };
-                return (result, outcome);
+                // Host-side: no guest ran, so no fuel to report.
+                let figures = match &result {
+                    Ok(text) | Err(text) => CallFigures::of(text, None),
+                };
+                return (result, outcome, figures);
             }
-            match self
+            let measured = self
                 .runtime
                 .registry
-                .call(&self.access, &call.name, &call.arguments)
-                .await
-            {
-                Ok(output) => (Ok(output), ToolOutcome::Ok),
-                Err(error) => (Err(error.to_string()), error.kind()),
+                .call_measured(&self.access, &call.name, &call.arguments)
+                .await;
+            match measured.result {
+                Ok(output) => (Ok(output), ToolOutcome::Ok, measured.figures),
+                Err(error) => (Err(error.to_string()), error.kind(), measured.figures),
             }
         }
         .instrument(span.clone())
         .await;
+        let duration_ms = started.elapsed().as_millis() as u64;
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
@@ -154,7 +161,9 @@ impl Agent {
                 content: match &result {
                     Ok(text) | Err(text) => text.clone(),
                 },
-                duration_ms: started.elapsed().as_millis() as u64,
+                duration_ms,
+                fuel_used: figures.fuel_used,
+                output_bytes: figures.output_bytes,
             });
         }
         self.tree.events.publish(Event::ToolCallFinished {
@@ -165,7 +174,9 @@ impl Agent {
             summary: summarize(match &result {
                 Ok(text) | Err(text) => text,
             }),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms,
+            fuel_used: figures.fuel_used,
+            output_bytes: figures.output_bytes,
         });
         result
     }

@@ -73,6 +73,7 @@ impl Session {
         let journal = crate::journal::open(
             &runtime.config,
             runtime.registry.digests(),
+            &runtime.config.run_limits,
             &run_id,
             &profile.name,
             SESSION_TASK,

@@ -15,22 +15,25 @@ pub mod record;
 pub mod resume;
 pub mod writer;
 
-pub use self::record::{Drained, ForkedFrom, Record, RecordedCall, RecordedToolDef, VERSION};
+pub use self::record::{
+    Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
+};
 pub use self::resume::Resume;
 pub use self::writer::Journal;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, RunLimits};
 
-/// The journal of a new run `run_id`, its first record written: `None` when
-/// journaling is off, or (with a warning) when the journal directory cannot be
-/// written, so a read-only project still runs. A run id that is already journaled
-/// is an error: a journal names one run.
+/// The journal of a new run `run_id` under `limits`, its first record written:
+/// `None` when journaling is off, or (with a warning) when the journal directory
+/// cannot be written, so a read-only project still runs. A run id that is already
+/// journaled is an error: a journal names one run.
 pub fn open(
     config: &Config,
     plugins: BTreeMap<String, String>,
+    limits: &RunLimits,
     run_id: &str,
     profile: &str,
     task: &str,
@@ -64,6 +67,7 @@ pub fn open(
         config: config.path.display().to_string(),
         config_sha256: config_digest(config),
         plugins_sha256: plugins,
+        limits: Some(limits.into()),
         forked_from,
     });
     Ok(Some(Arc::new(journal)))
@@ -148,6 +152,7 @@ pub fn take_over(
     journal.record(Record::RunResumed {
         warren: env!("CARGO_PKG_VERSION").to_string(),
         forced_over: changed,
+        limits: Some((&config.run_limits).into()),
     });
     Ok((Arc::new(journal), resume))
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::record::{Line, Record, VERSION};
+use super::record::{Line, Record, RecordedLimits, VERSION};
 use super::writer::JOURNAL_FILE;
 
 /// One agent of a journaled run, as far as its records go.
@@ -64,6 +64,9 @@ pub struct RunRecord {
     pub finished: bool,
     /// Dollars spent by the whole tree, as recorded.
     pub cost_usd: f64,
+    /// The run's limits (budget, concurrency, depth), as last recorded: at its
+    /// start, or at its last resume. `None` in journals from before they were.
+    pub limits: Option<RecordedLimits>,
     /// Every agent, in the order they were registered (the root first).
     pub agents: Vec<AgentRecord>,
     /// The journal file.
@@ -91,6 +94,8 @@ impl RunRecord {
             "agents": self.agents.len(),
             "tokens": self.tokens(),
             "cost_usd": self.cost_usd,
+            "budget_usd": self.limits.and_then(|l| l.budget_usd),
+            "max_concurrent": self.limits.map(|l| l.max_concurrent),
             "journal": self.path.display().to_string(),
             "forked_from": self.forked_from,
         })
@@ -145,6 +150,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
                 run,
                 task,
                 profile,
+                limits,
                 forked_from,
                 ..
             },
@@ -155,6 +161,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
     let mut agents: BTreeMap<String, AgentRecord> = BTreeMap::new();
     let mut order = Vec::new();
     let mut finished = None;
+    let mut limits = limits;
     let mut last_ms = started_ms;
     for line in &lines {
         last_ms = last_ms.max(line.ts_ms);
@@ -218,6 +225,10 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
                 }
             }
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
+            Record::RunResumed {
+                limits: Some(resumed),
+                ..
+            } => limits = Some(*resumed),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
             | Record::ToolSet { .. }
@@ -266,6 +277,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
         },
         finished: finished.is_some(),
         cost_usd,
+        limits,
         agents,
         path: path.to_path_buf(),
         forked_from,

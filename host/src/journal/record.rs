@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::RunLimits;
 use crate::events::AgentIntro;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
@@ -46,6 +47,10 @@ pub enum Record {
         /// run whose plugins changed.
         #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
         plugins_sha256: std::collections::BTreeMap<String, String>,
+        /// The run's own limits (each agent's are in its `agent_spec`), so a past
+        /// run is shown against them; absent in journals written before they were.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limits: Option<RecordedLimits>,
         /// When the run is a fork (`warren replay --from`): the run and agent it was
         /// forked from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +65,9 @@ pub enum Record {
         /// (`--force`), and what changed.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         forced_over: Vec<String>,
+        /// The run's limits from here on (today's configuration's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limits: Option<RecordedLimits>,
     },
     /// A job was registered (queued); for the root, when the run starts. Its task is
     /// whole.
@@ -173,6 +181,14 @@ pub enum Record {
         content: String,
         /// Wall time.
         duration_ms: u64,
+        /// Fuel the plugin's guest burned, of its `capabilities.fuel`; absent for a
+        /// call no guest ran (the spawn tools, a call refused before it ran, a call
+        /// in doubt) and in journals written before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fuel_used: Option<u64>,
+        /// Bytes of `content` (0 in journals written before it was recorded).
+        #[serde(default)]
+        output_bytes: u64,
     },
     /// A job ended.
     AgentFinished {
@@ -283,6 +299,29 @@ impl Record {
             | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => None,
+        }
+    }
+}
+
+/// A run's limits as it ran with them (`[defaults]`; a worker's job gets what was left
+/// of its parent run's budget).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedLimits {
+    /// The cost cap of the whole tree, in US dollars; absent when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Sub-agents running at once; more are queued.
+    pub max_concurrent: usize,
+    /// How deep agents may nest.
+    pub max_depth: u32,
+}
+
+impl From<&RunLimits> for RecordedLimits {
+    fn from(limits: &RunLimits) -> RecordedLimits {
+        RecordedLimits {
+            budget_usd: limits.budget_usd,
+            max_concurrent: limits.max_concurrent,
+            max_depth: limits.max_depth,
         }
     }
 }

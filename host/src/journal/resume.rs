@@ -396,6 +396,7 @@ mod tests {
             config: "warren.toml".into(),
             config_sha256: "00".into(),
             plugins_sha256: Default::default(),
+            limits: None,
             forked_from: None,
         })
     }
@@ -451,6 +452,8 @@ mod tests {
                     outcome: ToolOutcome::Ok,
                     content: "done".into(),
                     duration_ms: 1,
+                    fuel_used: Some(1),
+                    output_bytes: 4,
                 })
             } else {
                 line(Record::ToolStarted {

@@ -280,9 +280,23 @@ mod tests {
                 agent: "a\"b".into(),
             },
             Record::JournalFull { max_run_mib: 3 },
+            Record::ToolFinished {
+                agent: "a".into(),
+                call_id: "c".into(),
+                outcome: crate::sandbox::ToolOutcome::OutOfFuel,
+                content: "é".into(),
+                duration_ms: 7,
+                fuel_used: Some(u64::MAX),
+                output_bytes: 2,
+            },
             Record::RunResumed {
                 warren: "0".into(),
                 forced_over: vec!["x".into()],
+                limits: Some(crate::journal::RecordedLimits {
+                    budget_usd: Some(0.5),
+                    max_concurrent: 3,
+                    max_depth: 1,
+                }),
             },
         ] {
             let bytes = line_bytes(42, &record);

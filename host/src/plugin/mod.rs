@@ -32,7 +32,7 @@ pub use self::deferred::{record, recorded_tools};
 use self::typed::{TypedComponent, TypedOptions};
 use crate::config::{Config, PluginLimits, PluginTable, Profile};
 use crate::llm::ToolDefinition;
-use crate::sandbox::{Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
+use crate::sandbox::{Measured, Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
 pub struct Plugin {
@@ -560,9 +560,20 @@ impl ToolRegistry {
         tool: &str,
         arguments: &str,
     ) -> Result<String, ToolCallError> {
+        self.call_measured(access, tool, arguments).await.result
+    }
+
+    /// [`ToolRegistry::call`], with what the call used (the fuel its guest burned,
+    /// the size of what it returned): what an agent reports for each call.
+    pub async fn call_measured(
+        &self,
+        access: &ToolAccess,
+        tool: &str,
+        arguments: &str,
+    ) -> Measured {
         let profile = &access.profile;
         let Some(&(p, t)) = self.index.get(tool).filter(|_| profile.tools.allows(tool)) else {
-            return Err(ToolCallError::UnknownTool {
+            return Measured::refused(ToolCallError::UnknownTool {
                 tool: tool.to_string(),
                 profile: profile.name.clone(),
                 available: self
@@ -574,13 +585,13 @@ impl ToolRegistry {
         let arguments_object = match serde_json::from_str::<serde_json::Value>(arguments) {
             Ok(serde_json::Value::Object(object)) => object,
             Ok(_) => {
-                return Err(ToolCallError::InvalidInput {
+                return Measured::refused(ToolCallError::InvalidInput {
                     tool: tool.into(),
                     message: "arguments must be a JSON object".into(),
                 })
             }
             Err(e) => {
-                return Err(ToolCallError::InvalidInput {
+                return Measured::refused(ToolCallError::InvalidInput {
                     tool: tool.into(),
                     message: format!("arguments are not valid JSON: {e}"),
                 })

@@ -4,7 +4,8 @@
 //!
 //! Layout: `wasi` (a call's WASI context from its capabilities), [`net`] (the network
 //! policy applied, and `wasi:http` hooks), [`limits`] (memory cap, capped pipes),
-//! `disk` (file-write and scratch budgets), [`error`] (what a call can fail with).
+//! `disk` (file-write and scratch budgets), [`error`] (what a call can fail with),
+//! [`figures`] (what a call used: fuel, output bytes).
 //! What the capabilities are, as data, is [`crate::policy`].
 //!
 //! Two linkers: one with `wasi:http` and `wasi:sockets` for profiles granted `net`,
@@ -20,6 +21,7 @@
 mod bindings;
 mod disk;
 pub mod error;
+pub mod figures;
 pub mod limits;
 pub mod net;
 pub mod phases;
@@ -45,6 +47,7 @@ pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
 use self::bindings::PluginIndices;
 pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
+pub use self::figures::{CallFigures, Measured};
 use self::limits::{CappedPipe, MemoryCap};
 use self::net::{DenialLog, NetHooks};
 use crate::policy::{CapabilitySet, MAX_MEMORY_MB};
@@ -402,12 +405,8 @@ impl Sandbox {
     }
 
     /// Runs one `warren:plugin` tool call in a fresh store under
-    /// `request.capabilities`.
-    pub async fn call(
-        &self,
-        pre: &Prepared,
-        request: ToolRequest<'_>,
-    ) -> Result<String, ToolCallError> {
+    /// `request.capabilities`; its result comes with what it used.
+    pub async fn call(&self, pre: &Prepared, request: ToolRequest<'_>) -> Measured {
         self.call_as(pre, request.tool, request).await
     }
 
@@ -418,7 +417,7 @@ impl Sandbox {
         pre: &Prepared,
         listed: &str,
         request: ToolRequest<'_>,
-    ) -> Result<String, ToolCallError> {
+    ) -> Measured {
         let call = CallTool {
             indices: &pre.indices,
             tool: listed,
@@ -428,13 +427,15 @@ impl Sandbox {
     }
 
     /// Runs `call` on `linked` in a fresh store under `request.capabilities`: the one
-    /// path every tool call takes, whatever the component's kind.
+    /// path every tool call takes, whatever the component's kind. The result comes
+    /// with the fuel the guest burned (measured whether or not the call succeeded:
+    /// a call that ran out burned all of it) and the size of what it returned.
     pub async fn run_call(
         &self,
         linked: &Linked,
         request: ToolRequest<'_>,
         call: impl GuestCall,
-    ) -> Result<String, ToolCallError> {
+    ) -> Measured {
         let span = info_span!(
             "sandbox.call",
             tool = request.tool,
@@ -451,7 +452,7 @@ impl Sandbox {
         linked: &Linked,
         request: ToolRequest<'_>,
         call: impl GuestCall,
-    ) -> Result<String, ToolCallError> {
+    ) -> Measured {
         let caps = request.capabilities;
         let limits = &caps.limits;
         let pre = linked.for_caps(caps);
@@ -460,22 +461,21 @@ impl Sandbox {
         // many it opens, the others keep theirs.
         let handles = self.call_handles(caps);
         let share = u32::try_from(handles + caps.fs.len() as u64 + 8).unwrap_or(u32::MAX);
-        let _descriptors = self
-            .descriptors
-            .clone()
-            .acquire_many_owned(share)
-            .await
-            .map_err(|e| ToolCallError::Host {
-                tool: tool.clone(),
-                source: e.into(),
-            })?;
+        let _descriptors = match self.descriptors.clone().acquire_many_owned(share).await {
+            Ok(permit) => permit,
+            Err(e) => {
+                return Measured::refused(ToolCallError::Host {
+                    tool,
+                    source: e.into(),
+                })
+            }
+        };
         let started = Instant::now();
-        let (mut store, stdout, stderr) = self
-            .store(caps, request.scratch, request.profile, request.plugin)
-            .map_err(|source| ToolCallError::Host {
-                tool: tool.clone(),
-                source,
-            })?;
+        let (mut store, stdout, stderr) =
+            match self.store(caps, request.scratch, request.profile, request.plugin) {
+                Ok(made) => made,
+                Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
+            };
         let denials = store.data().hooks.denials.clone();
         let store_built = Instant::now();
         let deadline = store_built + limits.tool_timeout();
@@ -645,6 +645,11 @@ impl Sandbox {
                 })
             }
         };
+        // What is left of the fuel the store was given; none when it ran out.
+        let fuel_used = store
+            .get_fuel()
+            .ok()
+            .map(|left| limits.fuel.saturating_sub(left));
         drop(store);
         if let Some(instantiated) = instantiated {
             phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
@@ -652,7 +657,7 @@ impl Sandbox {
         if let Err(error) = &result {
             tracing::info!(kind = error.kind().as_str(), "tool call failed: {error}");
         }
-        result
+        Measured::new(result, fuel_used)
     }
 
     /// A fresh store for one call, with fuel, epoch deadline and memory cap set

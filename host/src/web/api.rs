@@ -26,9 +26,10 @@ pub(super) struct RunInfo {
     pub(super) finished: bool,
     /// The root's state.
     pub(super) state: String,
-    /// The run's budget, when known (live runs).
+    /// The run's budget, when it has one.
     pub(super) budget_usd: Option<f64>,
-    /// Sub-agents that run at once, when known (live runs).
+    /// Sub-agents that run at once (unknown for a journal from before it was
+    /// recorded).
     pub(super) max_concurrent: Option<usize>,
     /// Dollars spent by the whole tree.
     pub(super) cost_usd: f64,
@@ -104,8 +105,8 @@ pub(super) fn journaled(path: &Path) -> anyhow::Result<Value> {
         live: false,
         finished: record.finished,
         state: record.state.clone(),
-        budget_usd: None,
-        max_concurrent: None,
+        budget_usd: record.limits.and_then(|l| l.budget_usd),
+        max_concurrent: record.limits.map(|l| l.max_concurrent),
         cost_usd: record.cost_usd,
     };
     // A run with no end: its unended agents are as the journal reader judges them

@@ -37,8 +37,8 @@ pub use self::exports::{tool_name, TypedFunction};
 use self::schema::SchemaBuilder;
 use crate::config::PluginLimits;
 use crate::sandbox::{
-    CallState, GuestCall, GuestFuture, Linked, Sandbox, ToolCallError, ToolError, ToolRequest,
-    ToolSpec,
+    CallState, GuestCall, GuestFuture, Linked, Measured, Sandbox, ToolCallError, ToolError,
+    ToolRequest, ToolSpec,
 };
 
 /// The smallest hostcall fuel a typed call gets: what a guest may hand the host in one
@@ -130,21 +130,24 @@ impl TypedComponent {
     }
 
     /// Calls function `index` with `arguments` in a fresh sandbox under
-    /// `request.capabilities`.
+    /// `request.capabilities`; its result comes with what it used.
     pub async fn call(
         &self,
         sandbox: &Sandbox,
         index: usize,
         arguments: &Map<String, Value>,
         request: ToolRequest<'_>,
-    ) -> Result<String, ToolCallError> {
+    ) -> Measured {
         let function = &self.functions[index];
-        let params = args_from_json(&function.params, arguments).map_err(|error| {
-            ToolCallError::InvalidInput {
-                tool: request.tool.to_string(),
-                message: error.to_string(),
+        let params = match args_from_json(&function.params, arguments) {
+            Ok(params) => params,
+            Err(error) => {
+                return Measured::refused(ToolCallError::InvalidInput {
+                    tool: request.tool.to_string(),
+                    message: error.to_string(),
+                })
             }
-        })?;
+        };
         let hostcall_fuel = (std::mem::size_of::<Val>() + 1)
             .saturating_mul(request.capabilities.limits.max_output_bytes())
             .max(MIN_HOSTCALL_FUEL);

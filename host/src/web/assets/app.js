@@ -298,7 +298,9 @@
     $('detail-title').textContent = 'Agent ' + row.id + ' · ' + row.profile + (row.description ? ' (' + row.description + ')' : '');
     const facts = [
       ['path', row.path], ['state', row.state + (doing(row) ? ' · ' + doing(row) : '')],
-      ['model', row.model || '-'], ['usage', usageText(row)], ['task', row.task],
+      ['model', row.model || '-'], ['usage', usageText(row)],
+      ['tools', row.tool_calls + ' calls · fuel ' + fmt.format(row.fuel_used) + ' · ' + fmt.format(row.output_bytes) + ' bytes returned'],
+      ['task', row.task],
     ];
     if (row.error) facts.push(['error', row.error]);
     const dl = $('facts');
@@ -363,8 +365,13 @@
         body.push(el('pre', 'arguments', r.arguments));
         break;
       case 'tool_finished': {
-        const bytes = new TextEncoder().encode(r.content).length;
-        head.textContent = `← ${r.outcome} (${r.duration_ms} ms, ${fmt.format(bytes)} bytes)`;
+        // The sandbox's figures; no fuel for a call no guest ran (the spawn tools).
+        head.textContent = '← ' + r.outcome + ' ';
+        const figures = el('span', 'figures');
+        figures.append(el('span', 'time', r.duration_ms + ' ms'), ' · ',
+          el('span', 'fuel', 'fuel ' + (r.fuel_used != null ? fmt.format(r.fuel_used) : '—')), ' · ',
+          el('span', 'bytes', fmt.format(r.output_bytes || 0) + ' bytes'));
+        head.append(figures);
         article.dataset.outcome = r.outcome;
         if (r.denied) article.classList.add('denied');
         else if (r.outcome !== 'ok') article.classList.add('failed');
