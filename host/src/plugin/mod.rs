@@ -611,12 +611,15 @@ impl ToolRegistry {
             PluginKind::Wit { pre, names } => {
                 let pre = match pre {
                     WitCode::Ready(pre) => pre,
-                    WitCode::Deferred(code) => {
-                        code.get().await.map_err(|reason| ToolCallError::Host {
-                            tool: tool.into(),
-                            source: anyhow::anyhow!("{reason}"),
-                        })?
-                    }
+                    WitCode::Deferred(code) => match code.get().await {
+                        Ok(pre) => pre,
+                        Err(reason) => {
+                            return Measured::refused(ToolCallError::Host {
+                                tool: tool.into(),
+                                source: anyhow::anyhow!("{reason}"),
+                            })
+                        }
+                    },
                 };
                 self.sandbox.call_as(pre, &names[source], request).await
             }
