@@ -93,7 +93,7 @@ pub(super) type Body = BoxBody<bytes::Bytes, Infallible>;
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
-    session: super::SessionOptions,
+    session: super::server::SessionOptions,
     address: SocketAddr,
     limits: HttpLimits,
     task_limits: TaskLimits,

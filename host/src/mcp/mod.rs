@@ -36,6 +36,7 @@ mod tasks;
 pub use self::auth::{BearerToken, HttpAuth};
 pub use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
+pub use self::server::{SessionOptions, DEFAULT_AWAIT_LIMIT};
 pub use self::tasks::TaskLimits;
 
 use std::future::Future;
@@ -46,22 +47,6 @@ use rmcp::ServiceExt as _;
 
 use self::server::WarrenServer;
 use crate::host::Host;
-
-/// How long an `await_agents` call without `timeout_s` waits at most, unless the
-/// operator says otherwise (`warren mcp --await-limit`): under the shortest common
-/// client timeout (the OpenAI Agents SDK's 5 s session timeout), so a client gets the
-/// blocks of agents still running instead of timing out.
-pub const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
-
-/// What every session gets.
-#[derive(Clone, Debug)]
-pub struct SessionOptions {
-    /// The profile every session runs under (`None`: `main`).
-    pub profile: Option<String>,
-    /// How long `await_agents` without `timeout_s` waits at most
-    /// ([`DEFAULT_AWAIT_LIMIT`] unless set).
-    pub await_limit: std::time::Duration,
-}
 
 /// How to serve.
 #[derive(Clone, Debug)]

@@ -18,8 +18,23 @@ use tracing::Instrument as _;
 
 use super::logging::LogSink;
 use super::progress::CallProgress;
-use super::SessionOptions;
 use crate::host::{Host, Session};
+
+/// How long an `await_agents` call without `timeout_s` waits at most, unless the
+/// operator says otherwise (`warren mcp --await-limit`): under the shortest common
+/// client timeout (the OpenAI Agents SDK's 5 s session timeout), so a client gets the
+/// blocks of agents still running instead of timing out.
+pub const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// What every session gets.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The profile every session runs under (`None`: `main`).
+    pub profile: Option<String>,
+    /// How long `await_agents` without `timeout_s` waits at most
+    /// ([`DEFAULT_AWAIT_LIMIT`] unless set).
+    pub await_limit: std::time::Duration,
+}
 
 /// Numbers sessions, in logs and for routing log records.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);

@@ -76,8 +76,9 @@ pub(super) struct DeferredCode {
     cache: CompileCache,
     /// The tools served for it meanwhile; it must list exactly these.
     recorded: Vec<ToolSpec>,
-    /// The linked code, or why there is none (kept: every call reports it).
-    code: tokio::sync::OnceCell<Result<Prepared, String>>,
+    /// The linked code once compiled. A failure is not kept: it may be passing (no
+    /// descriptors left), so the next call tries again, and reports it if it fails.
+    code: tokio::sync::OnceCell<Prepared>,
 }
 
 impl DeferredCode {
@@ -110,15 +111,12 @@ impl DeferredCode {
         });
     }
 
-    /// The linked code, waiting for it to compile if need be.
-    pub(super) async fn get(&self) -> Result<&Prepared, &str> {
+    /// The linked code, waiting for it to compile if need be (or compiling it again
+    /// when the last attempt failed).
+    pub(super) async fn get(&self) -> Result<&Prepared, String> {
         // Boxed: every tool call's future holds this one, and compiling's own futures
         // are deep (past rustc's type-layout depth limit in a release build).
-        self.code
-            .get_or_init(|| Box::pin(self.compile()))
-            .await
-            .as_ref()
-            .map_err(String::as_str)
+        self.code.get_or_try_init(|| Box::pin(self.compile())).await
     }
 
     async fn compile(&self) -> Result<Prepared, String> {

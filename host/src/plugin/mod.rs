@@ -167,8 +167,8 @@ impl ToolRegistry {
     /// As [`ToolRegistry::for_config`], for a server that must list its tools at once
     /// (`warren mcp`): the built-ins are offered from the tool lists recorded in the
     /// binary and compiled in the background, a call to one of their tools waiting
-    /// for its plugin only (a plugin that fails to compile fails its calls with the
-    /// reason, and logs it). Plugin files load before it returns, as ever (from the
+    /// for its plugin only (a plugin that fails to compile fails the call with the
+    /// reason, and logs it; the next call tries again). Plugin files load before it returns, as ever (from the
     /// compile cache, in milliseconds, once compiled).
     pub async fn for_serving(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
         Self::load_config(sandbox, config, true).await
@@ -611,12 +611,15 @@ impl ToolRegistry {
             PluginKind::Wit { pre, names } => {
                 let pre = match pre {
                     WitCode::Ready(pre) => pre,
-                    WitCode::Deferred(code) => {
-                        code.get().await.map_err(|reason| ToolCallError::Host {
-                            tool: tool.into(),
-                            source: anyhow::anyhow!("{reason}"),
-                        })?
-                    }
+                    WitCode::Deferred(code) => match code.get().await {
+                        Ok(pre) => pre,
+                        Err(reason) => {
+                            return Measured::refused(ToolCallError::Host {
+                                tool: tool.into(),
+                                source: anyhow::anyhow!("{reason}"),
+                            })
+                        }
+                    },
                 };
                 self.sandbox.call_as(pre, &names[source], request).await
             }
