@@ -109,6 +109,13 @@ async fn model() -> (FakeLlm, Arc<tokio::sync::Semaphore>) {
     );
     server.route("TASK-RUN", answer("RUN-DONE: the notes mention a fox"));
     server.route("PLAIN-RUN", answer("PLAIN-DONE: no task needed"));
+    server.route(
+        "AWAITED-JOB",
+        Reply::Delayed(
+            Duration::from_millis(300),
+            Box::new(answer("AWAIT-DONE: waited for")),
+        ),
+    );
     server.route("BIG-TASK", answer(&"x".repeat(4000)));
     (server, gate)
 }
@@ -153,9 +160,30 @@ async fn python_task_client_spawns_polls_and_fetches_a_result() {
     );
     assert_eq!(
         report["task_support"],
-        serde_json::json!({"spawn_agent": "optional", "read_file": null}),
+        serde_json::json!({"spawn_agent": "optional", "await_agents": "optional", "read_file": null}),
         "{report}"
     );
+    // await_agents as a task: the session's background job, awaited to its end.
+    let job = report["job"].as_str().unwrap();
+    assert!(
+        report["background"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Started job {job} (worker) in the background")),
+        "{report}"
+    );
+    assert_eq!(report["await_created"]["status"], "working", "{report}");
+    assert_eq!(
+        report["await_seen"].as_array().unwrap().last().unwrap()["status"],
+        "completed",
+        "{report}"
+    );
+    let awaited = report["awaited"]["text"].as_str().unwrap();
+    assert!(
+        awaited.starts_with(&format!("[{job}: OK] worker")) && awaited.contains("AWAIT-DONE"),
+        "{awaited}"
+    );
+    assert!(!awaited.contains("Still running"), "{awaited}");
     // The same client calling without `task` gets today's answer.
     let plain = report["plain"]["text"].as_str().unwrap();
     assert!(plain.contains("PLAIN-DONE"), "{report}");
@@ -319,9 +347,9 @@ async fn tasks_are_bounded_in_number_and_result_size() {
         "{report}"
     );
     assert!(
-        report["other"]
-            .as_str()
-            .is_some_and(|e| e.contains("does not run as a task")),
+        report["other"].as_str().is_some_and(
+            |e| e.contains("does not run as a task: only spawn_agent and await_agents do")
+        ),
         "{report}"
     );
 }

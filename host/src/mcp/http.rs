@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::HttpAuth;
 use super::server::WarrenServer;
 use super::tasks::{Owner, TaskLimits, Tasks};
-use crate::host::Host;
+use crate::host::{Host, Session};
 
 /// The largest request body read (a JSON-RPC message).
 const MAX_BODY: usize = 4 << 20;
@@ -85,6 +85,10 @@ tokio::task_local! {
     /// `tools/call`; with no slot to take, that look-up finds nothing (as warren's
     /// handler would) instead of opening and closing a whole session.
     static OPENING: RefCell<Option<OwnedSemaphorePermit>>;
+    /// The warren session the factory made for the request being handled, for the
+    /// gate to know it by its `Mcp-Session-Id` (an `await_agents` task awaits its
+    /// agents).
+    static MADE: RefCell<Option<Weak<Session>>>;
 }
 
 /// A response body.
@@ -128,6 +132,8 @@ pub(super) async fn serve(
                 .flatten()
                 .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
             let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
+            let _ =
+                MADE.try_with(|made| *made.borrow_mut() = Some(Arc::downgrade(&server.session)));
             Ok(server.holding(slot))
         },
         sessions.clone(),
@@ -304,9 +310,22 @@ impl Gate {
             None
         };
         let delete = request.method() == hyper::Method::DELETE;
-        let mut response = OPENING
-            .scope(RefCell::new(slot), service.handle(request))
+        let made = RefCell::new(None);
+        let response = MADE
+            .scope(
+                made,
+                OPENING.scope(RefCell::new(slot), async {
+                    let response = service.handle(request).await;
+                    (response, MADE.with(|made| made.borrow_mut().take()))
+                }),
+            )
             .await;
+        let (mut response, made) = (response.0, response.1);
+        if let (Some(made), Some(id)) = (made, response.headers().get("mcp-session-id")) {
+            if let Ok(id) = id.to_str() {
+                self.tasks.opened(id, made);
+            }
+        }
         // rmcp ends a deleted session with 202; clients (the Python SDK) read anything
         // but 200 and 204 as a failed termination.
         if delete && response.status() == hyper::StatusCode::ACCEPTED {
@@ -377,7 +396,7 @@ impl Gate {
             // rmcp's own answer to an unknown session.
             return Err(passed());
         }
-        let Some(answer) = self.tasks.answer(owner, method, params).await else {
+        let Some(answer) = self.tasks.answer(owner, &session, method, params).await else {
             return Err(passed());
         };
         let body = match answer {

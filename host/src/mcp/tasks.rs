@@ -1,8 +1,10 @@
-//! MCP tasks (the `tasks` utility of the 2025-11-25 revision) for `spawn_agent` over
-//! Streamable HTTP: a `tools/call` with a `task` parameter answers at once with a task
-//! id; `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` follow it.
+//! MCP tasks (the `tasks` utility of the 2025-11-25 revision) for `spawn_agent` and
+//! `await_agents` over Streamable HTTP: a `tools/call` with a `task` parameter answers
+//! at once with a task id; `tasks/get`, `tasks/result`, `tasks/list` and
+//! `tasks/cancel` follow it. An `await_agents` task waits for its MCP session's jobs
+//! (which end with the session).
 //!
-//! A task is not its MCP session's: it runs in a warren [`Session`](crate::host::Session) of its own (a
+//! A `spawn_agent` task is not its MCP session's: it runs in a warren [`Session`] of its own (a
 //! journaled run whose root is the task), held by the server's task table, so its
 //! agents keep running when the client disconnects and any later session with the
 //! same credential ([`Owner`]) can fetch it. A finished task is kept for
@@ -12,7 +14,7 @@
 //!
 //! A task's run is journaled as any session's; when it ends, the task (its id, owner,
 //! times, status and kept result) is written beside that run's journal
-//! ([`TASK_FILE`]), and a server started later loads the tasks still within their
+//! (`mcp-task-ID.json`), and a server started later loads the tasks still within their
 //! retention from there, so their results survive a restart. A task still working
 //! when the server stops is not restored (its run stays in the journal, unfinished).
 //!
@@ -21,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::io::Read as _;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
@@ -31,10 +33,14 @@ use tokio_util::sync::CancellationToken;
 use super::progress::CallProgress;
 use super::server::tool_result;
 use super::SessionOptions;
-use crate::host::Host;
+use crate::host::{Host, Session};
 
-/// The file beside a task's run journal that keeps the ended task.
-const TASK_FILE: &str = "mcp-task.json";
+/// How long an `await_agents` task without `timeout_s` waits at most: its agents'
+/// session ends first.
+const AWAIT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+/// The files beside a task's run journal that keep its ended tasks:
+/// `mcp-task-ID.json`.
+const TASK_FILE_PREFIX: &str = "mcp-task-";
 /// How often a client is told to poll `tasks/get`, in milliseconds.
 const POLL_INTERVAL_MS: u64 = 500;
 
@@ -103,6 +109,8 @@ pub(super) struct Tasks {
     options: SessionOptions,
     limits: TaskLimits,
     table: Arc<Mutex<HashMap<String, Task>>>,
+    /// The open MCP sessions' warren sessions, by `Mcp-Session-Id`.
+    sessions: Mutex<HashMap<String, Weak<Session>>>,
 }
 
 impl Tasks {
@@ -126,6 +134,7 @@ impl Tasks {
             options,
             limits,
             table: Arc::new(Mutex::new(kept)),
+            sessions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -134,18 +143,27 @@ impl Tasks {
     pub(super) async fn answer(
         &self,
         owner: Owner,
+        mcp_session: &str,
         method: &str,
         params: &Value,
     ) -> Option<Result<Value, RpcError>> {
         let id = || params["taskId"].as_str().unwrap_or_default().to_string();
         Some(match method {
-            "tools/call" if params.get("task").is_some() => self.create(owner, params),
+            "tools/call" if params.get("task").is_some() => self.create(owner, mcp_session, params),
             "tasks/get" => self.get(owner, &id()),
             "tasks/result" => self.result(owner, &id()).await,
             "tasks/list" => Ok(self.list(owner)),
             "tasks/cancel" => self.cancel(owner, &id()),
             _ => return None,
         })
+    }
+
+    /// Records that MCP session `id` is warren session `session` (for its
+    /// `await_agents` tasks), forgetting the sessions that ended.
+    pub(super) fn opened(&self, id: &str, session: Weak<Session>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.retain(|_, session| session.strong_count() > 0);
+        sessions.insert(id.to_string(), session);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Task>> {
@@ -159,26 +177,45 @@ impl Tasks {
     }
 
     /// Starts a task for a `tools/call` with a `task` parameter.
-    fn create(&self, owner: Owner, params: &Value) -> Result<Value, RpcError> {
-        let name = params["name"].as_str().unwrap_or_default();
-        if name != "spawn_agent" {
-            return Err((
-                -32601,
-                format!("tool `{name}` does not run as a task: only spawn_agent does (its execution.taskSupport is optional; call the others without `task`)"),
-            ));
-        }
+    fn create(&self, owner: Owner, mcp_session: &str, params: &Value) -> Result<Value, RpcError> {
+        let name = params["name"].as_str().unwrap_or_default().to_string();
         let mut arguments = match &params["arguments"] {
             Value::Object(arguments) => arguments.clone(),
             Value::Null => serde_json::Map::new(),
             _ => return Err((-32602, "`arguments` must be an object".into())),
         };
-        // The task is the wait: its result is the child's, as a foreground call's.
-        arguments.entry("background").or_insert(Value::Bool(false));
-        let session = self
-            .host
-            .session(self.options.profile.as_deref())
-            .map_err(|error| (-32603, format!("{error:#}")))?;
-        let session = Arc::new(session);
+        let session = match name.as_str() {
+            "spawn_agent" => {
+                // The task is the wait: its result is the child's, as a foreground
+                // call's; it runs in a session of its own, outliving the caller's.
+                arguments.entry("background").or_insert(Value::Bool(false));
+                let session = self
+                    .host
+                    .session(self.options.profile.as_deref())
+                    .map_err(|error| (-32603, format!("{error:#}")))?;
+                Arc::new(session)
+            }
+            "await_agents" => {
+                // The caller's agents: the task waits until they end (no await limit),
+                // which is when the caller's session ends at the latest.
+                arguments
+                    .entry("timeout_s")
+                    .or_insert(json!(AWAIT_TASK_TIMEOUT.as_secs()));
+                self.sessions
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(mcp_session)
+                    .and_then(Weak::upgrade)
+                    .ok_or((-32602, "this MCP session has ended".to_string()))?
+            }
+            _ => {
+                return Err((
+                    -32601,
+                    format!("tool `{name}` does not run as a task: only spawn_agent and await_agents do (their execution.taskSupport is optional; call the others without `task`)"),
+                ))
+            }
+        };
+        let own_session = name == "spawn_agent";
         let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
         let (done_sender, done) = watch::channel(false);
         let cancel = CancellationToken::new();
@@ -210,20 +247,18 @@ impl Tasks {
                 },
             );
         }
-        tracing::info!(task = %id, "MCP task started (spawn_agent)");
+        tracing::info!(task = %id, tool = %name, "MCP task started");
         let table = self.table.clone();
         let max_result_bytes = self.limits.max_result_bytes;
         let task = id.clone();
         let arguments = Value::Object(arguments).to_string();
-        let saved_at = self
-            .host
-            .config()
-            .journal_dir
-            .as_ref()
-            .map(|dir| dir.join(&session.tree().run_id).join(TASK_FILE));
+        let saved_at = self.host.config().journal_dir.as_ref().map(|dir| {
+            dir.join(&session.tree().run_id)
+                .join(format!("{TASK_FILE_PREFIX}{id}.json"))
+        });
         tokio::spawn(async move {
             let (sender, mut events) = mpsc::unbounded_channel();
-            let call = session.call_watched("spawn_agent", &arguments, Some(sender));
+            let call = session.call_watched(&name, &arguments, Some(sender));
             let report = async {
                 let mut progress = CallProgress::default();
                 while let Some(event) = events.recv().await {
@@ -247,14 +282,17 @@ impl Tasks {
             };
             let state = match outcome {
                 None => {
-                    session.cancel();
+                    // A spawn's tree is the task's own; an await's agents are the
+                    // caller's, and stay as they are.
+                    if own_session {
+                        session.cancel();
+                    }
                     State::Cancelled
                 }
                 Some(result) => {
                     let failed = result.is_err();
-                    let mut value =
-                        serde_json::to_value(tool_result(&session, "spawn_agent", result))
-                            .unwrap_or_default();
+                    let mut value = serde_json::to_value(tool_result(&session, &name, result))
+                        .unwrap_or_default();
                     let size = value.to_string().len();
                     if size > max_result_bytes {
                         value = json!({"content": [{"type": "text", "text": format!(
@@ -427,7 +465,7 @@ pub(super) async fn advertise(
             }
             _ => {
                 for tool in result["tools"].as_array_mut()? {
-                    if tool["name"] == "spawn_agent" {
+                    if tool["name"] == "spawn_agent" || tool["name"] == "await_agents" {
                         tool["execution"] = json!({"taskSupport": "optional"});
                     }
                 }
@@ -459,7 +497,7 @@ pub(super) async fn advertise(
     )
 }
 
-/// An ended task as [`TASK_FILE`] keeps it.
+/// An ended task as its file keeps it.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Saved {
     task_id: String,
@@ -501,8 +539,23 @@ fn save(path: &std::path::Path, id: &str, task: &Task) {
 fn load(dir: &std::path::Path, retention: Duration) -> HashMap<String, Task> {
     let now = SystemTime::now();
     let mut kept = HashMap::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let Ok(text) = std::fs::read(entry.path().join(TASK_FILE)) else {
+    let files = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|run| {
+            std::fs::read_dir(run.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter(|file| {
+            let name = file.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(TASK_FILE_PREFIX) && name.ends_with(".json")
+        });
+    for file in files {
+        let Ok(text) = std::fs::read(file.path()) else {
             continue;
         };
         let Ok(saved) = serde_json::from_slice::<Saved>(&text) else {
