@@ -374,11 +374,10 @@ impl Tree {
         if self.journal.is_none() {
             return;
         }
-        let new = self
-            .tool_sets
-            .lock()
-            .expect("tool sets poisoned")
-            .insert(names.to_vec());
+        let new = {
+            let mut sets = self.tool_sets.lock().expect("tool sets poisoned");
+            !sets.contains(names) && sets.insert(names.to_vec())
+        };
         if new {
             self.record(tools);
         }
