@@ -346,6 +346,39 @@ async fn send(
     }
 }
 
+/// Leaves out of the log rmcp's warning for an answer refusing a protocol version: a
+/// client that speaks a newer revision than warren (fastmcp probes MCP 2026-07-28
+/// first) gets that answer by design on every connection and retries with one warren
+/// speaks, so it is nothing for the operator to act on.
+struct ProtocolProbes;
+
+impl<S> tracing_subscriber::layer::Filter<S> for ProtocolProbes {
+    fn enabled(&self, _: &tracing::Metadata<'_>, _: &Context<'_, S>) -> bool {
+        true
+    }
+
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: &Context<'_, S>) -> bool {
+        if !event.metadata().target().starts_with("rmcp") {
+            return true;
+        }
+        let mut refusal = VersionRefusal(false);
+        event.record(&mut refusal);
+        !refusal.0
+    }
+}
+
+/// Whether an rmcp record's `error` is an `Unsupported protocol version` answer.
+struct VersionRefusal(bool);
+
+impl Visit for VersionRefusal {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "error" {
+            let code = format!("{:?}", rmcp::model::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
+            self.0 |= format!("{value:?}").contains(&code);
+        }
+    }
+}
+
 impl Telemetry {
     /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
     /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
@@ -369,7 +402,10 @@ impl Telemetry {
                     .with_ansi(ansi)
                     .with_target(false),
             ))
-            .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()));
+            .with_filter(tracing_subscriber::filter::FilterExt::and(
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+                ProtocolProbes,
+            ));
         let endpoint = otlp_endpoint.filter(|e| !e.is_empty());
         let queue: Option<Arc<Mutex<Vec<Value>>>> = endpoint.as_ref().map(|_| Arc::default());
         let spans = OtlpLayer {
