@@ -152,6 +152,78 @@ enum Command {
     /// (naming what changed) unless --force. RUN is a run id, a unique prefix of one,
     /// or `last`.
     Resume(ResumeArgs),
+    /// Replay recorded runs offline and check they behave the same.
+    ///
+    /// Every agent of the recorded tree runs again under today's warren.toml and
+    /// plugins, with no network: each model answer comes from the journal, once the
+    /// request warren would send is found to be the recorded one (its digest). Tools
+    /// run again in their sandboxes (--tools rerun, the default) and their results are
+    /// compared with the recorded ones, or are served from the journal (--tools
+    /// recorded). Requests are matched per agent and turn, not by the run's global
+    /// order, and each agent gets its children's results at the turns the recording
+    /// gave them, so sibling sub-agents may finish in any order.
+    ///
+    /// On the first difference the replay stops and prints the agent's path, the turn
+    /// and a diff (of the system prompt, the tool definitions, or a tool's result), and
+    /// exits 1. A matching replay prints the tree and exits 0; a recording of a run that
+    /// never finished is replayed up to where it stops, and says so. Nothing is
+    /// journaled and no API key is needed.
+    Replay(ReplayArgs),
+    /// Compare two journaled runs (a run and its fork, or two runs of one task): their
+    /// agent trees side by side, matched by place in the tree (profile and task from
+    /// the root), with agents only in one run (`-`, `+`), and for the others state,
+    /// turns, tokens, cost and tool calls (denials), changed ones marked `~`; then a
+    /// diff of each changed answer.
+    ///
+    /// Each RUN is a run id, a unique prefix of one, `last`, or a journal's path.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The first run (shown as `-`).
+    run_a: String,
+    /// The second run (shown as `+`).
+    run_b: String,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The runs: ids, unique prefixes of ids, `last`, or paths to journal files (or to
+    /// the run directories holding them, e.g. runs kept as test fixtures).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    runs: Vec<String>,
+    /// Replay every journal in DIR (each RUN/journal.jsonl and *.jsonl): one line per
+    /// run, then a summary; exits 1 if any differs.
+    #[arg(long, value_name = "DIR")]
+    all: Option<PathBuf>,
+    /// Where tool results come from: `rerun` runs each call again and compares its
+    /// result with the recorded one; `recorded` serves them from the journal (spawn
+    /// tools always run: they re-create the children).
+    #[arg(long, value_enum, default_value = "rerun")]
+    tools: ReplayToolsArg,
+    /// Fork the run from this agent (its id in the recording; `warren show RUN`
+    /// lists them): a new, journaled run in which that agent, changed as the options
+    /// below say, and everything it spawns call their models live, while the rest of
+    /// the tree is served from the recording at no cost until the new result reaches
+    /// it, and continues live from there. `warren diff RUN FORK` compares them.
+    #[arg(long, value_name = "AGENT")]
+    from: Option<String>,
+    /// With --from: run the agent under this profile's settings instead.
+    #[arg(long, requires = "from", value_name = "PROFILE")]
+    profile: Option<String>,
+    /// With --from: run the agent on this model (a [models] name) instead.
+    #[arg(long, requires = "from", value_name = "MODEL")]
+    model: Option<String>,
+    /// With --from: give the agent this file's text as its system prompt instead.
+    #[arg(long, requires = "from", value_name = "FILE")]
+    prompt_file: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ReplayToolsArg {
+    Rerun,
+    Recorded,
 }
 
 #[derive(Debug, Args)]
@@ -809,6 +881,24 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let journal_dir = host.config().journal_dir.clone();
             drive(run, &args.output, log, journal_dir, false).await?;
         }
+        Command::Diff(args) => {
+            let a = crate::journal::read::run(&crate::journal::locate(&config, &args.run_a)?)?;
+            let b = crate::journal::read::run(&crate::journal::locate(&config, &args.run_b)?)?;
+            crate::diff_report::print(&a, &b)?;
+        }
+        Command::Replay(args) => {
+            // A fork calls models: their keys are needed as for a run.
+            let host = if args.from.is_some() {
+                load(config).await?
+            } else {
+                Host::load_offline(config).await?
+            };
+            let tools = match args.tools {
+                ReplayToolsArg::Rerun => crate::jobs::ReplayTools::Rerun,
+                ReplayToolsArg::Recorded => crate::jobs::ReplayTools::Recorded,
+            };
+            replay_runs(&host, &args, tools).await?;
+        }
         Command::Plugin(_) | Command::Init(_) | Command::Doctor => {
             unreachable!("handled before the config is loaded")
         }
@@ -852,6 +942,94 @@ impl OutputArgs {
 /// cancels it, a second Ctrl-C exits at once, leaving it to `warren resume`. A
 /// `typed` root's answer is printed only when it is the checked JSON, so whatever
 /// reads stdout never gets prose.
+/// `warren replay`: each run in full, or with `--all` one line per run and a summary.
+async fn replay_runs(
+    host: &Host,
+    args: &ReplayArgs,
+    tools: crate::jobs::ReplayTools,
+) -> Result<(), Failure> {
+    use crate::replay_report as report;
+    if let Some(from) = &args.from {
+        let [run] = args.runs.as_slice() else {
+            return Err(Failure::Usage(
+                "--from forks one run: give exactly one RUN".into(),
+            ));
+        };
+        let prompt =
+            match &args.prompt_file {
+                Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                    Failure::Usage(format!("--prompt-file {}: {e}", path.display()))
+                })?),
+                None => None,
+            };
+        let fork = crate::jobs::Fork {
+            from: from.clone(),
+            profile: args.profile.clone(),
+            model: args.model.clone(),
+            prompt,
+        };
+        let journal = crate::journal::locate(host.config(), run)?;
+        return report::fork(host, &journal, tools, fork)
+            .await
+            .map_err(Failure::Run);
+    }
+    let (journals, one_line) = match &args.all {
+        Some(dir) => (report::journals_in(dir)?, true),
+        None => {
+            let mut found = Vec::new();
+            for name in &args.runs {
+                found.push(crate::journal::locate(host.config(), name)?);
+            }
+            (found, false)
+        }
+    };
+    let mut differ = 0;
+    for journal in &journals {
+        let name = journal_name(journal);
+        let verdict = report::replay(host, journal, tools).await;
+        if one_line {
+            outln!("{}", report::line(&name, &verdict))?;
+            if !verdict.as_ref().is_ok_and(report::Verdict::matched) {
+                differ += 1;
+            }
+        } else {
+            let verdict = verdict.map_err(Failure::Run)?;
+            report::print(&name, &verdict)?;
+            if !verdict.matched() {
+                differ += 1;
+            }
+        }
+    }
+    if one_line {
+        outln!(
+            "{} replayed: {} the same, {differ} differ or failed",
+            journals.len(),
+            journals.len() - differ
+        )?;
+    }
+    if differ > 0 {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "{differ} of {} replay(s) differ from the recording",
+            journals.len()
+        )));
+    }
+    Ok(())
+}
+
+/// How a journal is named in replay reports: its run directory's name, or its file.
+fn journal_name(journal: &std::path::Path) -> String {
+    let file = journal.file_name().map(|f| f.to_string_lossy().to_string());
+    match (
+        file.as_deref(),
+        journal.parent().and_then(|p| p.file_name()),
+    ) {
+        (Some(crate::journal::writer::JOURNAL_FILE), Some(dir)) => {
+            dir.to_string_lossy().to_string()
+        }
+        _ => journal.display().to_string(),
+    }
+}
+
 async fn drive(
     run: Run,
     output: &OutputArgs,

@@ -93,7 +93,13 @@ pub struct RunReport {
 impl Host {
     /// Loads the plugins (through the compile cache) and connects every model.
     pub async fn load(config: Config) -> anyhow::Result<Host> {
-        Host::load_with(config, false).await
+        Host::load_with(config, Keys::Required).await
+    }
+
+    /// As [`Host::load`], for a replay (`warren replay`), which sends nothing to
+    /// any model: a model whose API key is not set is connected without one.
+    pub async fn load_offline(config: Config) -> anyhow::Result<Host> {
+        Host::load_with(config, Keys::NotNeeded).await
     }
 
     /// As [`Host::load`], for a server whose client starts it, often with a minimal
@@ -101,10 +107,10 @@ impl Host {
     /// ([`Host::missing_keys`]) instead of failing the load, so the tools that need
     /// no model are served; a spawn on that model is a tool error naming the variable.
     pub async fn load_for_serving(config: Config) -> anyhow::Result<Host> {
-        Host::load_with(config, true).await
+        Host::load_with(config, Keys::LeaveOutMissing).await
     }
 
-    async fn load_with(config: Config, without_missing_keys: bool) -> anyhow::Result<Host> {
+    async fn load_with(config: Config, keys: Keys) -> anyhow::Result<Host> {
         let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
         let registry = ToolRegistry::for_config(sandbox, &config).await?;
         for profile in config.all_profiles() {
@@ -118,16 +124,29 @@ impl Host {
                 .api_key_env
                 .as_deref()
                 .filter(|variable| std::env::var_os(variable).is_none_or(|value| value.is_empty()));
-            if let (true, Some(variable)) = (without_missing_keys, unset) {
-                missing_keys.insert(name.clone(), variable.to_string());
-                continue;
-            }
-            providers.insert(name.clone(), llm::connect(name, model, &secrets)?);
+            let provider = match (keys, unset) {
+                (Keys::LeaveOutMissing, Some(variable)) => {
+                    missing_keys.insert(name.clone(), variable.to_string());
+                    continue;
+                }
+                (Keys::NotNeeded, Some(_)) => {
+                    // Nothing is sent, so nothing needs the key: connected as a model
+                    // with no key variable named.
+                    let model = llm::ModelConfig {
+                        api_key_env: None,
+                        ..model.clone()
+                    };
+                    llm::connect(name, &model, &secrets)?
+                }
+                _ => llm::connect(name, model, &secrets)?,
+            };
+            providers.insert(name.clone(), provider);
         }
         let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
+        // A replay (no keys needed) runs every agent here, so it needs no queue.
         let queue = match &config.queue.redis {
-            Some(_) => Some(RemoteQueue::connect(&config.queue).await?),
-            None => None,
+            Some(_) if keys != Keys::NotNeeded => Some(RemoteQueue::connect(&config.queue).await?),
+            _ => None,
         };
         Ok(Host {
             parts: Arc::new(Runtime {
@@ -283,6 +302,140 @@ impl Host {
         )
     }
 
+    /// Replays the run recorded at `journal` ([`crate::journal::locate`]) with this
+    /// host's configuration and plugins: every agent runs again, its model answered
+    /// from the recording while each request is the recorded one, its tools run
+    /// again or served as recorded (`tools`). Nothing is journaled and no model is
+    /// called; the first difference stops the replay (`Run::replay_divergence`).
+    ///
+    /// With `fork`, a fork instead: a new, journaled run in which the agent
+    /// `fork.from` (changed as `fork` says) and everything it spawns run live, and
+    /// every other agent is replayed until its requests leave the recording (when the
+    /// forked agent's new result reaches it), then runs live from there.
+    /// Returns the run and the recording.
+    pub fn replay(
+        &self,
+        journal: &std::path::Path,
+        tools: crate::jobs::ReplayTools,
+        fork: Option<crate::jobs::Fork>,
+    ) -> anyhow::Result<(Run, Arc<crate::journal::Resume>)> {
+        let config = &self.parts.config;
+        let recording = Arc::new(crate::journal::recording(journal)?);
+        if let Some(fork) = &fork {
+            self.check_fork(&recording, fork)?;
+        }
+        anyhow::ensure!(
+            recording.task != self::session::SESSION_TASK,
+            "run {} is an MCP session: its client drove it, so there is nothing to replay",
+            recording.run
+        );
+        anyhow::ensure!(
+            recording.full.is_none(),
+            "run {}'s journal reached its size bound ([journal] max_run_mib): what the run did after it was not recorded, so it cannot be replayed",
+            recording.run
+        );
+        let mut profile = config.profile(&recording.profile)?;
+        if let Some(model) = recording
+            .agent(&recording.root)
+            .and_then(|r| r.model.clone())
+        {
+            anyhow::ensure!(
+                config.models.contains_key(&model),
+                "run {} ran on model `{model}`, which {} does not define",
+                recording.run,
+                config.path.display()
+            );
+            profile.model = Some(model);
+        }
+        let (run_id, journal) = match &fork {
+            Some(fork) => {
+                let run_id = crate::jobs::random_id();
+                let journal = crate::journal::open(
+                    config,
+                    self.parts.registry.digests(),
+                    &run_id,
+                    &recording.profile,
+                    &recording.task,
+                    Some(crate::journal::ForkedFrom {
+                        run: recording.run.clone(),
+                        agent: fork.from.clone(),
+                    }),
+                )?;
+                (Some(run_id), journal)
+            }
+            None => (None, None),
+        };
+        if fork.as_ref().is_some_and(|f| f.from == recording.root) {
+            crate::agent::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
+                .map_err(|e| anyhow::anyhow!(e))?;
+        }
+        let limits = profile.limits;
+        let tree = Tree::replaying(
+            config.run_limits,
+            recording.clone(),
+            crate::jobs::Replay::new(tools, fork),
+            run_id,
+            journal,
+        );
+        let run = self.launch_in(
+            tree,
+            JobStart {
+                profile,
+                task: recording.task.clone(),
+                extra_prompt: None,
+                limits,
+                depth: 0,
+                budget_usd: config.run_limits.budget_usd,
+                traceparent: None,
+                queue_job: None,
+                run_id: None,
+            },
+        )?;
+        Ok((run, recording))
+    }
+
+    /// Refuses a fork from an agent the recording does not have (listing those it
+    /// has) or to a profile or model the configuration does not define.
+    fn check_fork(
+        &self,
+        recording: &crate::journal::Resume,
+        fork: &crate::jobs::Fork,
+    ) -> anyhow::Result<()> {
+        let config = &self.parts.config;
+        if recording.agent(&fork.from).is_none() {
+            let agents: Vec<String> = recording
+                .agents_in_order()
+                .map(|a| {
+                    let task: String = a.intro.task.chars().take(50).collect();
+                    format!(
+                        "  {} ({}): {}",
+                        a.intro.agent,
+                        a.intro.profile,
+                        task.replace('\n', " ")
+                    )
+                })
+                .collect();
+            anyhow::bail!(
+                "run {} has no agent `{}`; its agents are:\n{}",
+                recording.run,
+                fork.from,
+                agents.join("\n")
+            );
+        }
+        if let Some(name) = &fork.profile {
+            config.profile(name)?;
+        }
+        if let Some(model) = &fork.model {
+            anyhow::ensure!(
+                config.models.contains_key(model),
+                "no model `{model}` in {} (models: {})",
+                config.path.display(),
+                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        Ok(())
+    }
+
     fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
         let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
         let journal = crate::journal::open(
@@ -291,6 +444,7 @@ impl Host {
             &run_id,
             &job.profile.name,
             &job.task,
+            None,
         )?;
         let tree = Tree::for_queue_job(
             RunLimits {
@@ -323,7 +477,7 @@ impl Host {
         // its `agent_started`.
         let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
         let task = job.task;
-        let handle = match tree.recorded(&id).and_then(|r| r.finished.clone()) {
+        let handle = match tree.earlier_outcome(&id) {
             Some(outcome) => tokio::spawn(async move { handle.finish(outcome) }),
             None => {
                 handle.start();
@@ -339,7 +493,24 @@ impl Host {
     }
 }
 
+/// How a host treats a model whose API key variable is not set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// Loading fails, naming the variable.
+    Required,
+    /// The model is left out ([`Host::missing_keys`]).
+    LeaveOutMissing,
+    /// The model is connected without a key (nothing will be sent).
+    NotNeeded,
+}
+
 impl Run {
+    /// In a replay, the first point where it left the recording (`None`: it has not,
+    /// or this is not a replay).
+    pub fn replay_divergence(&self) -> Option<crate::jobs::Divergence> {
+        self.tree.replay.as_ref()?.divergence()
+    }
+
     /// A token that cancels the whole tree (for Ctrl-C handlers).
     pub fn cancel_token(&self) -> CancellationToken {
         self.tree.cancel.clone()

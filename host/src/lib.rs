@@ -23,7 +23,7 @@
 //! - L7: [`host`]: the composition root and library API (load once, start runs);
 //! - L8: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
 //!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
-//!   terminal view), [`web`] (the live web view and its API), [`init`], [`doctor`], `agents_report`, `runs_report`, [`scaffold`],
+//!   terminal view), [`web`] (the live web view and its API), [`init`], [`doctor`], `agents_report`, `runs_report`, `replay_report` (`warren replay`), `diff_report` (`warren diff`), [`scaffold`],
 //!   `fuzzing`;
 //! - L9: [`cli`].
 //!
@@ -38,6 +38,7 @@ mod agents_report;
 pub mod builtin;
 pub mod cli;
 pub mod config;
+mod diff_report;
 pub mod doctor;
 pub mod events;
 #[cfg(fuzzing)]
@@ -53,6 +54,7 @@ pub mod outcome;
 pub mod plugin;
 pub mod policy;
 pub mod queue;
+mod replay_report;
 pub mod run_state;
 mod runs_report;
 pub mod sandbox;

@@ -452,6 +452,7 @@ impl RunState {
                 .collect(),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => Vec::new(),
         }

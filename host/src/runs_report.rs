@@ -51,7 +51,15 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
                 "{:.1} s",
                 run.last_ms.saturating_sub(run.started_ms) as f64 / 1000.0
             ),
-            one_line(&run.task, 60)
+            match &run.forked_from {
+                Some(from) => format!(
+                    "[fork of {} from {}] {}",
+                    from.run,
+                    from.agent,
+                    one_line(&run.task, 40)
+                ),
+                None => one_line(&run.task, 60),
+            }
         )?;
     }
     Ok(())

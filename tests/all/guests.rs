@@ -12,6 +12,9 @@ pub(crate) struct Guests {
     pub(crate) hostile: PathBuf,
     /// Offers a tool named `spawn_agent` (must be refused at load).
     pub(crate) impostor: PathBuf,
+    /// The `stamp` tool, version one and version two (answers differ).
+    pub(crate) stamp_one: PathBuf,
+    pub(crate) stamp_two: PathBuf,
     /// Offers 100,000 tools (must be refused at load).
     pub(crate) toolbomb: PathBuf,
     /// A typed component (plain wit-bindgen) covering every WIT type.
@@ -77,6 +80,8 @@ pub(crate) fn guests() -> &'static Guests {
             http: dir.join("http.wasm"),
             hostile: dir.join("hostile.wasm"),
             impostor: dir.join("impostor.wasm"),
+            stamp_one: dir.join("stamp_one.wasm"),
+            stamp_two: dir.join("stamp_two.wasm"),
             toolbomb: dir.join("toolbomb.wasm"),
             typed_rust: dir.join("typed_rust.wasm"),
             typed_resource: dir.join("typed_resource.wasm"),

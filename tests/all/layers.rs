@@ -44,6 +44,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("doctor", 8),
     ("agents_report", 8),
     ("runs_report", 8),
+    ("replay_report", 8),
+    ("diff_report", 8),
     ("scaffold", 8),
     ("fuzzing", 8),
     // L9: the command line.

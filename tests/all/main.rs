@@ -24,6 +24,7 @@ mod newcomer;
 mod plugins;
 mod providers;
 mod queue;
+mod replay;
 mod resume;
 mod sandbox;
 mod support;

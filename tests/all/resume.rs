@@ -19,7 +19,7 @@ const LEAVES: [&str; 6] = [
     "LEAF-A1", "LEAF-A2", "LEAF-B1", "LEAF-B2", "LEAF-C1", "LEAF-C2",
 ];
 
-fn project(world: &World, server: &FakeLlm, leaf_mode: &str) {
+pub(crate) fn project(world: &World, server: &FakeLlm, leaf_mode: &str) {
     std::fs::create_dir_all(world.path("out")).unwrap();
     world.config(&format!(
         r#"
@@ -57,7 +57,7 @@ fs = [{{ host = "out", guest = "/out", mode = "{leaf_mode}" }}]
 }
 
 /// Which agent sent a request (the marker in its task) and which turn it asks for.
-fn request_key(body: &Value) -> Option<(String, usize)> {
+pub(crate) fn request_key(body: &Value) -> Option<(String, usize)> {
     let messages = body["messages"].as_array()?;
     let task = messages.iter().find(|m| m["role"] == "user")?["content"].as_str()?;
     let marker = task
@@ -88,7 +88,11 @@ fn oks(history: &str, prefix: &str) -> String {
 }
 
 /// A streamed OpenAI reply, one piece every 60 ms: text in four pieces, or tool calls.
-fn streamed(key: &(String, usize), text: Option<String>, calls: &[(&str, Value)]) -> Reply {
+pub(crate) fn streamed(
+    key: &(String, usize),
+    text: Option<String>,
+    calls: &[(&str, Value)],
+) -> Reply {
     let (marker, turn) = key;
     let mut chunks: Vec<Value> = Vec::new();
     if let Some(text) = &text {
@@ -122,7 +126,7 @@ fn streamed(key: &(String, usize), text: Option<String>, calls: &[(&str, Value)]
 }
 
 /// The model of every agent of the tree, answering from the request alone.
-fn script(body: &Value) -> Option<Reply> {
+pub(crate) fn script(body: &Value) -> Option<Reply> {
     let key = request_key(body)?;
     let history = body["messages"].to_string();
     let (marker, turn) = (key.0.as_str(), key.1);
@@ -183,7 +187,7 @@ fn script(body: &Value) -> Option<Reply> {
     })
 }
 
-fn start(world: &World, run_id: &str) -> Child {
+pub(crate) fn start(world: &World, run_id: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_warren"))
         .args(["run", "-q", "--run-id", run_id, "ROOT-TASK"])
         .current_dir(world.dir.path())
@@ -195,7 +199,7 @@ fn start(world: &World, run_id: &str) -> Child {
         .unwrap()
 }
 
-fn kill(mut child: Child) {
+pub(crate) fn kill(mut child: Child) {
     let killed = Command::new("kill")
         .args(["-KILL", &child.id().to_string()])
         .status()
@@ -204,7 +208,7 @@ fn kill(mut child: Child) {
     child.wait().unwrap();
 }
 
-fn journal_lines(world: &World, run_id: &str) -> Vec<Value> {
+pub(crate) fn journal_lines(world: &World, run_id: &str) -> Vec<Value> {
     std::fs::read_to_string(world.path(&format!(".warren/runs/{run_id}/journal.jsonl")))
         .unwrap_or_default()
         .lines()

@@ -10,7 +10,8 @@
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
 //! `turns` (the loop), `tool_calls` (one tool call, run or answered from the journal
-//! of a resumed run), `replay` (a model turn recorded, and a recorded one reused),
+//! of a resumed run), `replay` (a model turn recorded, a recorded one reused, and a replay's
+//! check of each request and tool result against the recording),
 //! `spawn_tools` (the four spawn tools and how a child is spawned),
 //! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
@@ -25,6 +26,7 @@ mod turn_limits;
 mod turns;
 mod typed_output;
 
+pub(crate) use self::replay::{fork_profile, line_diff};
 pub(crate) use self::runtime::{Agent, Role, Runtime};
 pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{

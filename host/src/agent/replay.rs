@@ -1,10 +1,33 @@
-//! A resumed run's model turns: the journal record of a response, and a recorded
-//! response turned back into the model's answer, so a turn the journal holds is not
-//! asked again.
+//! Recorded model turns: the journal record of a response, a recorded response
+//! turned back into the model's answer (a resumed run does not ask a turn the
+//! journal holds), and, in a replay (`warren replay`), the check that each request
+//! and tool result is the recorded one, with a readable diff where it is not.
+//!
+//! What "the same" means in a replay: requests are matched per agent and turn (an
+//! agent is the recorded child its parent spawned with the same profile and task),
+//! never by the run's global order, and each agent is given its children's results
+//! at the turns the recording gave them, whatever order its children end in now. A
+//! request matches when the digest of the body that would be sent equals the
+//! recorded one; a tool result when its outcome and text do.
 
-use crate::journal::resume::RecordedResponse;
-use crate::journal::{Record, RecordedCall};
-use crate::llm::{AssistantMessage, ChatRequest, FinishReason, ToolCall};
+use crate::jobs::{Divergence, StopKind};
+use crate::journal::resume::{RecordedAgent, RecordedResponse, RecordedTool};
+use crate::journal::{Drained, Record, RecordedCall};
+use crate::llm::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, Provider, ToolCall};
+use crate::outcome::AgentState;
+use crate::sandbox::ToolOutcome;
+
+use super::runtime::Agent;
+
+/// What a turn's request was given besides the last turn's tool results: children's
+/// results delivered by notification, or after trying to finish while they ran.
+#[derive(Debug, Default)]
+pub(super) struct Delivered {
+    /// Children whose results came in a notification before the turn.
+    pub notified: Vec<String>,
+    /// Children waited for when the agent tried to finish.
+    pub drained: Option<Drained>,
+}
 
 /// The journal record of turn `turn`'s `response` to `request`.
 pub(super) fn record_response(
@@ -12,12 +35,15 @@ pub(super) fn record_response(
     turn: u32,
     request: &ChatRequest,
     response: &crate::llm::ChatResponse,
+    delivered: Delivered,
 ) -> Record {
     let message = &response.message;
     Record::ModelResponse {
         agent: agent.0.clone(),
         turn,
         request_messages: request.messages.len(),
+        notified: delivered.notified,
+        drained: delivered.drained,
         request_digest: response.request_digest.clone(),
         text: message.text.clone(),
         reasoning: message.reasoning.clone(),
@@ -76,4 +102,341 @@ pub(super) fn replayed_response(recorded: &RecordedResponse) -> crate::llm::Chat
         cost_usd: recorded.cost_usd,
         request_digest: recorded.request_digest.clone(),
     }
+}
+
+/// Changes `profile` as `fork` asks: another profile's settings (its name kept, so
+/// the agent keeps its place), another model, another system prompt.
+pub(crate) fn fork_profile(
+    config: &crate::config::Config,
+    profile: &mut crate::config::Profile,
+    fork: &crate::jobs::Fork,
+) -> Result<(), String> {
+    if let Some(name) = &fork.profile {
+        let mut other = config
+            .find_profile(name)
+            .cloned()
+            .ok_or_else(|| format!("no profile `{name}`"))?;
+        other.name = profile.name.clone();
+        *profile = other;
+    }
+    if let Some(model) = &fork.model {
+        profile.model = Some(model.clone());
+    }
+    if let Some(prompt) = &fork.prompt {
+        profile.system_prompt = prompt.clone();
+    }
+    Ok(())
+}
+
+impl Agent {
+    /// Whether this agent is replayed from the recording now: in a replay, and not
+    /// (in a fork) running live.
+    pub(super) fn replaying(&self) -> bool {
+        self.tree
+            .replay
+            .as_ref()
+            .is_some_and(|r| !r.is_live(&self.id.0))
+    }
+
+    /// In a fork, where this agent is the forked one: its profile, limits and access
+    /// as the fork changes them (narrowed as any child is); `None` otherwise.
+    pub(super) fn forked_child(
+        &self,
+        id: &crate::jobs::JobId,
+        base: &crate::config::Profile,
+        ask: &crate::jobs::ChildAsk<'_>,
+    ) -> Option<Result<(crate::config::Profile, crate::config::AgentLimits), String>> {
+        let fork = self.tree.replay.as_ref()?.fork.as_ref()?;
+        if fork.from != id.0 {
+            return None;
+        }
+        let mut base = base.clone();
+        let changed = (|| {
+            // The model after narrowing, which would otherwise take the parent's.
+            let without_model = crate::jobs::Fork {
+                model: None,
+                ..fork.clone()
+            };
+            fork_profile(&self.runtime.config, &mut base, &without_model)?;
+            let (mut profile, limits) =
+                crate::jobs::narrow(&base, ask, || self.runtime.registry.names_for(&base))?;
+            if let Some(model) = &fork.model {
+                profile.model = Some(model.clone());
+            }
+            Ok((profile, limits))
+        })();
+        Some(changed)
+    }
+
+    /// In a replay, the recorded answer to turn `turn` once `request` is found to be
+    /// the recorded one; a different request, or a turn the recording does not have,
+    /// stops the replay there. An agent whose recorded run failed at this turn (its
+    /// model call did) ends as it did. In a fork, the agent runs live from such a
+    /// point instead (`Ok(None)`: ask the model).
+    pub(super) fn replayed_turn(
+        &self,
+        provider: &dyn Provider,
+        request: &ChatRequest,
+        turn: u32,
+    ) -> Result<Option<ChatResponse>, (AgentState, String)> {
+        let replay = self.tree.replay.as_ref().expect("replaying");
+        if replay.fork.is_some() {
+            let recorded = self.tree.recorded(&self.id).and_then(|a| a.response(turn));
+            let same = recorded.is_some_and(|r| {
+                r.request_digest.is_none() || r.request_digest == provider.request_digest(request)
+            });
+            return Ok(match recorded.filter(|_| same) {
+                Some(recorded) => Some(replayed_response(recorded)),
+                None => {
+                    tracing::info!(agent = %self.id, turn, "the fork leaves the recording here: live from this turn");
+                    replay.go_live(&self.id.0);
+                    None
+                }
+            });
+        }
+        let Some(agent) = self.tree.recorded(&self.id) else {
+            return Err(self.stop_replay(
+                StopKind::Differs,
+                turn,
+                "this agent is not in the recording (its parent spawned it with another profile or task)".into(),
+                String::new(),
+            ));
+        };
+        let Some(recorded) = agent.response(turn) else {
+            return Err(match &agent.finished {
+                Some(outcome) if outcome.state != AgentState::Ok => {
+                    // It ended here in the recording too (its model call failed, or a
+                    // limit or cancel ended it): the same end.
+                    (outcome.state, outcome.error.clone().unwrap_or_default())
+                }
+                Some(outcome) => self.stop_replay(
+                    StopKind::Differs,
+                    turn,
+                    format!(
+                        "the recording has no turn {turn}: the agent answered after {} turn(s)",
+                        outcome.turns
+                    ),
+                    String::new(),
+                ),
+                None => self.stop_replay(
+                    StopKind::RecordingEnds,
+                    turn,
+                    "the recording ends here: the recorded run had not finished".into(),
+                    String::new(),
+                ),
+            });
+        };
+        if let (Some(was), Some(now)) = (&recorded.request_digest, provider.request_digest(request))
+        {
+            if *was != now {
+                return Err(self.stop_replay(
+                    StopKind::Differs,
+                    turn,
+                    "the request to the model differs from the recorded one".into(),
+                    request_diff(agent, recorded, request, provider.model()),
+                ));
+            }
+        }
+        Ok(Some(replayed_response(recorded)))
+    }
+
+    /// In a replay, `call`'s result: run again and compared with the recorded one
+    /// (`--tools rerun`, and always for spawn tools, which re-create the children), or
+    /// the recorded one (`--tools recorded`). A result that differs, or a call the
+    /// recording has no result for, stops the replay there.
+    pub(super) async fn replayed_call(
+        &self,
+        call: &ToolCall,
+        turn: u32,
+        recorded: Option<RecordedTool>,
+    ) -> Result<String, String> {
+        let replay = self.tree.replay.as_ref().expect("replaying");
+        if replay.fork.is_some() && recorded.as_ref().is_none_or(|r| r.finished.is_none()) {
+            // Not in the recording: the fork runs it.
+            return self
+                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+                .await;
+        }
+        let Some((outcome, content)) = recorded.and_then(|r| r.finished) else {
+            let (kind, what) = match self
+                .tree
+                .recorded(&self.id)
+                .and_then(|a| a.finished.as_ref())
+            {
+                Some(_) => (
+                    StopKind::Differs,
+                    format!(
+                        "the recording has no call `{}` ({}) at this turn",
+                        call.name, call.id
+                    ),
+                ),
+                None => (
+                    StopKind::RecordingEnds,
+                    format!(
+                        "the recording ends here: call `{}` ({}) had no recorded result",
+                        call.name, call.id
+                    ),
+                ),
+            };
+            let (_, message) = self.stop_replay(kind, turn, what, String::new());
+            return Err(message);
+        };
+        let recorded_result = if outcome == ToolOutcome::Ok {
+            Ok(content)
+        } else {
+            Err(content)
+        };
+        let spawn = super::spawn_tools::is_spawn_tool(&call.name);
+        if replay.tools == crate::jobs::ReplayTools::Recorded && !spawn {
+            // A fork's journal is a whole run: the call is in it as served.
+            self.tree.record(|| Record::ToolStarted {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            self.tree.record(|| Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &recorded_result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms: 0,
+            });
+            return recorded_result;
+        }
+        let result = self
+            .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+            .await;
+        // In a fork, a new result is where this agent may leave the recording: its
+        // next request then differs, and it runs live from there.
+        if result != recorded_result && replay.fork.is_none() {
+            let text = |r: &Result<String, String>| match r {
+                Ok(text) => format!("ok:\n{text}"),
+                Err(text) => format!("error:\n{text}"),
+            };
+            self.stop_replay(
+                StopKind::Differs,
+                turn,
+                format!(
+                    "the result of `{}` (call {}) differs from the recorded one",
+                    call.name, call.id
+                ),
+                line_diff(&text(&recorded_result), &text(&result)),
+            );
+        }
+        result
+    }
+
+    /// In a replay, the wall time the recording gives this agent, so the result
+    /// block its parent reads (which shows it) is the recorded one.
+    pub(super) fn replayed_duration(&self) -> Option<std::time::Duration> {
+        if !self.replaying() {
+            return None;
+        }
+        Some(self.tree.recorded(&self.id)?.finished.as_ref()?.duration)
+    }
+
+    /// Notes where this agent left the recording (the first such point ends the
+    /// whole replay) and returns how the agent ends.
+    fn stop_replay(
+        &self,
+        kind: StopKind,
+        turn: u32,
+        what: String,
+        detail: String,
+    ) -> (AgentState, String) {
+        let replay = self.tree.replay.as_ref().expect("replaying");
+        let first = replay.stop(Divergence {
+            kind,
+            agent: self.id.0.clone(),
+            path: self.tree.path(&self.id),
+            turn,
+            what: what.clone(),
+            detail,
+        });
+        if first {
+            self.tree.cancel.cancel();
+        }
+        (AgentState::Error, format!("replay stopped: {what}"))
+    }
+}
+
+/// The recorded and the new request side by side where they differ: the system
+/// prompt, the tool definitions, and otherwise what can be told of the messages.
+fn request_diff(
+    agent: &RecordedAgent,
+    recorded: &RecordedResponse,
+    request: &ChatRequest,
+    model: &str,
+) -> String {
+    let mut parts = Vec::new();
+    if agent.system != request.system && !agent.system.is_empty() {
+        parts.push(format!(
+            "system prompt:\n{}",
+            line_diff(&agent.system, &request.system)
+        ));
+    }
+    if let Some(tools) = &agent.tool_defs {
+        let was: String = tools
+            .iter()
+            .map(|t| tool_line(&t.name, &t.description, &t.input_schema))
+            .collect();
+        let now: String = request
+            .tools
+            .iter()
+            .map(|t| tool_line(&t.name, &t.description, &t.input_schema))
+            .collect();
+        if was != now {
+            parts.push(format!("tool definitions:\n{}", line_diff(&was, &now)));
+        }
+    }
+    if parts.is_empty() {
+        let mut note = String::from(
+            "the system prompt and the tool definitions are as recorded: the messages or the model's settings differ",
+        );
+        if recorded.request_messages != request.messages.len() {
+            note.push_str(&format!(
+                " (the recorded request had {} messages, this one has {})",
+                recorded.request_messages,
+                request.messages.len()
+            ));
+        }
+        note.push_str(&format!(
+            "; model: recorded `{}`, now `{model}`",
+            agent.model.as_deref().unwrap_or("?")
+        ));
+        if let Some(last) = request.messages.last() {
+            let text = format!("{last:?}");
+            let cut: String = text.chars().take(2000).collect();
+            note.push_str(&format!("\nthe request's last message now: {cut}"));
+        }
+        parts.push(note);
+    }
+    parts.join("\n")
+}
+
+/// One line per tool: its name, description and schema.
+fn tool_line(name: &str, description: &str, schema: &serde_json::Value) -> String {
+    format!("{name}: {description} {schema}\n")
+}
+
+/// A unified line diff from `was` (recorded, `-`) to `now` (`+`), three lines of
+/// context.
+pub(crate) fn line_diff(was: &str, now: &str) -> String {
+    // Both end with a line end, so a last line's missing one is no difference.
+    let ended = |text: &str| {
+        let mut text = text.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    };
+    let (was, now) = (ended(was), ended(now));
+    similar::TextDiff::from_lines(&was, &now)
+        .unified_diff()
+        .context_radius(3)
+        .header("recorded", "now")
+        .to_string()
 }

@@ -192,15 +192,16 @@ fn run_child(
 ) -> BoxedRun {
     Box::pin(async move {
         // A resumed run's child that had finished delivers its recorded outcome.
-        if let Some(outcome) = child
-            .tree
-            .recorded(job.id())
-            .and_then(|r| r.finished.clone())
-        {
+        if let Some(outcome) = child.tree.earlier_outcome(job.id()) {
             job.finish(outcome);
             return;
         }
-        let remote = child.runtime.remote.clone();
+        // A replay runs every agent here: nothing goes to a queue.
+        let remote = child
+            .runtime
+            .remote
+            .clone()
+            .filter(|_| child.tree.replay.is_none());
         let permit = tokio::select! {
             biased;
             _ = child.cancel.cancelled() => None,
@@ -292,7 +293,8 @@ impl Agent {
             parent_model: self.profile.model.as_deref(),
             output_schema: output_schema.as_ref(),
         };
-        let (profile, limits) = narrow(base, &ask, || self.runtime.registry.names_for(base))?;
+        let (mut profile, mut limits) =
+            narrow(base, &ask, || self.runtime.registry.names_for(base))?;
         // Children on a queue run on workers, with the workers' keys.
         if self.runtime.remote.is_none() {
             if let Some((model, variable)) = profile
@@ -322,7 +324,7 @@ impl Agent {
         // A child under its parent's own profile gets the parent's tools, which a spawn
         // may have cut down: a worker only knows the profile by name, so the tools go
         // with the job, and the child gets on a worker exactly what it would get here.
-        let tools = match (&asked_profile, tools) {
+        let tools = match (&asked_profile, tools.clone()) {
             (None, None) => Some(
                 self.runtime
                     .registry
@@ -357,11 +359,17 @@ impl Agent {
 
         // Its scratch directory first: a child that cannot be prepared is never
         // registered, so it cannot stay queued forever.
-        let access = ToolAccess::new(profile.clone())
+        let mut access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
         let job = self
             .place()
             .child(&profile_name, &task, description.as_deref());
+        // A fork's agent runs changed as the fork asks (its parent sees what it asked).
+        if let Some(changed) = self.forked_child(job.id(), base, &ask) {
+            (profile, limits) = changed?;
+            access = ToolAccess::new(profile.clone())
+                .map_err(|e| format!("cannot prepare the forked sub-agent: {e:#}"))?;
+        }
         // The slots are asked for now, in spawn order: what the caller is told (started
         // or queued) is what happens.
         let slots = self

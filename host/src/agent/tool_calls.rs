@@ -28,11 +28,22 @@ impl Agent {
     /// [`CapabilitySet::replay_safe`](crate::policy::CapabilitySet::replay_safe)).
     /// Spawn tools run again: a spawn re-registers its recorded child, whose own
     /// records say what it still has to do.
+    /// In a replay, see [`Agent::replayed_call`].
     pub(super) async fn execute(
         &self,
         call: &ToolCall,
+        turn: u32,
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
+        if self.replaying() {
+            return self.replayed_call(call, turn, recorded).await;
+        }
+        if self.tree.replay.is_some() {
+            // A fork's live agent: whatever the recording holds, it runs.
+            return self
+                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+                .await;
+        }
         if !spawn_tools::is_spawn_tool(&call.name) {
             match recorded.as_ref().map(|r| &r.finished) {
                 Some(Some((outcome, content))) => {

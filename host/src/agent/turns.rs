@@ -8,14 +8,14 @@ use tracing::{info, info_span, Instrument};
 
 use crate::events::{bounded, Event, RESULT_CHARS};
 use crate::jobs::{not_found_block, result_block, JobId, Phase};
-use crate::journal::Record;
+use crate::journal::{Drained, Record, RecordedToolDef};
 use crate::llm::{
     AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Requester, StreamEvent,
     ToolCall, ToolDefinition, Usage,
 };
 use crate::outcome::{AgentOutcome, AgentState};
 
-use super::replay::{record_response, replayed_response};
+use super::replay::{record_response, replayed_response, Delivered};
 use super::runtime::Agent;
 use super::typed_output::{drop_response_format, Settled, TypedAnswer};
 
@@ -146,15 +146,28 @@ impl Agent {
         async {
             let started = Instant::now();
             warn_profile_notes_once(&self.profile);
+            let tools = self.tool_names();
+            self.tree.record_tool_set(&tools, || Record::ToolSet {
+                tools: self
+                    .tool_definitions()
+                    .into_iter()
+                    .map(|t| RecordedToolDef {
+                        name: t.name,
+                        description: t.description,
+                        input_schema: (*t.input_schema).clone(),
+                    })
+                    .collect(),
+            });
             self.tree.record(|| Record::AgentSpec {
                 agent: self.id.0.clone(),
                 message: task.clone(),
                 model: self.profile.model.clone(),
-                tools: self.tool_names(),
+                tools,
                 max_turns: self.limits.max_turns,
                 timeout_s: self.limits.timeout_s,
                 max_cost_usd: self.limits.max_cost_usd,
                 depth: self.depth,
+                system: self.system_prompt(),
             });
             self.tree.events.publish(Event::AgentSpec {
                 agent: self.id.0.clone(),
@@ -169,10 +182,7 @@ impl Agent {
                 let body = self.converse(task, &mut progress);
                 tokio::pin!(body);
                 // A resumed agent's earlier wall time counts against its limit.
-                let spent = self
-                    .tree
-                    .recorded(&self.id)
-                    .map_or(Duration::ZERO, |r| r.time_spent());
+                let spent = self.tree.earlier_time(&self.id);
                 let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
                 tokio::select! {
                     biased;
@@ -201,7 +211,7 @@ impl Agent {
                 turns: progress.turns,
                 usage: progress.usage,
                 cost_usd: progress.cost_usd,
-                duration: started.elapsed(),
+                duration: self.replayed_duration().unwrap_or_else(|| started.elapsed()),
             };
             let span = tracing::Span::current();
             span.record("warren.agent.state", state.as_str());
@@ -249,14 +259,18 @@ impl Agent {
         if let Some(typed) = &typed {
             typed.prepare(&mut request);
         }
+        let mut drained = None;
         loop {
-            let notes = self.finished_children_notes();
+            let (notified, notes) = self.finished_children_notes(progress.turns + 1).await;
             if !notes.is_empty() {
                 request.messages.push(Message::User(format!(
-                    "<agent_notifications>\nThese background sub-agents finished:\n\n{}\n</agent_notifications>",
-                    notes.join("\n\n")
+                    "<agent_notifications>\nThese background sub-agents finished:\n\n{notes}\n</agent_notifications>"
                 )));
             }
+            let delivered = Delivered {
+                notified,
+                drained: drained.take(),
+            };
             if progress.turns >= self.limits.max_turns {
                 return Err((
                     AgentState::MaxTurns,
@@ -289,11 +303,16 @@ impl Agent {
                 agent: self.id.0.clone(),
                 turn: progress.turns,
             });
-            let replayed = self
-                .tree
-                .recorded(&self.id)
-                .and_then(|r| r.response(progress.turns))
-                .map(replayed_response);
+            let replayed = if self.replaying() {
+                self.replayed_turn(&*provider, &request, progress.turns)?
+            } else if self.tree.replay.is_some() {
+                None // a fork's live agent
+            } else {
+                self.tree
+                    .recorded(&self.id)
+                    .and_then(|r| r.response(progress.turns))
+                    .map(replayed_response)
+            };
             let fresh = replayed.is_none();
             let response = match replayed {
                 Some(response) => response,
@@ -301,8 +320,9 @@ impl Agent {
             };
             progress.usage = progress.usage + response.usage;
             progress.cost_usd += response.cost_usd;
-            if fresh {
-                // A replayed response's cost was counted when the run resumed.
+            if fresh || self.tree.replay.is_some() {
+                // A resumed response's cost was counted when the run resumed; a
+                // replay counts each as recorded, so budgets end it where they did.
                 self.tree.charge(response.cost_usd);
             }
             self.tree.events.publish(Event::Usage {
@@ -313,11 +333,13 @@ impl Agent {
                 cost_usd: progress.cost_usd,
             });
             progress.text = response.message.text.clone();
-            if fresh {
+            if fresh || self.tree.replay.is_some() {
                 // Written before any of its tool calls runs, and synced with the start
-                // of the first that could have an effect (see `traced_call`).
-                self.tree
-                    .record(|| record_response(&self.id, progress.turns, &request, &response));
+                // of the first that could have an effect (see `traced_call`). A fork's
+                // journal holds its replayed turns too: it is a whole run.
+                self.tree.record(|| {
+                    record_response(&self.id, progress.turns, &request, &response, delivered)
+                });
             }
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
@@ -339,8 +361,9 @@ impl Agent {
                         }
                     }
                 }
-                if let Some(ended) = self.drain_children(&mut request).await {
-                    return ended;
+                match self.drain_children(&mut request, progress.turns + 1).await {
+                    Ok(waited) => drained = Some(waited),
+                    Err(ended) => return ended,
                 }
                 continue;
             }
@@ -351,9 +374,10 @@ impl Agent {
                     .and_then(|r| r.tool(turn, &call.id))
                     .cloned()
             };
-            for (call, content, is_error) in
-                super::turn_limits::run_calls(&calls, |call| self.execute(call, recorded(call)))
-                    .await
+            for (call, content, is_error) in super::turn_limits::run_calls(&calls, |call| {
+                self.execute(call, turn, recorded(call))
+            })
+            .await
             {
                 request.messages.push(Message::ToolResult {
                     call_id: call.id.clone(),
@@ -415,49 +439,80 @@ impl Agent {
         response.map_err(|e| (AgentState::Error, e.to_string()))
     }
 
-    /// The model answered without tool calls: ends the conversation (`Some(Ok)`)
+    /// The model answered without tool calls: ends the conversation (`Err(Ok)`)
     /// unless children still run, whose results (and any not yet delivered) are then
-    /// awaited and added to `request` for another turn (`None`).
+    /// awaited and added to `request` for turn `next` (`Ok`: whom it named running and
+    /// whose results it was given). A replay waits for the children the recording
+    /// did at that turn, and names those it named.
     async fn drain_children(
         &self,
         request: &mut ChatRequest,
-    ) -> Option<Result<(), (AgentState, String)>> {
-        let children = self.tree.children(&self.id);
-        let running: Vec<JobId> = children
-            .iter()
-            .filter(|job| !matches!(job.phase, Phase::Done(_)))
-            .map(|job| job.id.clone())
-            .collect();
-        if running.is_empty() {
-            return Some(Ok(()));
-        }
-        // Report the running children and any finished ones not yet reported, in one
-        // message, so no separate notification follows.
-        let pending: Vec<JobId> = children
-            .into_iter()
-            .filter(|job| !job.delivered)
-            .map(|job| job.id)
-            .collect();
-        let names = running
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
+        next: u32,
+    ) -> Result<Drained, Result<(), (AgentState, String)>> {
+        let recorded = self
+            .replaying()
+            .then(|| {
+                self.tree
+                    .recorded(&self.id)?
+                    .response(next)?
+                    .drained
+                    .clone()
+            })
+            .flatten();
+        let waited = match recorded {
+            Some(waited) => waited,
+            None => {
+                let children = self.tree.children(&self.id);
+                let running: Vec<String> = children
+                    .iter()
+                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
+                    .map(|job| job.id.0.clone())
+                    .collect();
+                if running.is_empty() {
+                    return Err(Ok(()));
+                }
+                // Report the running children and any finished ones not yet
+                // reported, in one message, so no separate notification follows.
+                let delivered = children
+                    .into_iter()
+                    .filter(|job| !job.delivered)
+                    .map(|job| job.id.0)
+                    .collect();
+                Drained { running, delivered }
+            }
+        };
+        let pending: Vec<JobId> = waited.delivered.iter().cloned().map(JobId).collect();
         let blocks = self.await_jobs(&pending, None, false).await;
         request.messages.push(Message::User(format!(
-            "You were about to finish while sub-agents were still running ({names}). Nothing is abandoned: \
-             these are their results. Take them into account and give your final answer.\n\n{blocks}"
+            "You were about to finish while sub-agents were still running ({}). Nothing is abandoned: \
+             these are their results. Take them into account and give your final answer.\n\n{blocks}",
+            waited.running.join(", ")
         )));
-        None
+        Ok(waited)
     }
 
-    /// Result blocks of children that finished and were not yet reported.
-    fn finished_children_notes(&self) -> Vec<String> {
-        self.tree
-            .take_finished_undelivered(&self.id)
+    /// Result blocks of children that finished and were not yet reported before turn
+    /// `turn`, with their ids; in a replay, those the recording reported then, once
+    /// they finish.
+    async fn finished_children_notes(&self, turn: u32) -> (Vec<String>, String) {
+        if self.replaying() {
+            if let Some(recorded) = self.tree.recorded(&self.id).and_then(|r| r.response(turn)) {
+                if recorded.notified.is_empty() {
+                    return (Vec::new(), String::new());
+                }
+                let ids: Vec<JobId> = recorded.notified.iter().cloned().map(JobId).collect();
+                let blocks = self.await_jobs(&ids, None, false).await;
+                return (recorded.notified.clone(), blocks);
+            }
+        }
+        let jobs = self.tree.take_finished_undelivered(&self.id);
+        let ids = jobs.iter().map(|job| job.id.0.clone()).collect();
+        let blocks = jobs
             .iter()
             .map(result_block)
-            .collect()
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        (ids, blocks)
     }
 
     /// Waits for `ids` (all, or the first with `any`), up to `timeout`, and returns

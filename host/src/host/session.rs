@@ -71,6 +71,7 @@ impl Session {
             &run_id,
             &profile.name,
             SESSION_TASK,
+            None,
         )?;
         let tree = Tree::for_session(runtime.config.run_limits, run_id, journal);
         let access = ToolAccess::new(profile.clone())?;

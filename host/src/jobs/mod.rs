@@ -5,7 +5,7 @@
 //! is registered, started and finished through one, so each transition and its event
 //! happen in one place), [`spawn_request`] (the shape of a `spawn_agent` call), [`child`] (the one narrowing rule, a child's first message, and
 //! the [`Backend`] seam through which a child runs on another machine), `slots` (who
-//! runs and who waits) and [`blocks`] (result blocks). Every sub-agent is a job; its
+//! runs and who waits), [`replay`] (a replay's settings and where it left the recording) and [`blocks`] (result blocks). Every sub-agent is a job; its
 //! cancellation token is a child of its parent's, so cancelling a job cancels every
 //! descendant, and results stay in the tree until the run ends so repeated awaits see
 //! them.
@@ -13,6 +13,7 @@
 pub mod blocks;
 pub mod child;
 pub mod handle;
+pub mod replay;
 pub(crate) mod slots;
 pub mod spawn_request;
 pub mod tree;
@@ -20,5 +21,6 @@ pub mod tree;
 pub use self::blocks::{not_found_block, result_block, thousands};
 pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub use self::handle::{JobHandle, Placement};
+pub use self::replay::{Divergence, Fork, Replay, ReplayTools, StopKind};
 pub(crate) use self::tree::random_id;
 pub use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

@@ -178,6 +178,11 @@ pub struct Tree {
     /// (`warren resume`): jobs take their recorded ids, and records already in the
     /// journal are not written again.
     pub(crate) resume: Option<Arc<Resume>>,
+    /// When this run replays `resume`'s recording (`warren replay`): every agent
+    /// runs again, its model answered from the recording while its requests match.
+    pub replay: Option<Arc<super::replay::Replay>>,
+    /// The tool sets whose definitions this process has journaled (by names).
+    tool_sets: Mutex<std::collections::HashSet<Vec<String>>>,
 }
 
 /// The jobs of a tree, indexed so that the per-turn questions (an agent's children,
@@ -241,7 +246,26 @@ impl Tree {
             queue_job,
             journal,
             resume: None,
+            replay: None,
+            tool_sets: Mutex::default(),
         })
+    }
+
+    /// A tree that replays the recording `resume` (a fork, named `run_id`, is
+    /// journaled in `journal`; a replay is not); its jobs take their recorded ids; spending starts at nothing and each replayed response is charged
+    /// as recorded, so budgets end the replay where they ended the run).
+    pub(crate) fn replaying(
+        limits: RunLimits,
+        resume: Arc<Resume>,
+        replay: super::replay::Replay,
+        run_id: Option<String>,
+        journal: Option<Arc<Journal>>,
+    ) -> Arc<Tree> {
+        let mut tree = Tree::for_queue_job(limits, None, run_id, journal);
+        let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
+        fresh.resume = Some(resume);
+        fresh.replay = Some(Arc::new(replay));
+        tree
     }
 
     /// The tree of run `resume.run`, continued by this process: the earlier
@@ -275,9 +299,13 @@ impl Tree {
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
+        // A fork's live agent spawns live children: none takes a recorded id.
+        let live_parent =
+            parent.is_some_and(|p| self.replay.as_ref().is_some_and(|r| r.is_live(&p.0)));
         let recorded = self
             .resume
             .as_ref()
+            .filter(|_| !live_parent)
             .and_then(|r| r.claim(parent.map(|p| p.0.as_str()), profile, task));
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
             // A multiplicative hash of a counter: short, distinct, not sequential-looking.
@@ -438,15 +466,75 @@ impl Tree {
     pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
         if let Some(journal) = &self.journal {
             let record = record();
-            if !self.resume.as_ref().is_some_and(|r| r.has(&record)) {
+            // A resumed run's journal has its earlier records; a fork's is new.
+            let written =
+                self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
+            if !written {
                 journal.record(record);
             }
         }
     }
 
-    /// What an earlier process recorded of job `id`, when this run continues one.
+    /// What an earlier process recorded of job `id`, when this run continues or
+    /// replays one.
     pub(crate) fn recorded(&self, id: &JobId) -> Option<&RecordedAgent> {
         self.resume.as_ref()?.agent(&id.0)
+    }
+
+    /// How job `id` ended in an earlier process, when this run continues one (a
+    /// replay runs every job again).
+    pub(crate) fn earlier_outcome(&self, id: &JobId) -> Option<crate::outcome::AgentOutcome> {
+        if self.replay.is_some() {
+            return None;
+        }
+        self.recorded(id)?.finished.clone()
+    }
+
+    /// Wall time job `id` ran in earlier processes (none in a replay).
+    pub(crate) fn earlier_time(&self, id: &JobId) -> std::time::Duration {
+        match self.replay {
+            Some(_) => std::time::Duration::ZERO,
+            None => self
+                .recorded(id)
+                .map_or(std::time::Duration::ZERO, RecordedAgent::time_spent),
+        }
+    }
+
+    /// Journals the definitions of `tools` unless this process did already (so a
+    /// set shared by a thousand agents is written once).
+    pub(crate) fn record_tool_set(&self, names: &[String], tools: impl FnOnce() -> Record) {
+        if self.journal.is_none() {
+            return;
+        }
+        let new = self
+            .tool_sets
+            .lock()
+            .expect("tool sets poisoned")
+            .insert(names.to_vec());
+        if new {
+            self.record(tools);
+        }
+    }
+
+    /// The path of job `id` from the root: each job's profile and id, `/` between.
+    pub fn path(&self, id: &JobId) -> String {
+        let table = self.jobs.lock().expect("job table poisoned");
+        let mut parts = Vec::new();
+        let mut at = Some(id.clone());
+        while let Some(current) = at {
+            match table.jobs.get(&current) {
+                Some(job) => {
+                    parts.push(format!("{}[{}]", job.profile, job.id));
+                    at = job.parent.clone();
+                }
+                None => {
+                    parts.push(current.0);
+                    at = None;
+                }
+            }
+        }
+        parts.reverse();
+        parts.join("/")
     }
 
     /// Journals `record` (when the run is journaled) and waits until it is on disk.

@@ -15,7 +15,7 @@ pub mod record;
 pub mod resume;
 pub mod writer;
 
-pub use self::record::{Record, RecordedCall, VERSION};
+pub use self::record::{Drained, ForkedFrom, Record, RecordedCall, RecordedToolDef, VERSION};
 pub use self::resume::Resume;
 pub use self::writer::Journal;
 
@@ -34,6 +34,7 @@ pub fn open(
     run_id: &str,
     profile: &str,
     task: &str,
+    forked_from: Option<ForkedFrom>,
 ) -> anyhow::Result<Option<Arc<Journal>>> {
     let Some(dir) = &config.journal_dir else {
         return Ok(None);
@@ -63,6 +64,7 @@ pub fn open(
         config: config.path.display().to_string(),
         config_sha256: config_digest(config),
         plugins_sha256: plugins,
+        forked_from,
     });
     Ok(Some(Arc::new(journal)))
 }
@@ -71,6 +73,32 @@ pub fn open(
 fn config_digest(config: &Config) -> String {
     let text = std::fs::read(&config.path).unwrap_or_default();
     hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&text))
+}
+
+/// The journal file `name` names: a path to a journal file or to the directory
+/// holding one (a run kept as a fixture), or else a run in `config`'s journal
+/// directory (an id, a unique prefix, or `last`).
+pub fn locate(config: &Config, name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = std::path::Path::new(name);
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if path.join(writer::JOURNAL_FILE).is_file() {
+        return Ok(path.join(writer::JOURNAL_FILE));
+    }
+    match &config.journal_dir {
+        Some(dir) => read::find(dir, name),
+        None => anyhow::bail!(
+            "`{name}` is not a journal file, and journaling is off in {} ([journal] enabled = false), so no run id can name one",
+            config.path.display()
+        ),
+    }
+}
+
+/// Reads the journal at `path` for a replay: what it recorded.
+pub fn recording(path: &std::path::Path) -> anyhow::Result<Resume> {
+    Resume::new(read::records(path)?)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
 }
 
 /// Takes over run `name` (an id, a unique prefix, or `last`) in `config`'s journal

@@ -38,6 +38,10 @@ pub struct AgentRecord {
     pub error: Option<String>,
     /// Wall time, when it ended.
     pub duration_ms: Option<u64>,
+    /// Tool calls that ended.
+    pub tool_calls: u32,
+    /// Of those, the ones the sandbox denied.
+    pub denials: u32,
 }
 
 /// A journaled run.
@@ -64,6 +68,8 @@ pub struct RunRecord {
     pub agents: Vec<AgentRecord>,
     /// The journal file.
     pub path: PathBuf,
+    /// When the run is a fork: the run and agent it was forked from.
+    pub forked_from: Option<super::record::ForkedFrom>,
 }
 
 impl RunRecord {
@@ -86,6 +92,7 @@ impl RunRecord {
             "tokens": self.tokens(),
             "cost_usd": self.cost_usd,
             "journal": self.path.display().to_string(),
+            "forked_from": self.forked_from,
         })
     }
 }
@@ -133,9 +140,14 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
     let lines = records(path)?;
     let Some(Line {
         ts_ms: started_ms,
-        record: Record::RunStarted {
-            run, task, profile, ..
-        },
+        record:
+            Record::RunStarted {
+                run,
+                task,
+                profile,
+                forked_from,
+                ..
+            },
     }) = lines.first().cloned()
     else {
         unreachable!("records() checks the first line");
@@ -208,10 +220,23 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::AgentSpec { .. }
-            | Record::ToolStarted { .. }
-            | Record::ToolFinished { .. } => {}
+            | Record::ToolStarted { .. } => {}
+            Record::ToolFinished {
+                agent,
+                outcome,
+                content,
+                ..
+            } => {
+                if let Some(a) = agents.get_mut(agent) {
+                    a.tool_calls += 1;
+                    if outcome.is_denial(content) {
+                        a.denials += 1;
+                    }
+                }
+            }
         }
     }
     let mut agents: Vec<AgentRecord> = order.iter().filter_map(|id| agents.remove(id)).collect();
@@ -243,6 +268,7 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
         cost_usd,
         agents,
         path: path.to_path_buf(),
+        forked_from,
     })
 }
 

@@ -46,6 +46,10 @@ pub enum Record {
         /// run whose plugins changed.
         #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
         plugins_sha256: std::collections::BTreeMap<String, String>,
+        /// When the run is a fork (`warren replay --from`): the run and agent it was
+        /// forked from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ForkedFrom>,
     },
     /// A process took the run over to continue it (`warren resume`): what follows
     /// is appended by it.
@@ -85,6 +89,16 @@ pub enum Record {
         max_cost_usd: Option<f64>,
         /// How deep it is in the tree.
         depth: u32,
+        /// Its system prompt, whole (a replay shows what changed in it).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        system: String,
+    },
+    /// The definitions of a set of tools offered to agents, written before the first
+    /// `agent_spec` whose `tools` names exactly these, once per run and process (a
+    /// replay shows what changed in them).
+    ToolSet {
+        /// The tools, in the order they are offered.
+        tools: Vec<RecordedToolDef>,
     },
     /// A model turn's response, as warren understood it.
     ModelResponse {
@@ -94,6 +108,16 @@ pub enum Record {
         turn: u32,
         /// Messages in the request it answered (the history's length then).
         request_messages: usize,
+        /// Children whose results reached it in a notification just before this
+        /// turn, in the order delivered (a replay delivers the same ones at the same
+        /// turn, however its children's ends interleave).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notified: Vec<String>,
+        /// When it had answered without a tool call while children still ran, and was
+        /// given their results before this turn: those it named as running, and every
+        /// child whose result it was given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        drained: Option<Drained>,
         /// A digest of the exact request body sent (XXH3-128 of its bytes, hex).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request_digest: Option<String>,
@@ -256,6 +280,7 @@ impl Record {
             | Record::AgentFinished { agent, .. } => Some(agent),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => None,
         }
@@ -271,6 +296,35 @@ pub struct RecordedCall {
     pub name: String,
     /// The arguments, as the model wrote them.
     pub arguments: String,
+}
+
+/// Where a fork comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The recorded run.
+    pub run: String,
+    /// The agent whose subtree runs live.
+    pub agent: String,
+}
+
+/// A tool's definition as offered to a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedToolDef {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: serde_json::Value,
+}
+
+/// The children a parent waited for when it tried to finish while they ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drained {
+    /// Those still running then, as the message to it named them.
+    pub running: Vec<String>,
+    /// Every child whose result the message carried, in order.
+    pub delivered: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

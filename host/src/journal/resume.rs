@@ -14,7 +14,7 @@ use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
 
-use super::record::{Line, Record, RecordedCall};
+use super::record::{Drained, Line, Record, RecordedCall, RecordedToolDef};
 
 /// A model response as recorded.
 #[derive(Clone, Debug)]
@@ -37,6 +37,12 @@ pub struct RecordedResponse {
     pub cost_usd: f64,
     /// The digest of the request it answered.
     pub request_digest: Option<String>,
+    /// Messages in that request.
+    pub request_messages: usize,
+    /// Children whose results were delivered in a notification just before it.
+    pub notified: Vec<String>,
+    /// Children waited for when the agent tried to finish before it.
+    pub drained: Option<Drained>,
 }
 
 /// A tool call as recorded: started, and perhaps finished.
@@ -59,6 +65,11 @@ pub struct RecordedAgent {
     spec: bool,
     /// Its model, as its spec recorded it.
     pub model: Option<String>,
+    /// Its system prompt, as its spec recorded it (empty in journals older than the
+    /// field).
+    pub system: String,
+    /// The definitions of the tools it was offered, when recorded.
+    pub tool_defs: Option<std::sync::Arc<Vec<RecordedToolDef>>>,
     /// Its responses, turn 1 first.
     responses: Vec<RecordedResponse>,
     /// Its tool calls by (turn, call id).
@@ -117,6 +128,10 @@ pub struct Resume {
     ids: HashSet<String>,
     /// Recorded jobs not yet re-registered, by parent (`None`: the root).
     unclaimed: Mutex<HashMap<Option<String>, Vec<String>>>,
+    /// Agent ids in the order they were registered.
+    order: Vec<String>,
+    /// The latest recorded definitions of each set of tool names.
+    tool_sets: HashMap<Vec<String>, std::sync::Arc<Vec<RecordedToolDef>>>,
 }
 
 impl Resume {
@@ -151,6 +166,8 @@ impl Resume {
             agents: HashMap::new(),
             ids: HashSet::new(),
             unclaimed: Mutex::default(),
+            tool_sets: HashMap::new(),
+            order: Vec::new(),
         };
         // Costs of agents whose responses are recorded here; the others' (agents run on
         // workers, mirrored) come from their outcomes.
@@ -175,7 +192,9 @@ impl Resume {
                 if intro.parent.is_none() && self.root.is_empty() {
                     self.root = intro.agent.clone();
                 }
-                self.ids.insert(intro.agent.clone());
+                if self.ids.insert(intro.agent.clone()) {
+                    self.order.push(intro.agent.clone());
+                }
                 self.unclaimed
                     .get_mut()
                     .expect("fresh mutex")
@@ -190,6 +209,8 @@ impl Resume {
                         last_ms: ts_ms,
                         spec: false,
                         model: None,
+                        system: String::new(),
+                        tool_defs: None,
                         responses: Vec::new(),
                         tools: HashMap::new(),
                         finished: None,
@@ -202,12 +223,25 @@ impl Resume {
                     agent.last_ms = ts_ms;
                 }
             }
-            Record::AgentSpec { agent, model, .. } => {
+            Record::AgentSpec {
+                agent,
+                model,
+                system,
+                tools,
+                ..
+            } => {
+                let tool_defs = self.tool_sets.get(&tools).cloned();
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.spec = true;
                     agent.model = model;
+                    agent.system = system;
+                    agent.tool_defs = tool_defs;
                     agent.last_ms = ts_ms;
                 }
+            }
+            Record::ToolSet { tools } => {
+                let names = tools.iter().map(|t| t.name.clone()).collect();
+                self.tool_sets.insert(names, std::sync::Arc::new(tools));
             }
             Record::ModelResponse {
                 agent,
@@ -222,6 +256,9 @@ impl Resume {
                 output_tokens,
                 cost_usd,
                 request_digest,
+                request_messages,
+                notified,
+                drained,
                 ..
             } => {
                 self.spent_usd += cost_usd;
@@ -242,6 +279,9 @@ impl Resume {
                         },
                         cost_usd,
                         request_digest,
+                        request_messages,
+                        notified,
+                        drained,
                     });
                 }
             }
@@ -283,6 +323,11 @@ impl Resume {
     /// Agent `id`'s records.
     pub fn agent(&self, id: &str) -> Option<&RecordedAgent> {
         self.agents.get(id)
+    }
+
+    /// Every recorded agent, in the order they were registered.
+    pub fn agents_in_order(&self) -> impl Iterator<Item = &RecordedAgent> {
+        self.order.iter().filter_map(|id| self.agents.get(id))
     }
 
     /// The recorded id of the next job registered under `parent` (`None`: the root)
@@ -351,6 +396,7 @@ mod tests {
             config: "warren.toml".into(),
             config_sha256: "00".into(),
             plugins_sha256: Default::default(),
+            forked_from: None,
         })
     }
 
@@ -382,6 +428,8 @@ mod tests {
                 agent: agent.into(),
                 turn,
                 request_messages: 1,
+                notified: Vec::new(),
+                drained: None,
                 request_digest: None,
                 text: String::new(),
                 reasoning: String::new(),

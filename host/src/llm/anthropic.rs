@@ -483,6 +483,10 @@ impl super::chat::Provider for Anthropic {
         &self.transport.model
     }
 
+    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
+        Some(super::transport::body_digest(&self.body(request)))
+    }
+
     /// Messages has no structured-output parameter: a typed answer is a tool call.
     fn answers_by_tool(&self) -> bool {
         true

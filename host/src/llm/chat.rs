@@ -316,6 +316,12 @@ pub trait Provider: Send + Sync {
         false
     }
 
+    /// The digest of the body [`Provider::chat`] would send for `request` (what a
+    /// journal records), without sending it; `None` for a provider that sends none.
+    fn request_digest(&self, _request: &ChatRequest) -> Option<String> {
+        None
+    }
+
     /// Sends `request`; streams events to `events` and returns the final message.
     /// Dropping the future aborts the HTTP request.
     async fn chat(

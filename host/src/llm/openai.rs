@@ -597,6 +597,10 @@ impl super::chat::Provider for OpenAi {
         &self.transport.model
     }
 
+    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
+        Some(super::transport::body_digest(&self.body(request)))
+    }
+
     async fn chat(
         &self,
         request: &ChatRequest,

@@ -125,6 +125,17 @@ impl super::chat::Provider for Scripted {
         &self.name
     }
 
+    /// A script sends nothing, so the digest is of the request as it stands (its
+    /// system prompt, messages, tools and answer schema): a replay still sees a
+    /// changed request.
+    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
+        let text = format!(
+            "{:?}\n{:?}\n{:?}\n{:?}",
+            request.system, request.messages, request.tools, request.answer_schema
+        );
+        Some(super::transport::body_digest(text.as_bytes()))
+    }
+
     async fn chat(
         &self,
         request: &ChatRequest,
@@ -218,6 +229,8 @@ impl super::chat::Provider for Scripted {
             ..AssistantMessage::default()
         };
         emit_whole(events, &message, usage, &finish);
-        Ok(ChatResponse::priced(message, finish, usage, &self.price))
+        let mut response = ChatResponse::priced(message, finish, usage, &self.price);
+        response.request_digest = self.request_digest(request);
+        Ok(response)
     }
 }

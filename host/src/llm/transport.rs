@@ -219,7 +219,7 @@ impl Transport {
         F: Fn(reqwest::Response) -> Fut,
         Fut: std::future::Future<Output = Result<super::chat::ChatResponse, LlmError>>,
     {
-        let digest = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&body));
+        let digest = body_digest(&body);
         let mut response = self
             .with_stream_retries(|| async {
                 let response = self.post_json(&body).await?;
@@ -580,4 +580,9 @@ pub(crate) fn json_offset(body: &[u8], error: &serde_json::Error) -> usize {
         .map(|l| l.len() + 1)
         .sum();
     line_start + error.column().saturating_sub(1)
+}
+
+/// The digest a journal records of a request body: XXH3-128 of its bytes, hex.
+pub(crate) fn body_digest(body: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(body))
 }
