@@ -18,6 +18,7 @@ mod languages;
 mod layers;
 mod llm;
 mod mcp;
+mod mcp_clients;
 mod mcp_http;
 mod mcp_tasks;
 mod newcomer;

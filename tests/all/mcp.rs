@@ -146,6 +146,18 @@ impl HttpServer {
         descriptors: Option<u32>,
         token: Option<&str>,
     ) -> HttpServer {
+        HttpServer::launch_with(world, args, descriptors, token, &[])
+    }
+
+    /// As [`HttpServer::launch`], with `env` set in the server's environment (`None`:
+    /// the variable removed).
+    pub(crate) fn launch_with(
+        world: &World,
+        args: &[&str],
+        descriptors: Option<u32>,
+        token: Option<&str>,
+        env: &[(&str, Option<&std::ffi::OsStr>)],
+    ) -> HttpServer {
         let mut command = match descriptors {
             Some(limit) => {
                 let mut shell = Command::new("sh");
@@ -161,6 +173,12 @@ impl HttpServer {
             Some(token) => command.env("WARREN_MCP_TOKEN", token),
             None => command.env_remove("WARREN_MCP_TOKEN"),
         };
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
         let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0"])
             .args(args)
