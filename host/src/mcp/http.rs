@@ -13,7 +13,9 @@
 //! Only `Host` headers naming a loopback name, or the address listened on, are
 //! accepted (rmcp's DNS-rebinding guard), a request whose `Origin` names another host
 //! is refused with 403 (as MCP requires of servers), and one without the server's
-//! bearer token with 401 ([`super::auth`]), all before rmcp sees it.
+//! bearer token with 401 ([`super::auth`]), all before rmcp sees it. MCP tasks
+//! (`tools/call` with `task`, `tasks/*`) are answered here too ([`super::tasks`]),
+//! and the tasks capability is added to rmcp's `initialize` and `tools/list` answers.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -92,7 +94,7 @@ tokio::task_local! {
 }
 
 /// A response body.
-pub(super) type Body = BoxBody<bytes::Bytes, Infallible>;
+type Body = BoxBody<bytes::Bytes, Infallible>;
 
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(

@@ -26,13 +26,14 @@ use std::io::Read as _;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use http_body_util::combinators::BoxBody;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::progress::CallProgress;
 use super::server::tool_result;
-use super::SessionOptions;
+use super::server::SessionOptions;
 use crate::host::{Host, Session};
 
 /// How long an `await_agents` task without `timeout_s` waits at most: its agents'
@@ -448,8 +449,8 @@ impl Tasks {
 /// "optional"` on `spawn_agent`.
 pub(super) async fn advertise(
     method: &str,
-    response: hyper::Response<super::http::Body>,
-) -> hyper::Response<super::http::Body> {
+    response: hyper::Response<BoxBody<bytes::Bytes, std::convert::Infallible>>,
+) -> hyper::Response<BoxBody<bytes::Bytes, std::convert::Infallible>> {
     use http_body_util::BodyExt as _;
     let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await;
