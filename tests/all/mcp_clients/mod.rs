@@ -272,6 +272,7 @@ async fn run(
 /// the spawn, the awaited result, the cancellation.
 fn check_shown(shown: &[Shown]) {
     let all = format!("{shown:#?}");
+    let shown = &scripted::settled(shown);
     assert_eq!(shown.len(), 6, "{all}");
     assert!(shown[0].text.contains(GRANTED.1.trim()), "{all}");
     assert_ne!(shown[0].error, Some(true), "{all}");

@@ -38,6 +38,17 @@ pub(super) struct Shown {
     pub(super) error: Option<bool>,
 }
 
+/// What warren's bounded `await_agents` ends with when jobs still run.
+const STILL_RUNNING: &str = "Call await_agents again to keep waiting.";
+
+/// The results without the bounded awaits' interim answers (a job still running).
+pub(super) fn settled(all: &[Shown]) -> Vec<Shown> {
+    all.iter()
+        .filter(|r| !r.text.contains(STILL_RUNNING))
+        .cloned()
+        .collect()
+}
+
 /// The job id in `Started job abc123 (...)`.
 pub(super) fn job_id(started: &str) -> Option<String> {
     let rest = &started[started.find("Started job ")? + "Started job ".len()..];
@@ -51,13 +62,18 @@ pub(super) fn job_id(started: &str) -> Option<String> {
 /// The tool (warren's name) and arguments of the model's next call, from the results of
 /// the calls before; `None` when it is done. Reads a granted file, then one outside the
 /// grant, spawns a researcher and awaits it, spawns one that hangs and cancels it.
-pub(super) fn next_call(results: &[Shown]) -> Option<(&'static str, Value)> {
+pub(super) fn next_call(all: &[Shown]) -> Option<(&'static str, Value)> {
+    let results = settled(all);
     let id = |n: usize| {
         results
             .get(n)
             .and_then(|r| job_id(&r.text))
             .unwrap_or_else(|| "no-job-id".into())
     };
+    if all.last().is_some_and(|r| r.text.contains(STILL_RUNNING)) {
+        // As a model does when warren's bounded await says so: await again.
+        return Some(("await_agents", json!({"job_ids": [id(2)]})));
+    }
     Some(match results.len() {
         0 => ("read_file", json!({"path": GRANTED.0})),
         1 => ("read_file", json!({"path": "/etc/passwd"})),
