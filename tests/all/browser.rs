@@ -15,33 +15,11 @@ const WARREN: &str = env!("CARGO_BIN_EXE_warren");
 
 /// Python with Playwright, and the system's chromium.
 fn playwright() -> (PathBuf, PathBuf) {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let fixture = root().join("tests/fixtures/web-python");
-    let venv = root().join("target/web-python");
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if !*ready {
-        let hint = "python3 with venv and pip is needed for the web view tests (scripts/install-deps installs it)";
-        if !python.exists() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        *ready = true;
-    }
+    let python = crate::support::python_venv(
+        "tests/fixtures/web-python",
+        "target/web-python",
+        "the web view tests",
+    );
     let chromium = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .map(|dir| dir.join("chromium"))
         .find(|path| path.is_file())

@@ -77,34 +77,11 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
 /// A Python with the official MCP SDK (pinned in
 /// `tests/fixtures/mcp-python/requirements.txt`), in a venv under `target/`.
 fn python_mcp() -> PathBuf {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let fixture = root().join("tests/fixtures/mcp-python");
-    let venv = root().join("target/mcp-python");
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if !*ready {
-        let hint = "python3 with venv and pip is needed for the MCP client tests (scripts/install-deps installs it)";
-        if !python.exists() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        *ready = true;
-    }
-    python
+    crate::support::python_venv(
+        "tests/fixtures/mcp-python",
+        "target/mcp-python",
+        "the MCP client tests",
+    )
 }
 
 /// How the Python client reaches warren.

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,34 +26,11 @@ fn answer(text: &str) -> Reply {
 
 /// A Python with the SDK's task client, in a venv under `target/`.
 fn python() -> PathBuf {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let fixture = root().join("tests/fixtures/mcp-python-tasks");
-    let venv = root().join("target/mcp-python-tasks");
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if !*ready {
-        let hint = "python3 with venv and pip is needed for the MCP task tests (scripts/install-deps installs it)";
-        if !python.exists() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        *ready = true;
-    }
-    python
+    crate::support::python_venv(
+        "tests/fixtures/mcp-python-tasks",
+        "target/mcp-python-tasks",
+        "the MCP task tests",
+    )
 }
 
 /// Runs `scenario` (with `args`) of the task client against `server`, sending

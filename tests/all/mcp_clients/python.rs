@@ -2,8 +2,6 @@
 //! model) and fastmcp (a client library, driven by a script with no model).
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -14,34 +12,11 @@ use crate::support::root;
 /// A Python with the clients pinned in `tests/fixtures/mcp-clients-python`, in a venv
 /// under `target/`, installed on first use.
 fn python() -> PathBuf {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let fixture = root().join("tests/fixtures/mcp-clients-python");
-    let venv = root().join("target/mcp-clients-python");
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if !*ready {
-        let hint = "python3 with venv and pip is needed for the MCP client tests (scripts/install-deps installs it)";
-        if !python.exists() {
-            let status = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        *ready = true;
-    }
-    python
+    crate::support::python_venv(
+        "tests/fixtures/mcp-clients-python",
+        "target/mcp-clients-python",
+        "the MCP client tests",
+    )
 }
 
 /// The snippet docs/mcp.md gives `client` for `transport`, written into the project.
