@@ -15,7 +15,7 @@ const WARREN: &str = env!("CARGO_BIN_EXE_warren");
 
 /// Python with Playwright, and the system's chromium.
 fn playwright() -> (PathBuf, PathBuf) {
-    let python = crate::support::python_venv(
+    let python = crate::guests::python_venv(
         "tests/fixtures/web-python",
         "target/web-python",
         "the web view tests",

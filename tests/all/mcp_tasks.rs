@@ -26,7 +26,7 @@ fn answer(text: &str) -> Reply {
 
 /// A Python with the SDK's task client, in a venv under `target/`.
 fn python() -> PathBuf {
-    crate::support::python_venv(
+    crate::guests::python_venv(
         "tests/fixtures/mcp-python-tasks",
         "target/mcp-python-tasks",
         "the MCP task tests",

@@ -153,39 +153,3 @@ pub(crate) fn warren(world: &World, args: &[&str]) -> std::process::Output {
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
-
-/// The Python of a venv under `target/` (`venv`) with the packages pinned in
-/// `fixture/requirements.txt`, created and installed on first use in this process (pip
-/// leaves it as it is when nothing changed). `what` names the tests, for the error.
-pub(crate) fn python_venv(fixture: &str, venv: &str, what: &str) -> PathBuf {
-    static READY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let (fixture, venv) = (root().join(fixture), root().join(venv));
-    let python = venv.join("bin/python");
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    let key = venv.display().to_string();
-    if !ready.contains(&key) {
-        let hint = format!(
-            "python3 with venv and pip is needed for {what} (scripts/install-deps installs it)"
-        );
-        if !python.exists() {
-            let status = std::process::Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect(&hint);
-            assert!(status.success(), "{hint}");
-        }
-        let status = std::process::Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(fixture.join("requirements.txt"))
-            .status()
-            .expect(&hint);
-        assert!(
-            status.success(),
-            "pip install -r {}/requirements.txt failed (PyPI must be reachable once)",
-            fixture.display()
-        );
-        ready.push(key);
-    }
-    python
-}

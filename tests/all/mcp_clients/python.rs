@@ -12,7 +12,7 @@ use crate::support::root;
 /// A Python with the clients pinned in `tests/fixtures/mcp-clients-python`, in a venv
 /// under `target/`, installed on first use.
 fn python() -> PathBuf {
-    crate::support::python_venv(
+    crate::guests::python_venv(
         "tests/fixtures/mcp-clients-python",
         "target/mcp-clients-python",
         "the MCP client tests",
