@@ -206,10 +206,13 @@ impl Output {
 /// directly (`{"ts_ms":…,` then the record's own fields) rather than through serde's
 /// `flatten`, which costs a map serializer per record.
 fn line_bytes(ts_ms: u64, record: &Record) -> Vec<u8> {
-    let mut line = format!("{{\"ts_ms\":{ts_ms},").into_bytes();
-    let body = serde_json::to_vec(record).expect("records serialize");
-    // A record is an object with at least its `type`: `{"type":…}`.
-    line.extend_from_slice(&body[1..]);
+    let mut line = Vec::with_capacity(256);
+    write!(line, "{{\"ts_ms\":{ts_ms}").expect("writing to a Vec");
+    let opening = line.len();
+    serde_json::to_writer(&mut line, record).expect("records serialize");
+    // A record is an object with at least its `type`: its `{` becomes the comma
+    // after `ts_ms`, so the line is built in one buffer, with no copy.
+    line[opening] = b',';
     line.push(b'\n');
     line
 }
@@ -228,6 +231,8 @@ fn write_batches(
     path: &Path,
     failed: &AtomicBool,
 ) {
+    // One buffer for every batch's bytes, grown to the largest batch.
+    let mut bytes = Vec::new();
     while let Some(first) = receiver.blocking_recv() {
         // A moment for the records of other agents to join this batch: one write,
         // one sync and one wake-up serve them all (a group-commit delay, as databases
@@ -249,7 +254,10 @@ fn write_batches(
             batch.push(more);
         }
         if !failed.load(Ordering::Relaxed) {
-            let bytes: Vec<u8> = batch.iter().flat_map(|p| p.line.iter().copied()).collect();
+            bytes.clear();
+            for pending in &batch {
+                bytes.extend_from_slice(&pending.line);
+            }
             let awaited = batch.iter().any(|p| p.synced.is_some());
             let written = out.write(&bytes, awaited);
             if let Err(error) = written {
