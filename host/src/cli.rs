@@ -631,7 +631,7 @@ enum Failure {
 }
 
 /// Parses the command line, runs the command and reports its error, if any.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     lean_malloc();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -700,18 +700,20 @@ fn journal_dir(config: &Config) -> Result<std::path::PathBuf, Failure> {
     })
 }
 
-/// [`Host::load`], with a model's configuration error told apart from a failure.
+/// [`Host::load`], its error sorted by kind.
 async fn load(config: Config) -> Result<Host, Failure> {
-    model_failure(Host::load(config).await)
+    Ok(Host::load(config).await?)
 }
 
-/// An LLM configuration error as [`Failure::Model`] (exit 2).
-fn model_failure(loaded: anyhow::Result<Host>) -> Result<Host, Failure> {
-    loaded.map_err(|error| match error.downcast::<crate::llm::LlmError>() {
-        Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
-        Ok(other) => Failure::Run(other.into()),
-        Err(other) => Failure::Run(other),
-    })
+/// A configuration error (exit 2) or a failure (exit 1), by the library's kind.
+impl From<crate::host::Error> for Failure {
+    fn from(error: crate::host::Error) -> Failure {
+        match error {
+            crate::host::Error::Config(error) => Failure::Config(error),
+            crate::host::Error::Model(error) => Failure::Model(error),
+            other => Failure::Run(other.into()),
+        }
+    }
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {
@@ -841,7 +843,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let http_auth = args.http_auth()?;
             // Clients often start servers with a minimal environment: without a
             // model's key, the tools that need no model are still served.
-            let host = model_failure(Host::load_for_serving(config).await)?;
+            let host = Host::load_for_serving(config).await?;
             let options = crate::mcp::McpOptions {
                 http_auth,
                 http_limits: args.http_limits(),
@@ -898,18 +900,13 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let host = load(config).await?;
             // The one unknown-model check (in `Host::start`) is a configuration error:
             // exit 2, as for a bad file.
-            let run = host
-                .start_with_run_id(
-                    &args.profile,
-                    &args.task,
-                    args.model.as_deref(),
-                    args.run_id.as_deref(),
-                    output_schema,
-                )
-                .map_err(|error| match error.downcast::<ConfigError>() {
-                    Ok(config) => Failure::Config(config),
-                    Err(other) => Failure::Run(other),
-                })?;
+            let run = host.start_with_run_id(
+                &args.profile,
+                &args.task,
+                args.model.as_deref(),
+                args.run_id.as_deref(),
+                output_schema,
+            )?;
             let journal_dir = host.config().journal_dir.clone();
             let typed = args.output_schema.is_some();
             drive(run, &args.output, log, journal_dir, typed).await?;
