@@ -16,8 +16,8 @@ use crate::llm::sse::SseParser;
 use crate::llm::{ChatResponse, LlmError, ModelConfig, StreamEvent};
 
 // `config` keeps `agent_files` private; the file names nothing else in the crate but
-// `crate::config::output_schema` (never `super::`), so it is compiled here a
-// second time, from the same source, to be called directly.
+// `crate::config::output_schema` and `crate::config::limits` (never `super::`), so it
+// is compiled here a second time, from the same source, to be called directly.
 #[allow(dead_code, clippy::duplicate_mod)]
 #[path = "config/agent_files.rs"]
 mod agent_files;
@@ -113,7 +113,9 @@ pub fn agent_file(text: &str) -> bool {
     };
     assert!(file.name.as_deref().is_none_or(|n| !n.trim().is_empty()));
     assert!(file.model.as_deref().is_none_or(|m| !m.trim().is_empty()));
-    assert!(file.max_turns.is_none_or(|t| (1..=1000).contains(&t)));
+    assert!(file
+        .max_turns
+        .is_none_or(|t| (1..=crate::config::limits::MAX_TURNS).contains(&u64::from(t))));
     assert!(file
         .tools
         .iter()

@@ -11,6 +11,7 @@
 
 use serde_json::Value;
 
+use crate::config::limits::MAX_TURNS;
 use crate::config::output_schema::OutputSchema;
 
 /// Keys agent files use that warren gives no meaning to. With [`MEANINGFUL_KEYS`]
@@ -140,9 +141,11 @@ pub(crate) fn parse(text: &str) -> Result<AgentFile, ParseError> {
                     .trim()
                     .parse::<u32>()
                     .ok()
-                    .filter(|t| (1..=1000).contains(t))
+                    .filter(|t| (1..=MAX_TURNS).contains(&u64::from(*t)))
                     .ok_or_else(|| {
-                        invalid(format!("must be between 1 and 1000, got `{written}`"))
+                        invalid(format!(
+                            "must be between 1 and {MAX_TURNS}, got `{written}`"
+                        ))
                     })?;
                 file.max_turns = Some(turns);
             }

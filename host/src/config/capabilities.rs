@@ -64,11 +64,43 @@ impl<'de> Deserialize<'de> for RawCapabilities {
     }
 }
 
+/// The table's schema, for the key table's check (`config::keys`): the keys its
+/// reader accepts, each with the type read.
+#[cfg(test)]
+impl schemars::JsonSchema for RawCapabilities {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RawCapabilities".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let properties: serde_json::Map<String, serde_json::Value> = capability_keys()
+            .iter()
+            .map(|&key| {
+                let schema = match key {
+                    "fs" => generator.subschema_for::<Vec<RawFsGrant>>(),
+                    "scratch" => generator.subschema_for::<bool>(),
+                    "env" => generator.subschema_for::<Vec<RawEnvGrant>>(),
+                    "net" => generator.subschema_for::<Vec<String>>(),
+                    _ => generator.subschema_for::<u64>(),
+                };
+                (key.to_string(), schema.to_value())
+            })
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": false,
+        })
+    }
+}
+
 /// One `fs` entry as written.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 struct RawFsGrant {
     /// The directory, relative to the config file; checked to exist once parsed.
+    #[cfg_attr(test, schemars(with = "String"))]
     host: Spanned<String>,
     /// Where the guest sees it.
     guest: GuestPath,
@@ -83,6 +115,7 @@ fn read_only() -> FsMode {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(
     untagged,
     expecting = "an environment variable name, or a table { name = \"...\", value = \"...\" }"
@@ -101,8 +134,9 @@ enum RawEnvGrant {
 
 /// A `capabilities.net` entry, validated at its line.
 #[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(try_from = "String")]
-struct NetPatternValue(NetPattern);
+struct NetPatternValue(#[cfg_attr(test, schemars(with = "String"))] NetPattern);
 
 impl TryFrom<String> for NetPatternValue {
     type Error = String;

@@ -9,33 +9,37 @@ use toml::Spanned;
 
 use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
-use super::limits::{AgentLimits, RunLimits};
+use super::limits::{
+    AgentLimits, AgentSeconds, Depth, HostConcurrency, RunConcurrency, RunLimits, Turns,
+};
 use super::models::model_name;
 use super::profile::{join_prompt, turns_ceiling, Profile, ProfileSource};
 use super::source::Source;
 use super::tool_selection::{ToolAliases, ToolSelection};
-use super::values::{Bounded, Dollars};
+use super::values::Dollars;
 use crate::llm::ModelConfig;
 use crate::policy::CapabilitySet;
 
 /// `[defaults]`: what every profile inherits, and the run's limits.
 #[derive(Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDefaults {
     /// The model of profiles that name none.
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     model: Option<Spanned<String>>,
     /// Turns of one agent.
-    max_turns: Option<Bounded<1, 1000>>,
+    max_turns: Option<Turns>,
     /// The most turns a spawn may give, in every profile that sets no ceiling.
-    max_turns_ceiling: Option<Bounded<1, 1000>>,
+    max_turns_ceiling: Option<Turns>,
     /// Wall time of one agent.
-    timeout_s: Option<Bounded<1, 86_400>>,
+    timeout_s: Option<AgentSeconds>,
     /// Sub-agents running at once per run.
-    max_concurrent: Option<Bounded<1, 256>>,
+    max_concurrent: Option<RunConcurrency>,
     /// Sub-agents running at once per host.
-    max_concurrent_total: Option<Bounded<1, 4096>>,
+    max_concurrent_total: Option<HostConcurrency>,
     /// How deep agents may nest.
-    max_depth: Option<Bounded<0, 16>>,
+    max_depth: Option<Depth>,
     /// Cost cap of a whole run.
     budget_usd: Option<Dollars>,
     /// `[defaults.capabilities]`, under every profile's own.

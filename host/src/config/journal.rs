@@ -13,8 +13,12 @@ pub const DEFAULT_JOURNAL_DIR: &str = ".warren/runs";
 /// How large one run's journal may grow by default, in MiB (`[journal] max_run_mib`).
 pub const DEFAULT_MAX_RUN_MIB: u64 = 1024;
 
+/// `[journal] max_run_mib`: up to a TiB.
+pub(super) type RunMib = Bounded<1, 1_048_576>;
+
 /// `[journal]` in `warren.toml`.
 #[derive(Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawJournal {
     /// Where runs are journaled (relative to the config's directory).
@@ -22,7 +26,7 @@ pub(super) struct RawJournal {
     /// Whether runs are journaled at all (default true).
     enabled: Option<bool>,
     /// How large one run's journal may grow, in MiB.
-    max_run_mib: Option<Bounded<1, 1_048_576>>,
+    max_run_mib: Option<RunMib>,
 }
 
 impl RawJournal {

@@ -1,5 +1,45 @@
 //! The limits a configuration sets besides capabilities: of one agent (turns, time,
-//! cost), of a whole run (concurrency, depth, budget) and of what plugins may offer.
+//! cost), of a whole run (concurrency, depth, budget) and of what plugins may offer:
+//! each default and each bound written once, here, for the resolver and the key table.
+
+use super::values::Bounded;
+
+/// The most turns one agent may be given (`max_turns`, `max_turns_ceiling`, an
+/// agent file's `maxTurns`).
+pub(crate) const MAX_TURNS: u64 = 1000;
+/// `max_turns` and `max_turns_ceiling` of `[defaults]` and a profile.
+pub(super) type Turns = Bounded<1, MAX_TURNS>;
+/// `timeout_s` of one agent: up to a day.
+pub(super) type AgentSeconds = Bounded<1, 86_400>;
+/// `[defaults] max_concurrent`.
+pub(super) type RunConcurrency = Bounded<1, 256>;
+/// `[defaults] max_concurrent_total`.
+pub(super) type HostConcurrency = Bounded<1, 4096>;
+/// `[defaults] max_depth`.
+pub(super) type Depth = Bounded<0, 16>;
+/// `[plugins] max_tools`.
+pub(super) type ToolCount = Bounded<1, 100_000>;
+/// `[plugins] max_*_kb`.
+pub(super) type ToolKib = Bounded<1, 1_048_576>;
+
+/// `[defaults] max_turns`.
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 10;
+/// `[defaults] timeout_s`.
+pub(crate) const DEFAULT_TIMEOUT_S: u64 = 60;
+/// `[defaults] max_concurrent`.
+pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 3;
+/// `[defaults] max_concurrent_total`.
+pub(crate) const DEFAULT_MAX_CONCURRENT_TOTAL: usize = 32;
+/// `[defaults] max_depth`.
+pub(crate) const DEFAULT_MAX_DEPTH: u32 = 1;
+/// `[plugins] max_tools`.
+pub(crate) const DEFAULT_MAX_TOOLS: usize = 256;
+/// `[plugins] max_description_kb`.
+pub(crate) const DEFAULT_MAX_DESCRIPTION_KB: usize = 16;
+/// `[plugins] max_schema_kb`.
+pub(crate) const DEFAULT_MAX_SCHEMA_KB: usize = 64;
+/// `[plugins] max_profile_tools_kb`.
+pub(crate) const DEFAULT_MAX_PROFILE_TOOLS_KB: usize = 1024;
 
 /// Limits of one agent; spawn arguments may only tighten them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,8 +55,8 @@ pub struct AgentLimits {
 impl Default for AgentLimits {
     fn default() -> Self {
         AgentLimits {
-            max_turns: 10,
-            timeout_s: 60,
+            max_turns: DEFAULT_MAX_TURNS,
+            timeout_s: DEFAULT_TIMEOUT_S,
             max_cost_usd: None,
         }
     }
@@ -38,9 +78,9 @@ pub struct RunLimits {
 impl Default for RunLimits {
     fn default() -> Self {
         RunLimits {
-            max_concurrent: 3,
-            max_concurrent_total: 32,
-            max_depth: 1,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_concurrent_total: DEFAULT_MAX_CONCURRENT_TOTAL,
+            max_depth: DEFAULT_MAX_DEPTH,
             budget_usd: None,
         }
     }
@@ -64,10 +104,10 @@ pub struct PluginLimits {
 impl Default for PluginLimits {
     fn default() -> Self {
         PluginLimits {
-            max_tools: 256,
-            max_description_bytes: 16 * 1024,
-            max_schema_bytes: 64 * 1024,
-            max_profile_bytes: 1024 * 1024,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_description_bytes: DEFAULT_MAX_DESCRIPTION_KB * 1024,
+            max_schema_bytes: DEFAULT_MAX_SCHEMA_KB * 1024,
+            max_profile_bytes: DEFAULT_MAX_PROFILE_TOOLS_KB * 1024,
         }
     }
 }

@@ -5,8 +5,9 @@
 //! that need the file system (a granted directory exists) run afterwards and report
 //! the line from the value's span. Host paths are relative to the config file.
 //!
-//! Layout: `raw` (the file's shape as written) with `values` (scalars checked as they
-//! are read) and `names` (the name rule); then, resolved against the file (`source`):
+//! Layout: `keys` (every key's default, bounds and doc, in one table; the reference
+//! is rendered from it by `reference`); `raw` (the file's shape as written) with
+//! `values` (scalars checked as they are read) and `names` (the name rule); then, resolved against the file (`source`):
 //! `models`, `capabilities`, `defaults` (what every profile inherits), `profile_table` (a `[profiles.NAME]` table into a
 //! [`Profile`]), `agent_dir` and `agent_files` (agent files into profiles),
 //! `plugins` and `plugin_tables`, `queue`; `tool_selection` maps tool names;
@@ -20,7 +21,11 @@ mod capabilities;
 mod defaults;
 mod error;
 mod journal;
-mod limits;
+// The key table describes what the resolver does (it names the resolver's defaults
+// and bounds); its checks and the reference's rendering are what read it.
+#[cfg(test)]
+mod keys;
+pub(crate) mod limits; // named by path from the fuzz build's copy of agent_files.rs
 mod models;
 mod names;
 pub(crate) mod output_schema; // named by path from the fuzz build's copy of agent_files.rs
@@ -30,6 +35,8 @@ mod profile;
 mod profile_table;
 mod queue;
 mod raw;
+#[cfg(test)]
+mod reference;
 mod secrets;
 mod source;
 mod text_file;

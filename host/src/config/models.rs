@@ -8,6 +8,7 @@ use toml::Spanned;
 use super::error::ConfigError;
 use super::source::Source;
 use super::values::ProfileName;
+use crate::llm::model::MAX_RESPONSE_MIB;
 use crate::llm::{ModelConfig, ProviderKind};
 
 /// `[models]`, each checked for what its provider needs, script paths resolved.
@@ -29,6 +30,28 @@ pub(super) fn models(
                 &key,
                 "`model` is required (the name the API expects)".into(),
             );
+        }
+        if !(1..=MAX_RESPONSE_MIB).contains(&config.max_response_mib) {
+            return src.invalid(
+                model.span(),
+                &format!("{key}.max_response_mib"),
+                format!(
+                    "must be between 1 and {MAX_RESPONSE_MIB}, got {}",
+                    config.max_response_mib
+                ),
+            );
+        }
+        for (field, seconds) in [
+            ("connect_timeout_s", config.connect_timeout_s),
+            ("read_timeout_s", config.read_timeout_s),
+        ] {
+            if !(seconds > 0.0 && seconds.is_finite()) {
+                return src.invalid(
+                    model.span(),
+                    &format!("{key}.{field}"),
+                    format!("must be a positive number of seconds, got {seconds}"),
+                );
+            }
         }
         if config.provider == ProviderKind::Scripted {
             let Some(script) = &config.script else {

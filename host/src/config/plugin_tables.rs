@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer};
 
 /// One `[plugins.NAME]` table.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(
     deny_unknown_fields,
     expecting = "a [plugins.NAME] table (wit, rename, describe, hide, annotate)"
@@ -49,6 +50,7 @@ pub struct PluginTable {
 /// under a profile that can neither write a granted directory nor reach the network,
 /// every tool is read-only in effect (`plugin::hints`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(
     deny_unknown_fields,
     expecting = "tool hints (title, read_only, destructive, idempotent, open_world)"
@@ -66,13 +68,37 @@ pub struct ToolHints {
     pub open_world: Option<bool>,
 }
 
-/// The keys of `[plugins]` that are not `[plugins.NAME]` tables, for messages.
-const PLUGINS_KEYS: &str = "dir, files, cache_dir, cache, builtins, max_tools, max_description_kb, max_schema_kb, max_profile_tools_kb";
+/// The keys of `[plugins]` that are not `[plugins.NAME]` tables, for messages (the
+/// key table's, as its test checks).
+pub(super) const PLUGINS_KEYS: &[&str] = &[
+    "dir",
+    "files",
+    "cache_dir",
+    "cache",
+    "builtins",
+    "max_tools",
+    "max_description_kb",
+    "max_schema_kb",
+    "max_profile_tools_kb",
+];
 
 /// Every `[plugins.NAME]` table, by NAME: what is left of `[plugins]` after its own
 /// keys. A key that is neither (a misspelt `max_tool`) is an error naming it.
 #[derive(Debug, Default)]
 pub(crate) struct PluginTables(pub(crate) BTreeMap<String, PluginTable>);
+
+/// Any name, each a [`PluginTable`], for the key table's check (`config::keys`).
+#[cfg(test)]
+impl schemars::JsonSchema for PluginTables {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PluginTables".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let table = generator.subschema_for::<PluginTable>().to_value();
+        schemars::json_schema!({ "type": "object", "additionalProperties": table })
+    }
+}
 
 impl<'de> Deserialize<'de> for PluginTables {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -88,7 +114,7 @@ impl<'de> Deserialize<'de> for PluginTables {
                     let table = map.next_value::<PluginTable>().map_err(|e| {
                         let e = e.to_string();
                         A::Error::custom(if e.starts_with("invalid type") {
-                            format!("[plugins] `{name}` is not a [plugins] key ({PLUGINS_KEYS}), nor a [plugins.{name}] table")
+                            format!("[plugins] `{name}` is not a [plugins] key ({}), nor a [plugins.{name}] table", PLUGINS_KEYS.join(", "))
                         } else {
                             format!("[plugins.{name}]: {e}")
                         })

@@ -8,34 +8,42 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::error::ConfigError;
-use super::limits::PluginLimits;
+use super::limits::{PluginLimits, ToolCount, ToolKib};
 use super::plugin_tables::PluginTables;
 use super::source::Source;
-use super::values::Bounded;
+
+/// The directory whose `*.wasm` files load when `[plugins] dir` is not set, relative
+/// to the config file; unlike a directory named there, it may be missing.
+pub(super) const DEFAULT_PLUGIN_DIR: &str = "plugins";
 
 /// `[plugins]`. Its known keys first; any other key is a `[plugins.NAME]` table (serde
 /// cannot deny unknown fields beside a flattened map, so a misspelt key is reported by
 /// `PluginTables`, naming it).
 #[derive(Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(super) struct RawPlugins {
     /// Directory whose `*.wasm` files are loaded (default `plugins`, optional).
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     dir: Option<Spanned<String>>,
     /// Further plugin files.
+    #[cfg_attr(test, schemars(with = "Option<Vec<String>>"))]
     files: Option<Vec<Spanned<String>>>,
     /// Where compiled plugins are cached (default `~/.cache/warren/components`).
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     cache_dir: Option<Spanned<String>>,
     /// `false` turns the compile cache off.
     cache: Option<bool>,
     /// Built-in plugins: `true` (default), `false`, or a list of names.
+    #[cfg_attr(test, schemars(with = "Option<RawBuiltins>"))]
     builtins: Option<Spanned<RawBuiltins>>,
     /// Tools one plugin may offer.
-    max_tools: Option<Bounded<1, 100_000>>,
+    max_tools: Option<ToolCount>,
     /// KiB of one tool's description.
-    max_description_kb: Option<Bounded<1, 1_048_576>>,
+    max_description_kb: Option<ToolKib>,
     /// KiB of one tool's input schema.
-    max_schema_kb: Option<Bounded<1, 1_048_576>>,
+    max_schema_kb: Option<ToolKib>,
     /// KiB of all tool definitions one profile sees.
-    max_profile_tools_kb: Option<Bounded<1, 1_048_576>>,
+    max_profile_tools_kb: Option<ToolKib>,
     /// `[plugins.NAME]`: how one plugin's tools are offered.
     #[serde(flatten)]
     pub(super) tables: PluginTables,
@@ -43,6 +51,7 @@ pub(super) struct RawPlugins {
 
 /// `[plugins] builtins` as written.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(
     untagged,
     expecting = "true, false, or a list of built-in plugin names"
@@ -60,7 +69,7 @@ pub(super) fn files(src: &Source<'_>, raw: &RawPlugins) -> Result<Vec<PathBuf>, 
     let mut files = Vec::new();
     let dir = match &raw.dir {
         Some(dir) => Some((src.base.join(dir.get_ref()), Some(dir.span()))),
-        None => Some((src.base.join("plugins"), None)),
+        None => Some((src.base.join(DEFAULT_PLUGIN_DIR), None)),
     };
     if let Some((dir, span)) = dir {
         match std::fs::read_dir(&dir) {
@@ -130,9 +139,7 @@ pub(super) fn builtins(src: &Source<'_>, raw: &RawPlugins) -> Result<Vec<String>
 /// defaults.
 pub(super) fn limits(raw: &RawPlugins) -> PluginLimits {
     let d = PluginLimits::default();
-    let kb = |v: Option<Bounded<1, 1_048_576>>, default: usize| {
-        v.map_or(default, |v| v.0 as usize * 1024)
-    };
+    let kb = |v: Option<ToolKib>, default: usize| v.map_or(default, |v| v.0 as usize * 1024);
     PluginLimits {
         max_tools: raw.max_tools.map_or(d.max_tools, |v| v.0 as usize),
         max_description_bytes: kb(raw.max_description_kb, d.max_description_bytes),

@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::capabilities::{self, RawCapabilities};
 use super::defaults::Inherited;
 use super::error::ConfigError;
-use super::limits::AgentLimits;
+use super::limits::{AgentLimits, AgentSeconds, Turns};
 use super::models::model_name;
 use super::output_schema::{OutputSchema, MAX_OUTPUT_SCHEMA_BYTES};
 use super::profile::{
@@ -16,28 +16,33 @@ use super::profile::{
 };
 use super::source::Source;
 use super::tool_selection::{resolve, ListKind, ToolSelection};
-use super::values::{Bounded, Dollars, ToolPattern};
+use super::values::{Dollars, ToolPattern};
 
 /// A `[profiles.NAME]` table as written.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProfile {
     /// What the profile is for, shown to a parent.
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     description: Option<Spanned<String>>,
     /// Inline prompt, last of the prompt's parts.
     system_prompt: Option<String>,
     /// A prompt file, before the inline prompt.
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     system_prompt_file: Option<Spanned<String>>,
     /// Files first in the prompt (default: `AGENTS.md` and `ENVIRONMENT.md`).
+    #[cfg_attr(test, schemars(with = "Option<Vec<String>>"))]
     bootstrap_files: Option<Vec<Spanned<String>>>,
     /// A `[models]` or `[model_aliases]` name.
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     model: Option<Spanned<String>>,
     /// Turns of one agent.
-    max_turns: Option<Bounded<1, 1000>>,
+    max_turns: Option<Turns>,
     /// The most turns a spawn may give it.
-    max_turns_ceiling: Option<Bounded<1, 1000>>,
+    max_turns_ceiling: Option<Turns>,
     /// Wall time of one agent.
-    timeout_s: Option<Bounded<1, 86_400>>,
+    timeout_s: Option<AgentSeconds>,
     /// Cost cap of one agent.
     max_cost_usd: Option<Dollars>,
     /// The tools it may call (names, patterns or aliases; default all).
@@ -45,8 +50,10 @@ pub(super) struct RawProfile {
     /// Tools subtracted after `tools`.
     disallowed_tools: Option<Vec<ToolPattern>>,
     /// The JSON Schema its answer must match, as an inline table.
+    #[cfg_attr(test, schemars(with = "Option<serde_json::Value>"))]
     output_schema: Option<Spanned<toml::Value>>,
     /// The same, from a JSON file (relative to the config).
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     output_schema_file: Option<Spanned<String>>,
     /// Its own capabilities, over `[defaults.capabilities]`.
     #[serde(default)]

@@ -7,6 +7,40 @@ use toml::Spanned;
 use super::values::{Bounded, ProfileName, QueueName};
 use crate::outcome::AgentState;
 
+/// `keep_results_s` and `keep_failed_s`: up to a year.
+pub(super) type Retention = Bounded<1, 31_536_000>;
+/// `attempts`.
+pub(super) type Attempts = Bounded<1, 100>;
+/// `lock_ms`: half a second to an hour.
+pub(super) type LockMs = Bounded<500, 3_600_000>;
+/// `stalled_interval_ms`.
+pub(super) type StalledIntervalMs = Bounded<100, 3_600_000>;
+/// `max_stalled`.
+pub(super) type MaxStalled = Bounded<0, 100>;
+/// `shutdown_grace_s`: up to a day.
+pub(super) type GraceSeconds = Bounded<0, 86_400>;
+/// `parent_timeout_s`: renewed every sixth of it, so at least 2 s.
+pub(super) type ParentTimeout = Bounded<2, 86_400>;
+
+/// The defaults of `[queue]`, as [`QueueConfig::default`] holds them.
+pub(super) const DEFAULT_QUEUE_NAME: &str = "warren";
+/// `[queue] keep_results_s`: a day.
+pub(super) const DEFAULT_KEEP_RESULTS_S: u64 = 86_400;
+/// `[queue] attempts`.
+pub(super) const DEFAULT_ATTEMPTS: u32 = 3;
+/// `[queue] lock_ms`.
+pub(super) const DEFAULT_LOCK_MS: u64 = 30_000;
+/// `[queue] stalled_interval_ms`.
+pub(super) const DEFAULT_STALLED_INTERVAL_MS: u64 = 30_000;
+/// `[queue] max_stalled`.
+pub(super) const DEFAULT_MAX_STALLED: u32 = 1;
+/// `[queue] shutdown_grace_s`.
+pub(super) const DEFAULT_SHUTDOWN_GRACE_S: u64 = 30;
+/// `[queue] parent_timeout_s`.
+pub(super) const DEFAULT_PARENT_TIMEOUT_S: u64 = 30;
+/// `[queue] fail_jobs_on`.
+pub(super) const DEFAULT_FAIL_JOBS_ON: &[AgentState] = &[AgentState::Error];
+
 /// `[queue]` in `warren.toml`, or `--redis`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueConfig {
@@ -47,16 +81,16 @@ impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {
             redis: None,
-            name: "warren".into(),
-            keep_results_s: 86_400,
-            attempts: 3,
-            lock_ms: 30_000,
-            stalled_interval_ms: 30_000,
-            max_stalled: 1,
-            shutdown_grace_s: 30,
-            parent_timeout_s: 30,
+            name: DEFAULT_QUEUE_NAME.into(),
+            keep_results_s: DEFAULT_KEEP_RESULTS_S,
+            attempts: DEFAULT_ATTEMPTS,
+            lock_ms: DEFAULT_LOCK_MS,
+            stalled_interval_ms: DEFAULT_STALLED_INTERVAL_MS,
+            max_stalled: DEFAULT_MAX_STALLED,
+            shutdown_grace_s: DEFAULT_SHUTDOWN_GRACE_S,
+            parent_timeout_s: DEFAULT_PARENT_TIMEOUT_S,
             default_profile: None,
-            fail_jobs_on: vec![AgentState::Error],
+            fail_jobs_on: DEFAULT_FAIL_JOBS_ON.to_vec(),
             keep_failed_s: None,
         }
     }
@@ -77,6 +111,7 @@ impl QueueConfig {
 
 /// `[queue]`: sub-agent jobs through Redis (see [`crate::queue`]).
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawQueue {
     /// See [`QueueConfig::redis`].
@@ -84,32 +119,34 @@ pub(super) struct RawQueue {
     /// See [`QueueConfig::name`].
     name: Option<QueueName>,
     /// See [`QueueConfig::keep_results_s`].
-    keep_results_s: Option<Bounded<1, 31_536_000>>,
+    keep_results_s: Option<Retention>,
     /// See [`QueueConfig::attempts`].
-    attempts: Option<Bounded<1, 100>>,
+    attempts: Option<Attempts>,
     /// See [`QueueConfig::lock_ms`].
-    lock_ms: Option<Bounded<500, 3_600_000>>,
+    lock_ms: Option<LockMs>,
     /// See [`QueueConfig::stalled_interval_ms`].
-    stalled_interval_ms: Option<Bounded<100, 3_600_000>>,
+    stalled_interval_ms: Option<StalledIntervalMs>,
     /// See [`QueueConfig::max_stalled`].
-    max_stalled: Option<Bounded<0, 100>>,
+    max_stalled: Option<MaxStalled>,
     /// See [`QueueConfig::shutdown_grace_s`].
-    shutdown_grace_s: Option<Bounded<0, 86_400>>,
+    shutdown_grace_s: Option<GraceSeconds>,
     /// See [`QueueConfig::parent_timeout_s`].
-    parent_timeout_s: Option<Bounded<2, 86_400>>,
+    parent_timeout_s: Option<ParentTimeout>,
     /// See [`QueueConfig::default_profile`]; its span, for the check once profiles
     /// are loaded.
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
     pub(super) default_profile: Option<Spanned<ProfileName>>,
     /// See [`QueueConfig::fail_jobs_on`].
     fail_jobs_on: Option<Vec<StateName>>,
     /// See [`QueueConfig::keep_failed_s`].
-    keep_failed_s: Option<Bounded<1, 31_536_000>>,
+    keep_failed_s: Option<Retention>,
 }
 
 /// An agent end state by name (`error`, `timed_out`, `truncated`, …).
 #[derive(Clone, Copy, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(try_from = "String")]
-struct StateName(AgentState);
+struct StateName(#[cfg_attr(test, schemars(with = "String"))] AgentState);
 
 impl TryFrom<String> for StateName {
     type Error = String;

@@ -9,10 +9,39 @@ use serde::Deserialize;
 use super::names::name_like;
 use crate::policy::call_limits::in_bounds;
 
+/// The values a key may take beyond its type, as the key table (`keys`) gives them;
+/// a value past them is refused where it is written, naming the key.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Bounds {
+    /// Any value of its type.
+    None,
+    /// An integer in `min..=max`.
+    Int {
+        /// The smallest.
+        min: u64,
+        /// The largest.
+        max: u64,
+    },
+    /// A number at least 0.
+    NonNegative,
+    /// A number above 0.
+    Positive,
+    /// A string of at most this many bytes.
+    Bytes(usize),
+}
+
 /// An integer in `MIN..=MAX`, rejected at its line otherwise.
 #[derive(Clone, Copy, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(try_from = "i64")]
 pub(super) struct Bounded<const MIN: u64, const MAX: u64>(pub(super) u64);
+
+#[cfg(test)]
+impl<const MIN: u64, const MAX: u64> Bounded<MIN, MAX> {
+    /// The bounds, for the key table.
+    pub(super) const BOUNDS: Bounds = Bounds::Int { min: MIN, max: MAX };
+}
 
 impl<const MIN: u64, const MAX: u64> TryFrom<i64> for Bounded<MIN, MAX> {
     type Error = String;
@@ -25,6 +54,7 @@ macro_rules! validated_string {
     ($(#[$doc:meta])* $name:ident, $check:expr) => {
         $(#[$doc])*
         #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+        #[cfg_attr(test, derive(schemars::JsonSchema))]
         #[serde(try_from = "String")]
         pub(super) struct $name(pub(super) String);
 
@@ -83,8 +113,15 @@ validated_string!(
 
 /// A non-negative, finite amount of US dollars.
 #[derive(Clone, Copy, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(try_from = "f64")]
 pub(super) struct Dollars(pub(super) f64);
+
+#[cfg(test)]
+impl Dollars {
+    /// The bounds, for the key table.
+    pub(super) const BOUNDS: Bounds = Bounds::NonNegative;
+}
 
 impl TryFrom<f64> for Dollars {
     type Error = String;

@@ -23,7 +23,7 @@ use super::transport::{api_key, json_offset, malformed, Transport};
 /// The API version header this code speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the config sets none (the API requires one).
-const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
 pub struct Anthropic {

@@ -183,6 +183,7 @@ impl Usage {
 
 /// Prices in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Uncached prompt tokens.

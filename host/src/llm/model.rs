@@ -10,6 +10,7 @@ use super::chat::Price;
 
 /// Which wire format a model speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions, and every server speaking it (Ollama, vLLM, …).
@@ -25,6 +26,7 @@ pub enum ProviderKind {
 
 /// `[models.NAME]` in `warren.toml`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The wire format.
@@ -83,21 +85,36 @@ impl ModelConfig {
     }
 }
 
+/// `stream` unless set.
+pub const DEFAULT_STREAM: bool = true;
+/// `connect_timeout_s` unless set.
+pub const DEFAULT_CONNECT_TIMEOUT_S: f64 = 10.0;
+/// `read_timeout_s` unless set.
+pub const DEFAULT_READ_TIMEOUT_S: f64 = 120.0;
+/// `max_retries` unless set.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// `retry_base_ms` unless set.
+pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+/// `max_response_mib` unless set.
+pub const DEFAULT_MAX_RESPONSE_MIB: u32 = 64;
+/// The largest `max_response_mib`.
+pub const MAX_RESPONSE_MIB: u32 = 4096;
+
 fn yes() -> bool {
-    true
+    DEFAULT_STREAM
 }
 fn default_connect_timeout() -> f64 {
-    10.0
+    DEFAULT_CONNECT_TIMEOUT_S
 }
 fn default_read_timeout() -> f64 {
-    120.0
+    DEFAULT_READ_TIMEOUT_S
 }
 fn default_retries() -> u32 {
-    3
+    DEFAULT_MAX_RETRIES
 }
 fn default_retry_base() -> u64 {
-    500
+    DEFAULT_RETRY_BASE_MS
 }
 fn default_max_response_mib() -> u32 {
-    64
+    DEFAULT_MAX_RESPONSE_MIB
 }

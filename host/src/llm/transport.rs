@@ -96,9 +96,10 @@ impl Transport {
                 "connect_timeout_s and read_timeout_s must be positive".into(),
             ));
         }
-        if !(1..=4096).contains(&config.max_response_mib) {
+        if !(1..=super::model::MAX_RESPONSE_MIB).contains(&config.max_response_mib) {
             return Err(invalid(format!(
-                "max_response_mib must be between 1 and 4096, not {}",
+                "max_response_mib must be between 1 and {}, not {}",
+                super::model::MAX_RESPONSE_MIB,
                 config.max_response_mib
             )));
         }

@@ -73,11 +73,23 @@ macro_rules! call_limits {
 
         impl Default for CallLimits {
             fn default() -> Self {
-                CallLimits { $($name: $default,)* }
+                CallLimits::DEFAULT
             }
         }
 
+        /// Each limit's bounds in a config file, `(min, max)`.
+        #[derive(Clone, Copy, Debug)]
+        pub struct CallLimitBounds {
+            $($(#[doc = $doc])* pub $name: ($ty, $ty),)*
+        }
+
         impl CallLimits {
+            /// Every limit's default.
+            pub const DEFAULT: CallLimits = CallLimits { $($name: $default,)* };
+
+            /// Every limit's bounds in a config file.
+            pub const BOUNDS: CallLimitBounds = CallLimitBounds { $($name: ($min, $max),)* };
+
             /// Every limit's name (its key in `capabilities` and in a job's ceiling),
             /// in the table's order.
             pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];

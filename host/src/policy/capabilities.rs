@@ -19,6 +19,7 @@ pub const SCRATCH_GUEST_PATH: &str = "/scratch";
 
 /// Access mode of a preopened directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub enum FsMode {
     /// Read only: writes, renames, deletes and metadata changes are refused.
     #[serde(rename = "ro")]
