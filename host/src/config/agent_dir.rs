@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::agent_files::{self, AgentFile, ParseError};
-use super::defaults::Inherited;
-use super::limits::AgentLimits;
+use super::defaults::{Inherited, Written};
 use super::names::profile_name_from;
-use super::profile::{description_too_long, turns_ceiling, Profile, ProfileNote, ProfileSource};
+use super::profile::{description_too_long, Profile, ProfileNote, ProfileSource};
 use super::text_file::read_text;
 use super::tool_selection::{resolve, ListKind, ToolSelection, WRITE_TOOLS};
 use crate::policy::FsMode;
@@ -227,8 +226,8 @@ fn profile(
         )]));
     }
     let (model, inherit_model) = match file.model.as_deref() {
-        None => (defaults.model.clone(), false),
-        Some("inherit") => (defaults.model.clone(), true),
+        None => (None, false),
+        Some("inherit") => (None, true),
         Some(written) => match defaults
             .models
             .get_key_value(written)
@@ -241,29 +240,27 @@ fn profile(
                     written: written.to_string(),
                     used: defaults.model.clone(),
                 });
-                (defaults.model.clone(), false)
+                (None, false)
             }
         },
     };
     if !file.ignored_keys.is_empty() {
         notes.push(ProfileNote::IgnoredKeys(file.ignored_keys));
     }
-    let max_turns = file.max_turns.unwrap_or(defaults.limits.max_turns);
-    Profile {
+    defaults.profile(Written {
         name,
         description: file.description,
         tools,
         capabilities,
-        system_prompt: file.prompt,
+        prompt: file.prompt,
         model,
-        limits: AgentLimits {
-            max_turns,
-            ..defaults.limits
-        },
-        max_turns_ceiling: turns_ceiling(None, defaults.max_turns_ceiling, max_turns),
         inherit_model,
+        max_turns: file.max_turns,
+        max_turns_ceiling: None,
+        timeout_s: None,
+        max_cost_usd: None,
         output_schema: file.output_schema,
         source: ProfileSource::AgentFile { path, written_name },
         notes,
-    }
+    })
 }

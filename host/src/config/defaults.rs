@@ -13,7 +13,8 @@ use super::limits::{
     AgentLimits, AgentSeconds, Depth, HostConcurrency, RunConcurrency, RunLimits, Turns,
 };
 use super::models::model_name;
-use super::profile::{join_prompt, turns_ceiling, Profile, ProfileSource};
+use super::output_schema::OutputSchema;
+use super::profile::{join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource};
 use super::source::Source;
 use super::tool_selection::{ToolAliases, ToolSelection};
 use super::values::Dollars;
@@ -132,19 +133,83 @@ impl<'a> Inherited<'a> {
 
     /// The implicit `main`: every tool, and everything else inherited.
     pub(super) fn implicit_main(&self, name: &str) -> Profile {
-        Profile {
+        self.profile(Written {
             name: name.to_string(),
             description: None,
             tools: ToolSelection::all(),
             capabilities: self.capabilities.clone(),
-            system_prompt: join_prompt(&self.bootstrap),
-            model: self.model.clone(),
-            max_turns_ceiling: turns_ceiling(None, self.max_turns_ceiling, self.limits.max_turns),
-            limits: self.limits,
+            prompt: join_prompt(&self.bootstrap),
+            model: None,
             inherit_model: false,
+            max_turns: None,
+            max_turns_ceiling: None,
+            timeout_s: None,
+            max_cost_usd: None,
             output_schema: None,
             source: ProfileSource::Config,
             notes: Vec::new(),
+        })
+    }
+
+    /// The profile `written` defines, what it leaves out inherited: the one place
+    /// defaults apply, for a `[profiles]` table, an agent file and the implicit
+    /// `main` alike.
+    pub(super) fn profile(&self, written: Written) -> Profile {
+        let max_turns = written.max_turns.unwrap_or(self.limits.max_turns);
+        Profile {
+            name: written.name,
+            description: written.description,
+            tools: written.tools,
+            capabilities: written.capabilities,
+            system_prompt: written.prompt,
+            model: written.model.or_else(|| self.model.clone()),
+            limits: AgentLimits {
+                max_turns,
+                timeout_s: written.timeout_s.unwrap_or(self.limits.timeout_s),
+                max_cost_usd: written.max_cost_usd,
+            },
+            max_turns_ceiling: turns_ceiling(
+                written.max_turns_ceiling,
+                self.max_turns_ceiling,
+                max_turns,
+            ),
+            inherit_model: written.inherit_model,
+            output_schema: written.output_schema,
+            source: written.source,
+            notes: written.notes,
         }
     }
+}
+
+/// What one definition of a profile says, resolved against the file but before
+/// `[defaults]` fill its gaps ([`Inherited::profile`]); `None` is "not written".
+pub(super) struct Written {
+    /// The profile's name.
+    pub(super) name: String,
+    /// `description`.
+    pub(super) description: Option<String>,
+    /// The tools, each definition's rules applied.
+    pub(super) tools: ToolSelection,
+    /// Its capabilities, already over `[defaults.capabilities]`.
+    pub(super) capabilities: CapabilitySet,
+    /// The whole system prompt.
+    pub(super) prompt: String,
+    /// The model it names (an agent file's `inherit` leaves this `None`).
+    pub(super) model: Option<String>,
+    /// `model: inherit`.
+    pub(super) inherit_model: bool,
+    /// `max_turns`.
+    pub(super) max_turns: Option<u32>,
+    /// `max_turns_ceiling`.
+    pub(super) max_turns_ceiling: Option<u32>,
+    /// `timeout_s`.
+    pub(super) timeout_s: Option<u64>,
+    /// `max_cost_usd` (never inherited: a cost cap is only ever a profile's own).
+    pub(super) max_cost_usd: Option<f64>,
+    /// `output_schema`.
+    pub(super) output_schema: Option<OutputSchema>,
+    /// Where it was defined.
+    pub(super) source: ProfileSource,
+    /// What the user should know about the definition.
+    pub(super) notes: Vec<ProfileNote>,
 }

@@ -6,14 +6,12 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::capabilities::{self, RawCapabilities};
-use super::defaults::Inherited;
+use super::defaults::{Inherited, Written};
 use super::error::ConfigError;
-use super::limits::{AgentLimits, AgentSeconds, Turns};
+use super::limits::{AgentSeconds, Turns};
 use super::models::model_name;
 use super::output_schema::{OutputSchema, MAX_OUTPUT_SCHEMA_BYTES};
-use super::profile::{
-    description_too_long, join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource,
-};
+use super::profile::{description_too_long, join_prompt, Profile, ProfileNote, ProfileSource};
 use super::source::Source;
 use super::tool_selection::{resolve, ListKind, ToolSelection};
 use super::values::{Dollars, ToolPattern};
@@ -124,34 +122,24 @@ pub(super) fn profile(
             defaults.model_aliases,
             &format!("{key}.model"),
         )?),
-        None => defaults.model.clone(),
+        None => None,
     };
-    let output_schema = output_schema(src, &key, raw)?;
-    let max_turns = raw
-        .max_turns
-        .map_or(defaults.limits.max_turns, |v| v.0 as u32);
-    Ok(Profile {
+    Ok(defaults.profile(Written {
         name: name.to_string(),
         description: raw.description.as_ref().map(|d| d.get_ref().clone()),
         tools: ToolSelection::new(allow, deny, true),
         capabilities,
-        system_prompt: join_prompt(&prompt),
+        prompt: join_prompt(&prompt),
         model,
-        limits: AgentLimits {
-            max_turns,
-            timeout_s: raw.timeout_s.map_or(defaults.limits.timeout_s, |v| v.0),
-            max_cost_usd: raw.max_cost_usd.map(|v| v.0),
-        },
-        max_turns_ceiling: turns_ceiling(
-            raw.max_turns_ceiling.map(|v| v.0 as u32),
-            defaults.max_turns_ceiling,
-            max_turns,
-        ),
         inherit_model: false,
-        output_schema,
+        max_turns: raw.max_turns.map(|v| v.0 as u32),
+        max_turns_ceiling: raw.max_turns_ceiling.map(|v| v.0 as u32),
+        timeout_s: raw.timeout_s.map(|v| v.0),
+        max_cost_usd: raw.max_cost_usd.map(|v| v.0),
+        output_schema: output_schema(src, &key, raw)?,
         source: ProfileSource::Config,
         notes,
-    })
+    }))
 }
 
 /// `output_schema` (an inline table) or `output_schema_file` (a JSON file), checked;
