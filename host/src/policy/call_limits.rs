@@ -8,9 +8,9 @@
 //! value checked against its bounds where it is written), and the limits' part of the
 //! queue's wire form ([`Ceiling`](super::ceiling::Ceiling)).
 //!
-//! Adding a limit is one row here and its lines in the docs (the configuration
-//! reference, docs/configuration.md, and the capabilities table in docs/security.md);
-//! the sandbox then enforces it.
+//! Adding a limit is one row here, one in the config's key table (`config::keys`, from
+//! which a test renders the configuration reference) and its line in the capabilities
+//! table of docs/security.md; the sandbox then enforces it.
 
 use std::fmt::Display;
 
