@@ -335,7 +335,7 @@ impl Gate {
         }
         match method.as_deref() {
             Some(method @ ("initialize" | "tools/list")) => {
-                super::tasks::advertise(method, response).await
+                super::task_capability::advertise(method, response).await
             }
             _ => response,
         }
