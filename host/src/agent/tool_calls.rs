@@ -151,10 +151,14 @@ impl Agent {
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
-        // Written in order, so on disk at the latest with the next model response;
-        // not again for a spawn tool a resumed run repeats.
+        // Written in order, so on disk at the latest with the next model response
+        // (at once for a call that could have had an effect: its end is what keeps
+        // it from being in doubt after a crash); not again for a spawn tool a
+        // resumed run repeats.
         if recorded.is_none_or(|r| r.finished.is_none()) {
-            self.tree.record(|| Record::ToolFinished {
+            let effect = !spawn_tools::is_spawn_tool(&call.name)
+                && !self.access.profile.capabilities.replay_safe();
+            let finished = || Record::ToolFinished {
                 agent: self.id.0.clone(),
                 call_id: call.id.clone(),
                 outcome,
@@ -164,7 +168,11 @@ impl Agent {
                 duration_ms,
                 fuel_used: figures.fuel_used,
                 output_bytes: figures.output_bytes,
-            });
+            };
+            match effect {
+                true => self.tree.record_written(finished).await,
+                false => self.tree.record(finished),
+            }
         }
         self.tree.events.publish(Event::ToolCallFinished {
             agent: self.id.0.clone(),
