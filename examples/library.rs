@@ -1,28 +1,157 @@
-//! Using warren as a library: load a configuration, run a root agent, read the report.
+//! Embedding warren: a configuration made in code, a model provider written in Rust,
+//! a root agent that hands a task to a sub-agent, and the report read back.
 //!
-//! Run with: `cargo run --example library` (after `scripts/build-plugins`); it runs the
-//! offline demo in examples/demo/.
+//! The provider here is a few rules instead of an LLM, so the example runs offline
+//! and always the same way; a real one would call a model in `chat`. Everything else
+//! is warren as the binary runs it: the sub-agent's profile, its tools (the built-in
+//! `read_file`, a WebAssembly component in its sandbox, granted one directory), the
+//! spawn and await tools, limits and the run's journal.
+//!
+//! Run with: `cargo run --example library` (the suite runs it too: tests/all/library.rs).
 
-use std::path::Path;
+use std::sync::Arc;
+
+use warren::llm::{
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
+    Provider, StreamEvent, ToolCall, Usage,
+};
+use warren::{Config, Host, RunReport};
+
+/// A model that follows rules: the root spawns a `reader`, awaits it and passes its
+/// answer on; the reader reads the file it was told of and counts its lines.
+struct RuleModel;
+
+#[async_trait::async_trait]
+impl Provider for RuleModel {
+    fn model(&self) -> &str {
+        "rules"
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let message = match request.requester.profile.as_str() {
+            "reader" => reader_turn(&request.messages),
+            _ => root_turn(&request.messages),
+        };
+        if !message.text.is_empty() {
+            events.send(StreamEvent::TextDelta(message.text.clone()));
+        }
+        let finish = match message.tool_calls.is_empty() {
+            true => FinishReason::Stop,
+            false => FinishReason::ToolCalls,
+        };
+        Ok(ChatResponse {
+            message,
+            finish,
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 10,
+                ..Usage::default()
+            },
+            cost_usd: 0.0,
+            request_digest: None,
+        })
+    }
+}
+
+/// The last tool result of `messages`, with the tool's name.
+fn last_result(messages: &[Message]) -> Option<(&str, &str)> {
+    match messages.last()? {
+        Message::ToolResult { name, content, .. } => Some((name.as_str(), content.as_str())),
+        _ => None,
+    }
+}
+
+fn call(name: &str, arguments: serde_json::Value) -> AssistantMessage {
+    AssistantMessage {
+        tool_calls: vec![ToolCall {
+            id: format!("call_{name}"),
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+        }],
+        ..AssistantMessage::default()
+    }
+}
+
+fn say(text: String) -> AssistantMessage {
+    AssistantMessage {
+        text,
+        ..AssistantMessage::default()
+    }
+}
+
+fn root_turn(messages: &[Message]) -> AssistantMessage {
+    match last_result(messages) {
+        None => call(
+            "spawn_agent",
+            serde_json::json!({
+                "profile": "reader",
+                "task": "Count the lines of /notes/plan.txt and quote its first line.",
+            }),
+        ),
+        Some(("spawn_agent", _)) => call("await_agents", serde_json::json!({"job_ids": "*"})),
+        Some((_, content)) => say(format!("The reader reports:\n{content}")),
+    }
+}
+
+fn reader_turn(messages: &[Message]) -> AssistantMessage {
+    match last_result(messages) {
+        None => call("read_file", serde_json::json!({"path": "/notes/plan.txt"})),
+        Some((_, content)) => say(format!(
+            "{} lines; the first is {:?}",
+            content.lines().count(),
+            content.lines().next().unwrap_or_default()
+        )),
+    }
+}
+
+/// Runs the example in `dir` (it writes `notes/plan.txt` there, and the run's
+/// journal under `.warren/runs/`) and returns the report.
+pub(crate) async fn run(dir: &std::path::Path) -> anyhow::Result<RunReport> {
+    std::fs::create_dir_all(dir.join("notes"))?;
+    std::fs::write(
+        dir.join("notes/plan.txt"),
+        "Ship the journal.\nWrite the docs.\nRun the benchmarks.\n",
+    )?;
+    let mut grant = toml::Table::new();
+    grant.insert("host".into(), "notes".into());
+    grant.insert("guest".into(), "/notes".into());
+    let config = Config::builder(dir)
+        .model("rules", "custom", "")
+        .set("plugins.builtins", vec!["files"])
+        .set("defaults.max_depth", 2)
+        .profile(
+            "reader",
+            "You read files and report on them.",
+            &["read_file"],
+        )
+        .set("profiles.reader.description", "Reads one file")
+        // Granted to every profile: a child never gets more than its parent has.
+        .set("defaults.capabilities.fs", vec![grant])
+        .build()?;
+    let host = Host::builder(config)
+        .provider("rules", Arc::new(RuleModel))
+        .load()
+        .await?;
+    let run = host.start("main", "What does the plan say?", None)?;
+    Ok(run.wait().await)
+}
 
 fn main() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo/warren.toml");
-        let config = warren::Config::load(&path)?;
-        let host = warren::Host::load(config).await?;
-        let run = host.start("main", "Summarise the energy notes.", None)?;
-        println!("started run with root agent {}", run.root);
-        let report = run.wait().await;
-        println!("{}\n", report.root.text);
-        for job in &report.agents {
-            let parent = job
-                .parent
-                .as_ref()
-                .map_or("-".to_string(), ToString::to_string);
-            println!("{} (parent {parent}) {}: {}", job.id, job.profile, job.task);
-        }
-        println!("total cost ${:.4}", report.cost_usd);
-        Ok(())
-    })
+    let report = runtime.block_on(run(dir.path()))?;
+    println!("run {}: {:?}", report.run_id, report.root.state);
+    println!("{}\n", report.root.text);
+    for job in &report.agents {
+        let parent = job
+            .parent
+            .as_ref()
+            .map_or("-".to_string(), ToString::to_string);
+        println!("{} (parent {parent}) {}: {}", job.id, job.profile, job.task);
+    }
+    Ok(())
 }

@@ -91,7 +91,7 @@ async fn main() -> anyhow::Result<()> {
             Err(error) if Instant::now() < deadline && error.to_string().contains("held") => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
     };
     let report = run.wait().await;

@@ -17,7 +17,7 @@ use crate::term::outln;
 const MODEL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs every check, printing a line each; returns how many failed.
-pub async fn run(config_path: &Path) -> anyhow::Result<usize> {
+pub(crate) async fn run(config_path: &Path) -> anyhow::Result<usize> {
     let mut report = Report::default();
     let config = match Config::load(config_path) {
         Ok(config) => {
@@ -177,6 +177,13 @@ async fn check_model(
         )
         .to_lowercase(),
     };
+    if model.provider == ProviderKind::Custom {
+        report.fail(
+            format!("model {name}: `provider = \"custom\"`: the `warren` binary cannot answer it"),
+            "a custom model is supplied by a program embedding warren (docs/library.md); use openai or anthropic here",
+        )?;
+        return Ok(());
+    }
     if model.provider == ProviderKind::Scripted {
         match crate::llm::connect(name, model, secrets) {
             Ok(_) => report.ok(format!("model {name} ({what}): script loads"))?,

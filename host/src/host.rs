@@ -5,7 +5,7 @@
 //! instead: see `host/session.rs`.
 //!
 //! ```no_run
-//! # async fn example() -> anyhow::Result<()> {
+//! # async fn example() -> Result<(), warren::Error> {
 //! let config = warren::Config::load("warren.toml".as_ref())?;
 //! let host = warren::Host::load(config).await?;
 //! let report = host.start("main", "Summarise the docs", None)?.wait().await;
@@ -18,20 +18,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, Delivery, Role, Runtime};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
-use crate::events::EventStream;
-use crate::jobs::{Backend, Job, JobHandle, JobId, Tree};
-use crate::journal::Record;
+use crate::jobs::{Backend, JobHandle, Tree};
 use crate::llm;
-use crate::outcome::{AgentOutcome, AgentState};
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 
+mod builder;
+mod error;
+mod run;
 mod session;
+pub use self::builder::HostBuilder;
+use self::builder::Supplied;
+pub use self::error::Error;
+pub use self::run::{Canceller, Run, RunReport};
 pub use self::session::Session;
 
 /// A job from the queue, ready to run as the root of a tree on this host.
@@ -64,42 +67,28 @@ pub struct Host {
     queue: Option<Arc<RemoteQueue>>,
 }
 
-/// A run in progress: a root agent and the tree of sub-agents below it.
-pub struct Run {
-    /// The job tree (ids, states, results, budget).
-    pub tree: Arc<Tree>,
-    /// The root's id.
-    pub root: JobId,
-    /// The root agent's task.
-    handle: tokio::task::JoinHandle<AgentOutcome>,
-    /// A subscription made before the root started, so the first caller of
-    /// [`Run::events`] sees every event.
-    first_events: std::sync::Mutex<Option<EventStream>>,
-}
-
-/// How a run ended: the root's outcome and every agent of the tree.
-#[derive(Clone, Debug)]
-pub struct RunReport {
-    /// The run's id.
-    pub run_id: String,
-    /// The root agent's outcome (its text is the run's answer).
-    pub root: AgentOutcome,
-    /// Every job, the root first, then in creation order.
-    pub agents: Vec<Job>,
-    /// Dollars spent by the whole tree.
-    pub cost_usd: f64,
-}
-
 impl Host {
     /// Loads the plugins (through the compile cache) and connects every model.
-    pub async fn load(config: Config) -> anyhow::Result<Host> {
-        Host::load_with(config, Keys::Required).await
+    pub async fn load(config: Config) -> Result<Host, Error> {
+        Host::load_with(config, Keys::Required, Supplied::default()).await
+    }
+
+    /// A host with parts supplied in code: a model provider, a backend for
+    /// sub-agents ([`HostBuilder`]).
+    pub fn builder(config: Config) -> HostBuilder {
+        HostBuilder::new(config)
+    }
+
+    /// What [`HostBuilder::load`] loads.
+    async fn load_built(built: HostBuilder) -> Result<Host, Error> {
+        let (config, supplied) = built.checked()?;
+        Host::load_with(config, Keys::Required, supplied).await
     }
 
     /// As [`Host::load`], for a replay (`warren replay`), which sends nothing to
     /// any model: a model whose API key is not set is connected without one.
-    pub async fn load_offline(config: Config) -> anyhow::Result<Host> {
-        Host::load_with(config, Keys::NotNeeded).await
+    pub async fn load_offline(config: Config) -> Result<Host, Error> {
+        Host::load_with(config, Keys::NotNeeded, Supplied::default()).await
     }
 
     /// As [`Host::load`], for a server whose client starts it, often with a minimal
@@ -108,25 +97,35 @@ impl Host {
     /// ([`ToolRegistry::for_serving`]), and a model whose `api_key_env` variable is not set is left out
     /// ([`Host::missing_keys`]) instead of failing the load, so the tools that need
     /// no model are served; a spawn on that model is a tool error naming the variable.
-    pub async fn load_for_serving(config: Config) -> anyhow::Result<Host> {
-        Host::load_with(config, Keys::LeaveOutMissing).await
+    pub async fn load_for_serving(config: Config) -> Result<Host, Error> {
+        Host::load_with(config, Keys::LeaveOutMissing, Supplied::default()).await
     }
 
-    async fn load_with(config: Config, keys: Keys) -> anyhow::Result<Host> {
-        let sandbox = Arc::new(Sandbox::new().context("creating the sandbox")?);
+    async fn load_with(config: Config, keys: Keys, supplied: Supplied) -> Result<Host, Error> {
+        let sandbox = Arc::new(
+            Sandbox::new()
+                .context("creating the sandbox")
+                .map_err(Error::Run)?,
+        );
         // A server (`load_for_serving`, the one to leave out missing keys) lists its
         // tools at once: the built-ins compile in the background.
         let registry = match keys == Keys::LeaveOutMissing {
-            true => ToolRegistry::for_serving(sandbox, &config).await?,
-            false => ToolRegistry::for_config(sandbox, &config).await?,
-        };
-        for profile in config.all_profiles() {
-            registry.check_profile(&profile, &config.plugin_limits)?;
+            true => ToolRegistry::for_serving(sandbox, &config).await,
+            false => ToolRegistry::for_config(sandbox, &config).await,
         }
-        let mut providers = BTreeMap::new();
+        .map_err(Error::Plugin)?;
+        for profile in config.all_profiles() {
+            registry
+                .check_profile(&profile, &config.plugin_limits)
+                .map_err(Error::Plugin)?;
+        }
+        let mut providers = supplied.providers;
         let mut missing_keys = BTreeMap::new();
         let secrets = config.secrets();
         for (name, model) in &config.models {
+            if providers.contains_key(name) {
+                continue;
+            }
             let unset = model
                 .api_key_env
                 .as_deref()
@@ -143,17 +142,25 @@ impl Host {
                         api_key_env: None,
                         ..model.clone()
                     };
-                    llm::connect(name, &model, &secrets)?
+                    llm::connect(name, &model, &secrets).map_err(Error::model)?
                 }
-                _ => llm::connect(name, model, &secrets)?,
+                _ => llm::connect(name, model, &secrets).map_err(Error::model)?,
             };
             providers.insert(name.clone(), provider);
         }
         let slots = crate::jobs::slots::SlotQueue::new(config.run_limits.max_concurrent_total);
         // A replay (no keys needed) runs every agent here, so it needs no queue.
         let queue = match &config.queue.redis {
-            Some(_) if keys != Keys::NotNeeded => Some(RemoteQueue::connect(&config.queue).await?),
+            Some(_) if keys != Keys::NotNeeded => Some(
+                RemoteQueue::connect(&config.queue)
+                    .await
+                    .map_err(Error::Queue)?,
+            ),
             _ => None,
+        };
+        let remote = match supplied.backend {
+            Some(backend) => Some(backend),
+            None => queue.clone().map(|q| q as Arc<dyn Backend>),
         };
         Ok(Host {
             parts: Arc::new(Runtime {
@@ -163,7 +170,7 @@ impl Host {
                 providers,
                 missing_keys,
                 slots,
-                remote: queue.clone().map(|q| q as Arc<dyn Backend>),
+                remote,
             }),
             queue,
         })
@@ -191,7 +198,7 @@ impl Host {
     }
 
     /// Starts a root agent with `profile` on `task`; `model` overrides the profile's.
-    pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> anyhow::Result<Run> {
+    pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> Result<Run, Error> {
         self.start_with_run_id(profile, task, model, None, None)
     }
 
@@ -207,7 +214,7 @@ impl Host {
         model: Option<&str>,
         run_id: Option<&str>,
         output_schema: Option<crate::config::OutputSchema>,
-    ) -> anyhow::Result<Run> {
+    ) -> Result<Run, Error> {
         let config = &self.parts.config;
         let mut profile = config.profile(profile)?;
         if output_schema.is_some() {
@@ -224,12 +231,13 @@ impl Host {
             }
             profile.model = Some(model.to_string());
         }
-        anyhow::ensure!(
-            profile.model.is_some(),
-            "profile `{}` has no model: add a [models.NAME] table to {} (and `model = \"NAME\"` if there are several)",
-            profile.name,
-            config.path.display()
-        );
+        if profile.model.is_none() {
+            return Err(Error::Run(anyhow::anyhow!(
+                "profile `{}` has no model: add a [models.NAME] table to {} (and `model = \"NAME\"` if there are several)",
+                profile.name,
+                config.path.display()
+            )));
+        }
         let limits = profile.limits;
         self.launch(JobStart {
             profile,
@@ -242,16 +250,16 @@ impl Host {
             queue_job: None,
             run_id: run_id.map(str::to_string),
         })
+        .map_err(Error::Run)
     }
 
     /// Opens a session under `profile` (default `main`): a new job tree whose root is
     /// the caller, who calls the profile's tools and the spawn tools through it; no
     /// model is called for the root. See [`Session`].
-    pub fn session(&self, profile: Option<&str>) -> anyhow::Result<Session> {
-        Session::new(
-            self.parts.clone(),
-            profile.unwrap_or(crate::config::DEFAULT_PROFILE),
-        )
+    pub fn session(&self, profile: Option<&str>) -> Result<Session, Error> {
+        let profile = profile.unwrap_or(crate::config::DEFAULT_PROFILE);
+        self.parts.config.profile(profile)?;
+        Session::new(self.parts.clone(), profile).map_err(Error::Run)
     }
 
     /// Starts a job taken from the queue as the root of a new tree.
@@ -272,7 +280,11 @@ impl Host {
     /// against every limit. Refused for a finished run, a run another process holds,
     /// a run whose configuration or plugins changed (unless `force`), and an MCP
     /// session (its caller drove it).
-    pub fn resume(&self, name: &str, force: bool) -> anyhow::Result<Run> {
+    pub fn resume(&self, name: &str, force: bool) -> Result<Run, Error> {
+        self.resume_journaled(name, force).map_err(Error::Journal)
+    }
+
+    fn resume_journaled(&self, name: &str, force: bool) -> anyhow::Result<Run> {
         let config = &self.parts.config;
         let (journal, resume) =
             crate::journal::take_over(config, &self.parts.registry.digests(), name, force)?;
@@ -321,6 +333,16 @@ impl Host {
     /// forked agent's new result reaches it), then runs live from there.
     /// Returns the run and the recording.
     pub fn replay(
+        &self,
+        journal: &std::path::Path,
+        tools: crate::jobs::ReplayTools,
+        fork: Option<crate::jobs::Fork>,
+    ) -> Result<(Run, Arc<crate::journal::Resume>), Error> {
+        self.replay_journaled(journal, tools, fork)
+            .map_err(Error::Journal)
+    }
+
+    fn replay_journaled(
         &self,
         journal: &std::path::Path,
         tools: crate::jobs::ReplayTools,
@@ -498,6 +520,14 @@ impl Host {
     }
 }
 
+impl HostBuilder {
+    /// Loads the plugins and connects the models, as [`Host::load`], with the
+    /// supplied parts.
+    pub async fn load(self) -> Result<Host, Error> {
+        Host::load_built(self).await
+    }
+}
+
 /// How a host treats a model whose API key variable is not set.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Keys {
@@ -509,70 +539,11 @@ enum Keys {
     NotNeeded,
 }
 
-impl Run {
-    /// In a replay, the first point where it left the recording (`None`: it has not,
-    /// or this is not a replay).
-    pub fn replay_divergence(&self) -> Option<crate::jobs::Divergence> {
-        self.tree.replay.as_ref()?.divergence()
-    }
-
-    /// A token that cancels the whole tree (for Ctrl-C handlers).
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.tree.cancel.clone()
-    }
-
-    /// The run's events: the first call gets every event since the start, later calls
-    /// those published from then on.
-    pub fn events(&self) -> EventStream {
-        self.first_events
-            .lock()
-            .expect("event subscription poisoned")
-            .take()
-            .unwrap_or_else(|| self.tree.events.subscribe())
-    }
-
-    /// Cancels the whole tree: in-flight model calls and tool calls stop at once.
-    pub fn cancel(&self) {
-        self.tree.cancel.cancel();
-    }
-
-    /// Waits for the root to finish and reports every agent.
-    pub async fn wait(self) -> RunReport {
-        let root = match self.handle.await {
-            Ok(outcome) => outcome,
-            // A panic is a failure of the run, not a cancellation.
-            Err(error) if error.is_panic() => AgentOutcome {
-                state: AgentState::Error,
-                error: Some(format!("the root agent crashed (a bug in warren): {error}")),
-                ..AgentOutcome::cancelled_before_start()
-            },
-            Err(error) => AgentOutcome {
-                error: Some(format!("the root agent's task was cancelled: {error}")),
-                ..AgentOutcome::cancelled_before_start()
-            },
-        };
-        self.tree.record(|| Record::RunFinished {
-            state: root.state,
-            cost_usd: self.tree.spent(),
-        });
-        if let Some(journal) = &self.tree.journal {
-            journal.flush().await;
-        }
-        let mut agents = self.tree.jobs();
-        agents.sort_by_key(|job| (job.parent.is_some(), job.created));
-        RunReport {
-            run_id: self.tree.run_id.clone(),
-            root,
-            agents,
-            cost_usd: self.tree.spent(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::RunLimits;
+    use crate::outcome::AgentState;
 
     #[tokio::test]
     async fn a_root_that_panics_is_an_error_not_a_cancellation() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// Which model the starter project uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum StarterProvider {
+pub(crate) enum StarterProvider {
     /// OpenAI (OPENAI_API_KEY).
     Openai,
     /// Anthropic (ANTHROPIC_API_KEY).
@@ -25,7 +25,7 @@ pub enum StarterProvider {
 const OLLAMA: &str = "127.0.0.1:11434";
 
 /// What `init` did.
-pub struct Initialised {
+pub(crate) struct Initialised {
     /// Files written.
     pub written: Vec<PathBuf>,
     /// Files that existed and were kept.
@@ -35,7 +35,10 @@ pub struct Initialised {
 }
 
 /// Writes the starter project into `dir` (created if missing).
-pub async fn init(dir: &Path, provider: Option<StarterProvider>) -> anyhow::Result<Initialised> {
+pub(crate) async fn init(
+    dir: &Path,
+    provider: Option<StarterProvider>,
+) -> anyhow::Result<Initialised> {
     std::fs::create_dir_all(dir.join("agents"))?;
     let (provider, why, ollama_model) = match provider {
         Some(p) => (p, "as asked (--provider)".to_string(), ollama_model().await),

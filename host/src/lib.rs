@@ -22,10 +22,17 @@
 //!   events: the one fold the terminal and web views share);
 //! - L7: [`host`]: the composition root and library API (load once, start runs);
 //! - L8: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
-//!   sub-agent tools served to MCP clients through [`Session`]s), [`ui`] (the
-//!   terminal view), [`web`] (the live web view and its API), [`init`], [`doctor`], `agents_report`, `runs_report`, `replay_report` (`warren replay`), `diff_report` (`warren diff`), [`scaffold`],
+//!   sub-agent tools served to MCP clients through [`Session`]s), `ui` (the
+//!   terminal view), [`web`] (the live web view and its API), `init`, `doctor`, `agents_report`, `runs_report`, `replay_report` (`warren replay`), `diff_report` (`warren diff`), `scaffold`,
 //!   `fuzzing`;
-//! - L9: [`cli`].
+//! - L9: `cli`.
+//!
+//! The library's API is what a program embedding warren needs: a [`Config`] from a
+//! file or made in code ([`ConfigBuilder`]), a [`Host`] loaded from it, with model
+//! providers or a sub-agent backend supplied in code ([`HostBuilder`]), runs and
+//! sessions, their events and reports, and one error type ([`Error`]). The command
+//! line's modules (`cli`, `doctor`, `init`, `scaffold`, `ui`) are the binary's, not
+//! public; see `examples/library.rs` and docs/library.md.
 //!
 //! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
 //! in `fuzz/`.
@@ -36,16 +43,16 @@
 pub mod agent;
 mod agents_report;
 pub mod builtin;
-pub mod cli;
+mod cli;
 pub mod config;
 mod diff_report;
-pub mod doctor;
+mod doctor;
 pub mod events;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
-pub mod init;
+mod init;
 pub mod jobs;
 pub mod journal;
 pub mod llm;
@@ -58,16 +65,23 @@ mod replay_report;
 pub mod run_state;
 mod runs_report;
 pub mod sandbox;
-pub mod scaffold;
+mod scaffold;
 pub mod telemetry;
 mod term;
-pub mod ui;
+mod ui;
 pub mod web;
 pub mod worker;
 
-pub use config::{Config, ConfigError, Profile};
-pub use host::{Host, Run, RunReport, Session};
+pub use config::{Config, ConfigBuilder, ConfigError, Profile};
+pub use host::{Canceller, Error, Host, HostBuilder, Run, RunReport, Session};
 pub use outcome::{AgentOutcome, AgentState};
 pub use plugin::{ToolAccess, ToolRegistry};
 pub use policy::CapabilitySet;
 pub use sandbox::{Sandbox, ToolCallError};
+
+/// The `warren` binary's entry point (parse the arguments, run, report, exit code).
+/// Not part of the library's API: the command line is the binary's.
+#[doc(hidden)]
+pub fn cli_main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -3,5 +3,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    warren::cli::main()
+    warren::cli_main()
 }

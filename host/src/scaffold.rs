@@ -10,7 +10,7 @@ use anyhow::Context as _;
 
 /// The languages `warren plugin new` can scaffold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Language {
+pub(crate) enum Language {
     /// Rust with wit-bindgen, built for wasm32-wasip2.
     Rust,
     /// Python with componentize-py.
@@ -114,13 +114,13 @@ fn tool_prefix(name: &str) -> String {
 }
 
 /// The example tool of a plugin scaffolded as `name`, for `warren plugin new` to name.
-pub fn example_tool(name: &str) -> String {
+pub(crate) fn example_tool(name: &str) -> String {
     format!("{}_greet", tool_prefix(name))
 }
 
 /// Writes a new plugin called `name` in `dir/name`; returns the files written. A
 /// `typed` plugin is a typed component (Rust only for now).
-pub fn new_plugin(
+pub(crate) fn new_plugin(
     dir: &Path,
     name: &str,
     language: Language,

@@ -28,7 +28,7 @@ const TEXT_TAIL: usize = 240;
 
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProgressMode {
+pub(crate) enum ProgressMode {
     /// The live tree on a terminal, plain lines otherwise.
     Auto,
     /// The live tree.
@@ -52,7 +52,7 @@ fn fit(line: &str, width: usize) -> String {
 
 /// The state of every agent, fed by events, and the root's streamed text.
 #[derive(Debug, Default)]
-pub struct AgentTree {
+pub(crate) struct AgentTree {
     /// Where each agent stands (the fold the web view shares).
     state: RunState,
     root_text: String,
@@ -61,7 +61,7 @@ pub struct AgentTree {
 
 impl AgentTree {
     /// Applies one event.
-    pub fn apply(&mut self, record: &EventRecord) {
+    pub(crate) fn apply(&mut self, record: &EventRecord) {
         self.state.apply(record);
         if let Event::TextDelta { agent, text } = &record.event {
             if self.state.root() == Some(agent.as_str()) {
@@ -75,7 +75,7 @@ impl AgentTree {
     }
 
     /// The tree as lines, parents before their children.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let now_ms = crate::events::now_ms();
         let mut out = Vec::new();
         for root in self.state.agents().filter(|a| a.parent.is_none()) {
@@ -156,13 +156,13 @@ impl AgentTree {
     }
 
     /// Redraws the tree in place on stderr (a terminal).
-    pub fn redraw(&mut self) -> std::io::Result<()> {
+    pub(crate) fn redraw(&mut self) -> std::io::Result<()> {
         self.draw(true)
     }
 
     /// The last frame: the tree without the streamed text (the answer follows on
     /// stdout), left on the screen.
-    pub fn finish(&mut self) -> std::io::Result<()> {
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
         self.draw(false)?;
         *DRAWN.lock().unwrap_or_else(PoisonError::into_inner) = 0;
         Ok(())
@@ -196,7 +196,7 @@ impl AgentTree {
 }
 
 /// The plain, append-only line for an event, if it is worth one.
-pub fn plain_line(event: &Event) -> Option<String> {
+pub(crate) fn plain_line(event: &Event) -> Option<String> {
     Some(match event {
         Event::AgentQueued(AgentIntro {
             agent,

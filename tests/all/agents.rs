@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 use warren::config::RunLimits;
 use warren::jobs::Tree;
 use warren::{AgentState, Config, Host, RunReport};
@@ -633,7 +632,7 @@ async fn cancelling_the_run_stops_everything() {
     let config = Config::load(&world.config(&config(&server, "", ""))).unwrap();
     let host = Host::load(config).await.unwrap();
     let run = host.start("main", "ROOT-TASK", None).unwrap();
-    let cancel: CancellationToken = run.cancel_token();
+    let cancel: warren::Canceller = run.canceller();
     while !server
         .requests()
         .iter()

@@ -282,6 +282,16 @@ fn configuration_errors_exit_2_naming_file_line_and_key() {
         text(&output.stderr)
     );
 
+    // A model a program embedding warren answers in code: the binary has none for it.
+    world.config("[models.mine]\nprovider = \"custom\"\n");
+    let output = warren(&world, &["run", "hello"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("model `mine`: `provider = \"custom\"`"),
+        "{}",
+        text(&output.stderr)
+    );
+
     let output = warren(&world, &["--config", "missing.toml", "tools"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(

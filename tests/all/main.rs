@@ -16,6 +16,7 @@ mod hostile;
 mod journal;
 mod languages;
 mod layers;
+mod library;
 mod llm;
 mod mcp;
 mod mcp_clients;

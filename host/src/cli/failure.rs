@@ -1,5 +1,5 @@
-//! Why a command failed, which decides the exit code, and loading a host with a
-//! model's configuration error told apart from a failure of the work.
+//! Why a command failed, which decides the exit code, from the library's error
+//! kinds.
 
 use crate::config::{Config, ConfigError};
 use crate::host::Host;
@@ -22,16 +22,18 @@ pub(super) enum Failure {
     Run(#[from] anyhow::Error),
 }
 
-/// [`Host::load`], with a model's configuration error told apart from a failure.
+/// [`Host::load`], its error sorted by kind.
 pub(super) async fn load(config: Config) -> Result<Host, Failure> {
-    model_failure(Host::load(config).await)
+    Ok(Host::load(config).await?)
 }
 
-/// An LLM configuration error as [`Failure::Model`] (exit 2).
-pub(super) fn model_failure(loaded: anyhow::Result<Host>) -> Result<Host, Failure> {
-    loaded.map_err(|error| match error.downcast::<crate::llm::LlmError>() {
-        Ok(error @ crate::llm::LlmError::Config { .. }) => Failure::Model(error),
-        Ok(other) => Failure::Run(other.into()),
-        Err(other) => Failure::Run(other),
-    })
+/// A configuration error (exit 2) or a failure (exit 1), by the library's kind.
+impl From<crate::host::Error> for Failure {
+    fn from(error: crate::host::Error) -> Failure {
+        match error {
+            crate::host::Error::Config(error) => Failure::Config(error),
+            crate::host::Error::Model(error) => Failure::Model(error),
+            other => Failure::Run(other.into()),
+        }
+    }
 }

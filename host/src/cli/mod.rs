@@ -26,7 +26,7 @@ mod serve;
 mod tools;
 
 /// Parses the command line, runs the command and reports its error, if any.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     lean_malloc();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 
 use super::args::{OutputArgs, ResumeArgs, RunArgs};
 use super::failure::{load, Failure};
-use crate::config::{Config, ConfigError};
+use crate::config::Config;
 use crate::events::{Event, EventStream};
 use crate::host::{Run, RunReport};
 use crate::jobs::Phase;
@@ -45,18 +45,13 @@ pub(super) async fn run(config_path: &Path, args: RunArgs) -> Result<(), Failure
     let host = load(config).await?;
     // The one unknown-model check (in `Host::start`) is a configuration error:
     // exit 2, as for a bad file.
-    let run = host
-        .start_with_run_id(
-            &args.profile,
-            &args.task,
-            args.model.as_deref(),
-            args.run_id.as_deref(),
-            output_schema,
-        )
-        .map_err(|error| match error.downcast::<ConfigError>() {
-            Ok(config) => Failure::Config(config),
-            Err(other) => Failure::Run(other),
-        })?;
+    let run = host.start_with_run_id(
+        &args.profile,
+        &args.task,
+        args.model.as_deref(),
+        args.run_id.as_deref(),
+        output_schema,
+    )?;
     let journal_dir = host.config().journal_dir.clone();
     let typed = args.output_schema.is_some();
     drive(run, &args.output, log, journal_dir, typed).await

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::args::{McpArgs, ViewArgs, WorkerArgs};
-use super::failure::{load, model_failure, Failure};
+use super::failure::{load, Failure};
 use super::runs::journal_dir;
 use crate::config::Config;
 use crate::host::Host;
@@ -17,7 +17,7 @@ pub(super) async fn mcp(config_path: &Path, args: McpArgs) -> Result<(), Failure
     let http_auth = args.http_auth()?;
     // Clients often start servers with a minimal environment: without a
     // model's key, the tools that need no model are still served.
-    let host = model_failure(Host::load_for_serving(config).await)?;
+    let host = Host::load_for_serving(config).await?;
     let options = crate::mcp::McpOptions {
         http_auth,
         http_limits: args.http_limits(),

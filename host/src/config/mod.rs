@@ -15,6 +15,7 @@
 
 mod agent_dir;
 mod agent_files;
+mod builder;
 mod capabilities;
 mod defaults;
 mod error;
@@ -45,6 +46,7 @@ use crate::llm::ModelConfig;
 pub use self::agent_dir::{
     AgentFilesReport, SkippedFile, MAX_AGENT_DIR_ENTRIES, MAX_AGENT_FILE_BYTES,
 };
+pub use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
 pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
@@ -232,6 +234,13 @@ impl Config {
         names
     }
 
+    /// A configuration made in code, its relative paths (plugin directory, granted
+    /// directories, the journal, agent files) resolved against `dir`, as if it were
+    /// a `warren.toml` in `dir`.
+    pub fn builder(dir: impl Into<PathBuf>) -> ConfigBuilder {
+        ConfigBuilder::new(dir.into())
+    }
+
     /// Every profile, the implicit `main` included (first, when it is implicit).
     pub fn all_profiles(&self) -> Vec<Profile> {
         let implicit =
@@ -240,6 +249,15 @@ impl Config {
             .into_iter()
             .chain(self.profiles.values().cloned())
             .collect()
+    }
+}
+
+impl ConfigBuilder {
+    /// The configuration, checked as `warren.toml` is: an unknown key, a value out
+    /// of bounds or a name that is not defined is an error naming the key.
+    pub fn build(self) -> Result<Config, ConfigError> {
+        let (path, text) = self.file()?;
+        Config::parse(&path, &text).map_err(|error| builder::naming_the_key(&text, error))
     }
 }
 

@@ -19,7 +19,11 @@ pub(super) fn models(
     for (name, model) in raw {
         let key = format!("models.{}", name.0);
         let mut config = model.get_ref().clone();
-        if config.provider != ProviderKind::Scripted && config.model.is_empty() {
+        let named_by_caller = matches!(
+            config.provider,
+            ProviderKind::Scripted | ProviderKind::Custom
+        );
+        if !named_by_caller && config.model.is_empty() {
             return src.invalid(
                 model.span(),
                 &key,

@@ -92,7 +92,7 @@ impl JobHandle {
 
     /// The job runs from now on (`agent_started`). Starting again (a worker's retry
     /// of the same job) restarts its clock.
-    pub(crate) fn start(&self) {
+    pub fn start(&self) {
         let tree = &self.place.tree;
         tree.set_phase(&self.place.id, Phase::Running(Instant::now()));
         tree.record(|| Record::AgentStarted {

@@ -233,6 +233,11 @@ impl EventSink {
         EventSink(Some(Box::new(watch)))
     }
 
+    /// Passes `event` to whoever watches (a provider streaming its answer).
+    pub fn send(&self, event: StreamEvent) {
+        emit(self, event);
+    }
+
     /// Sends every event to the returned receiver.
     pub fn channel() -> (Self, UnboundedReceiver<StreamEvent>) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();

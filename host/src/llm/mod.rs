@@ -44,5 +44,11 @@ pub fn connect(
         ProviderKind::Openai => Arc::new(openai::OpenAi::new(name, config, secrets)?),
         ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(name, config, secrets)?),
         ProviderKind::Scripted => Arc::new(scripted::Scripted::new(name, config)?),
+        ProviderKind::Custom => {
+            return Err(LlmError::Config {
+                model: name.to_string(),
+                message: "`provider = \"custom\"` is answered by a provider the program embedding warren supplies (`HostBuilder::provider`), and none was supplied".into(),
+            })
+        }
     })
 }

@@ -18,6 +18,9 @@ pub enum ProviderKind {
     Anthropic,
     /// Replays a script file (offline demos and tests).
     Scripted,
+    /// Supplied in code by the program that embeds warren
+    /// (`HostBuilder::provider`); the `warren` binary has none.
+    Custom,
 }
 
 /// `[models.NAME]` in `warren.toml`.
@@ -75,7 +78,7 @@ impl ModelConfig {
         self.api_key_env.as_deref().or(match self.provider {
             ProviderKind::Openai => Some("OPENAI_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),
-            ProviderKind::Scripted => None,
+            ProviderKind::Scripted | ProviderKind::Custom => None,
         })
     }
 }
