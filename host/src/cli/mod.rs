@@ -6,7 +6,7 @@
 //! [`args`] holds the grammar; each group of subcommands has its file: [`run`] (`run`,
 //! `resume`), [`runs`] (`runs`, `show`, `replay`, `diff`), [`serve`] (`mcp`, `view`,
 //! `worker`), [`project`] (`init`, `doctor`, `agents`) and [`tools`] (`tools`, `call`,
-//! `plugin`); [`failure`] maps what went wrong to the exit code.
+//! `plugin`); [`failure`] says why a command failed, which decides its exit code.
 
 use std::process::ExitCode;
 
