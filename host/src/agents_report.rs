@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::config::{Config, Profile, ProfileSource, SPAWN_TOOLS};
+use crate::config::{AgentFilesReport, Config, Profile, ProfileSource, SPAWN_TOOLS};
 use crate::plugin::ToolRegistry;
 use crate::term::outln;
 
@@ -22,67 +22,92 @@ pub(crate) fn print(config: &Config, registry: &ToolRegistry, as_json: bool) -> 
     };
     let rows: Vec<Row<'_>> = profiles
         .iter()
-        .map(|profile| {
-            let mut tools: Vec<String> = registry
-                .tools_for(profile)
-                .map(|(spec, _)| spec.name.clone())
-                .collect();
-            if profile.tools.allows_spawn() && config.run_limits.max_depth > 0 {
-                tools.extend(SPAWN_TOOLS.iter().map(|t| t.to_string()));
-            }
-            let (source, written_name) = match &profile.source {
-                ProfileSource::Config => (shown(&config.path), None),
-                ProfileSource::AgentFile { path, written_name } => {
-                    (shown(path), written_name.clone())
-                }
-            };
-            // Allow patterns that match no loaded tool: a plugin missing, or a name from
-            // another system that means nothing here.
-            let unmatched = profile
-                .tools
-                .patterns()
-                .iter()
-                .filter(|p| {
-                    !registry
-                        .tool_names()
-                        .any(|t| crate::config::tool_pattern_matches(p, t))
-                })
-                .cloned()
-                .collect();
-            Row {
-                profile,
-                source,
-                written_name,
-                tools,
-                unmatched,
-            }
-        })
+        .map(|profile| row(config, registry, profile, &shown))
         .collect();
-    let files = &config.agent_files;
     if as_json {
-        let report = json!({
-            "profiles": rows.iter().map(|row| json!({
-                "name": row.profile.name,
-                "written_name": row.written_name,
-                "source": row.source,
-                "description": row.profile.description,
-                "model": row.profile.model,
-                "inherit_model": row.profile.inherit_model,
-                "tools": row.tools,
-                "unmatched": row.unmatched,
-                "selection": {"allow": row.profile.tools.patterns(), "deny": row.profile.tools.denied()},
-                "max_turns": row.profile.limits.max_turns,
-                "notes": row.profile.notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "skipped": files.skipped.iter().map(|s| json!({
-                "file": shown(&s.path), "line": s.line, "reason": s.reason,
-            })).collect::<Vec<_>>(),
-            "not_agent_files": files.not_agent_files.iter().map(|p| shown(p)).collect::<Vec<_>>(),
-        });
-        outln!("{}", serde_json::to_string_pretty(&report)?)?;
-        return Ok(());
+        print_json(&rows, &config.agent_files, &shown)
+    } else {
+        print_text(&rows, &config.agent_files, &shown)
     }
-    for row in &rows {
+}
+
+/// How `profile` is shown: its source (through `shown`), the tools it gets from
+/// `registry`, and the allow patterns that match no loaded tool.
+fn row<'a>(
+    config: &Config,
+    registry: &ToolRegistry,
+    profile: &'a Profile,
+    shown: &dyn Fn(&Path) -> String,
+) -> Row<'a> {
+    let mut tools: Vec<String> = registry
+        .tools_for(profile)
+        .map(|(spec, _)| spec.name.clone())
+        .collect();
+    if profile.tools.allows_spawn() && config.run_limits.max_depth > 0 {
+        tools.extend(SPAWN_TOOLS.iter().map(|t| t.to_string()));
+    }
+    let (source, written_name) = match &profile.source {
+        ProfileSource::Config => (shown(&config.path), None),
+        ProfileSource::AgentFile { path, written_name } => (shown(path), written_name.clone()),
+    };
+    // Allow patterns that match no loaded tool: a plugin missing, or a name from
+    // another system that means nothing here.
+    let unmatched = profile
+        .tools
+        .patterns()
+        .iter()
+        .filter(|p| {
+            !registry
+                .tool_names()
+                .any(|t| crate::config::tool_pattern_matches(p, t))
+        })
+        .cloned()
+        .collect();
+    Row {
+        profile,
+        source,
+        written_name,
+        tools,
+        unmatched,
+    }
+}
+
+/// The report as JSON: `{profiles, skipped, not_agent_files}`.
+fn print_json(
+    rows: &[Row<'_>],
+    files: &AgentFilesReport,
+    shown: &dyn Fn(&Path) -> String,
+) -> anyhow::Result<()> {
+    let report = json!({
+        "profiles": rows.iter().map(|row| json!({
+            "name": row.profile.name,
+            "written_name": row.written_name,
+            "source": row.source,
+            "description": row.profile.description,
+            "model": row.profile.model,
+            "inherit_model": row.profile.inherit_model,
+            "tools": row.tools,
+            "unmatched": row.unmatched,
+            "selection": {"allow": row.profile.tools.patterns(), "deny": row.profile.tools.denied()},
+            "max_turns": row.profile.limits.max_turns,
+            "notes": row.profile.notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "skipped": files.skipped.iter().map(|s| json!({
+            "file": shown(&s.path), "line": s.line, "reason": s.reason,
+        })).collect::<Vec<_>>(),
+        "not_agent_files": files.not_agent_files.iter().map(|p| shown(p)).collect::<Vec<_>>(),
+    });
+    outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    Ok(())
+}
+
+/// The report as text: a block per profile, then the skipped files.
+fn print_text(
+    rows: &[Row<'_>],
+    files: &AgentFilesReport,
+    shown: &dyn Fn(&Path) -> String,
+) -> anyhow::Result<()> {
+    for row in rows {
         let name = match &row.written_name {
             Some(written) if written.is_empty() => {
                 format!("{} (no `name`: from the file name)", row.profile.name)

@@ -28,9 +28,9 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::config::{names_or_none, OutputSchema};
+use crate::config::{names_or_none, OutputSchema, Profile};
 use crate::events::Event;
-use crate::host::{Host, JobStart};
+use crate::host::{Host, JobStart, Run, RunReport};
 use crate::jobs::{compose_task, narrow, ChildAsk};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
@@ -142,6 +142,55 @@ pub async fn run(
 /// Runs one job; the `Ok` value is the job's return value ([`JobOutcome`]).
 async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value, bullmq::Error> {
     let id = job.id().to_string();
+    let worker = &shared.name;
+    let (data, base) = read_job(shared, &job, &id)?;
+    let queue = &shared.queue;
+    if queue.cancel_requested(&id).await {
+        return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
+    }
+    match queue.cancel_children_of(&id).await {
+        Ok(0) => {}
+        Ok(n) => {
+            let line =
+                format!("worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt");
+            tracing::info!(job = %id, "{line}");
+            let _ = job.log(&line).await;
+        }
+        Err(error) => {
+            return Err(bullmq::Error::ProcessingError(format!(
+                "cannot cancel the sub-agents of an earlier attempt: {error:#}"
+            )))
+        }
+    }
+    let started = match job_start(shared, &id, &data, base)? {
+        Err(reason) => Err(reason),
+        Ok(start) => shared
+            .host
+            .start_job(start)
+            .map_err(|error| format!("{error:#}")),
+    };
+    let run = match started {
+        Ok(run) => run,
+        Err(reason) => {
+            let attempt = job.attempts_made() + 1;
+            let _ = job
+                .log(&format!("attempt {attempt} on worker {worker}: {reason}"))
+                .await;
+            tracing::warn!(job = %id, attempt, "{reason}");
+            return Err(bullmq::Error::ProcessingError(reason));
+        }
+    };
+    tracing::info!(job = %id, profile = %data.profile, "running");
+    let watched = watch_run(shared, &mut job, &id, &data, run, &token).await;
+    finish(shared, &mut job, &id, watched).await
+}
+
+/// The job's data, checked, and the worker's profile it names (or the default).
+fn read_job<'s>(
+    shared: &'s Shared,
+    job: &Job,
+    id: &str,
+) -> Result<(JobData, &'s Profile), bullmq::Error> {
     if let Some(reason) = data_too_large(job.data()) {
         tracing::warn!(job = %id, "{reason}");
         return Err(bullmq::Error::Unrecoverable(format!("job {id}: {reason}")));
@@ -150,7 +199,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         .map_err(|e| bullmq::Error::Unrecoverable(format!("job {id}: not a warren job: {e}")))?;
     let worker = &shared.name;
     let config = shared.host.config();
-    warn_unknown_fields_once(&id, &data);
+    warn_unknown_fields_once(id, &data);
     if data.profile.is_empty() {
         match &config.queue.default_profile {
             Some(profile) => data.profile = profile.clone(),
@@ -172,24 +221,20 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         tracing::warn!(job = %id, "{reason}");
         return Err(bullmq::Error::Unrecoverable(reason));
     };
-    let queue = &shared.queue;
-    if queue.cancel_requested(&id).await {
-        return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
-    }
-    match queue.cancel_children_of(&id).await {
-        Ok(0) => {}
-        Ok(n) => {
-            let line =
-                format!("worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt");
-            tracing::info!(job = %id, "{line}");
-            let _ = job.log(&line).await;
-        }
-        Err(error) => {
-            return Err(bullmq::Error::ProcessingError(format!(
-                "cannot cancel the sub-agents of an earlier attempt: {error:#}"
-            )))
-        }
-    }
+    Ok((data, base))
+}
+
+/// How the job's agent starts: profile `base` narrowed by the job. `Err` (outer) for
+/// job data that can never run; `Ok(Err)` for a model this worker lacks, which is
+/// retried (another worker in the pool may have it).
+fn job_start(
+    shared: &Shared,
+    id: &str,
+    data: &JobData,
+    base: &Profile,
+) -> Result<Result<JobStart, String>, bullmq::Error> {
+    let worker = &shared.name;
+    let config = shared.host.config();
     let ceiling = data.ceiling.as_ref().map(|c| c.to_capabilities());
     let output_schema = data
         .output_schema
@@ -213,21 +258,21 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     // An inherited model is the parent's name for it: this worker may not have one.
     // Like a worker without the profile's model, that is retried, on any worker:
     // another in the pool may have it.
-    let missing_model = profile
+    if let Some(model) = profile
         .model
         .as_deref()
         .filter(|model| !config.models.contains_key(*model))
-        .map(|model| {
-            format!(
-                "model `{model}` (inherited from the parent's profile: `model: inherit`) is not under [models] on worker {worker} (it has: {})",
-                names_or_none(config.models.keys())
-            )
-        });
+    {
+        return Ok(Err(format!(
+            "model `{model}` (inherited from the parent's profile: `model: inherit`) is not under [models] on worker {worker} (it has: {})",
+            names_or_none(config.models.keys())
+        )));
+    }
     let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let start = JobStart {
+    Ok(Ok(JobStart {
         profile,
         task: compose_task(&data.task, data.context.as_ref(), &data.constraints),
         extra_prompt: data.system_prompt.clone(),
@@ -235,28 +280,35 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         depth: data.depth,
         budget_usd,
         traceparent: data.traceparent.clone(),
-        queue_job: Some(id.clone()),
+        queue_job: Some(id.to_string()),
         run_id: None,
-    };
-    let started = match missing_model {
-        Some(reason) => Err(reason),
-        None => shared
-            .host
-            .start_job(start)
-            .map_err(|error| format!("{error:#}")),
-    };
-    let run = match started {
-        Ok(run) => run,
-        Err(reason) => {
-            let attempt = job.attempts_made() + 1;
-            let _ = job
-                .log(&format!("attempt {attempt} on worker {worker}: {reason}"))
-                .await;
-            tracing::warn!(job = %id, attempt, "{reason}");
-            return Err(bullmq::Error::ProcessingError(reason));
-        }
-    };
-    tracing::info!(job = %id, profile = %data.profile, "running");
+    }))
+}
+
+/// How a job's run went while the worker watched it.
+struct Watched {
+    /// The run's report.
+    report: RunReport,
+    /// Why it was cancelled, when its parent process was gone.
+    orphaned: Option<String>,
+    /// Whether it was cancelled to be handed back at shutdown.
+    handing_back: bool,
+    /// Events not yet sent to the parent.
+    batch: Vec<Event>,
+}
+
+/// Waits for `run` to end, sending its events to the parent in batches and
+/// cancelling it when the parent asks, the parent's heartbeat stops, BullMQ cancels
+/// the job or the worker hands its jobs back.
+async fn watch_run(
+    shared: &Shared,
+    job: &mut Job,
+    id: &str,
+    data: &JobData,
+    run: Run,
+    token: &JobToken,
+) -> Watched {
+    let (queue, worker) = (&shared.queue, &shared.name);
     let cancel = run.cancel_token();
     let mut events = run.events();
     let wait = run.wait();
@@ -277,8 +329,8 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
                     batch.push(record.event);
                 }
             }
-            _ = flush.tick() => send_events(&mut job, &mut batch).await,
-            _ = poll.tick() => if queue.cancel_requested(&id).await {
+            _ = flush.tick() => send_events(job, &mut batch).await,
+            _ = poll.tick() => if queue.cancel_requested(id).await {
                 tracing::info!(job = %id, "cancel requested by the parent");
                 cancel.cancel();
             },
@@ -308,7 +360,24 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             batch.push(record.event);
         }
     }
-    if handing_back {
+    Watched {
+        report,
+        orphaned,
+        handing_back,
+        batch,
+    }
+}
+
+/// The job's end: handed back to the queue, failed (for a state in `[queue]
+/// fail_jobs_on`) or completed with the agent's outcome.
+async fn finish(
+    shared: &Shared,
+    job: &mut Job,
+    id: &str,
+    mut watched: Watched,
+) -> Result<Value, bullmq::Error> {
+    let worker = &shared.name;
+    if watched.handing_back {
         let _ = job
             .log(&format!("handed back by worker {worker} at shutdown"))
             .await;
@@ -320,18 +389,31 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             ))),
         };
     }
-    send_events(&mut job, &mut batch).await;
+    send_events(job, &mut watched.batch).await;
     // A result finished while Redis restarts is saved once it is back, not lost to a
     // failed write.
-    queue.wait_until_reachable(Duration::from_secs(60)).await;
+    shared
+        .queue
+        .wait_until_reachable(Duration::from_secs(60))
+        .await;
+    let report = watched.report;
     tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
     let mut root = report.root;
-    if let Some(reason) = orphaned.filter(|_| root.state == AgentState::Cancelled) {
+    if let Some(reason) = watched
+        .orphaned
+        .filter(|_| root.state == AgentState::Cancelled)
+    {
         root.error = Some(reason);
     }
     // States the queue is told to treat as failures fail the job, so the producer's
     // attempts and backoff apply.
-    if config.queue.fail_jobs_on.contains(&root.state) {
+    if shared
+        .host
+        .config()
+        .queue
+        .fail_jobs_on
+        .contains(&root.state)
+    {
         let reason = format!(
             "agent ended {} on worker {worker}: {}",
             root.state.as_str(),

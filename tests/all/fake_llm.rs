@@ -148,6 +148,8 @@ pub(crate) struct FakeLlm {
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Set when a hung connection was closed by the client.
     pub(crate) hang_dropped: Arc<AtomicBool>,
+    /// A permit for each request that got [`Reply::Hang`], once it hangs.
+    pub(crate) hangs: Arc<tokio::sync::Semaphore>,
 }
 
 impl FakeLlm {
@@ -160,12 +162,13 @@ impl FakeLlm {
             responder: Arc::default(),
             requests: Arc::default(),
             hang_dropped: Arc::default(),
+            hangs: Arc::new(tokio::sync::Semaphore::new(0)),
         };
         let (replies, responder, requests, dropped) = (
             server.replies.clone(),
             server.responder.clone(),
             server.requests.clone(),
-            server.hang_dropped.clone(),
+            (server.hang_dropped.clone(), server.hangs.clone()),
         );
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -220,7 +223,7 @@ async fn serve(
     replies: Arc<Mutex<Routes>>,
     responder: Option<Responder>,
     requests: Arc<Mutex<Vec<Recorded>>>,
-    dropped: Arc<AtomicBool>,
+    (dropped, hangs): (Arc<AtomicBool>, Arc<tokio::sync::Semaphore>),
 ) {
     let mut data = Vec::new();
     let mut buffer = [0u8; 8192];
@@ -342,6 +345,7 @@ async fn serve(
             return;
         }
         Some(Reply::Hang) => {
+            hangs.add_permits(1);
             // Wait for the client to give up; a read of 0 bytes means it closed.
             while let Ok(n) = socket.read(&mut buffer).await {
                 if n == 0 {

@@ -374,6 +374,59 @@ async fn a_run_killed_with_sigkill_is_still_read_with_its_finished_work() {
     assert!(plain.contains("interrupted (no end)"), "{plain}");
 }
 
+/// The end of a call that could have had an effect (a write to a granted directory)
+/// is on disk before its agent asks its model again, so a crash of the process after
+/// it cannot leave the call in doubt: the fake model reads the journal the moment the
+/// next request arrives. (Other records are written in batches, up to 20 ms later.)
+#[tokio::test(flavor = "multi_thread")]
+async fn the_end_of_a_call_that_could_have_an_effect_is_on_disk_before_its_agent_goes_on() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "WRITE-TASK",
+        calls(&[(
+            "write_file",
+            json!({"path": "/out/note.txt", "content": "written once"}),
+        )]),
+    );
+    let journal = world.path(".warren/runs/effect-run/journal.jsonl");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (reader, seen_by_server) = (journal.clone(), seen.clone());
+    server.respond_with(std::sync::Arc::new(move |_body: &Value| {
+        let written = std::fs::read_to_string(&reader).unwrap_or_default();
+        *seen_by_server.lock().unwrap() = Some(written);
+        Some(answer("done"))
+    }));
+    project(&world, &server);
+    std::fs::create_dir_all(world.path("out")).unwrap();
+    let output = warren(
+        &world,
+        &[
+            "run",
+            "-q",
+            "--run-id",
+            "effect-run",
+            "--profile",
+            "worker",
+            "WRITE-TASK",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let seen = seen
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("a second turn was asked");
+    let finished = seen
+        .lines()
+        .filter(|line| line.contains("\"type\":\"tool_finished\""))
+        .count();
+    assert_eq!(
+        finished, 1,
+        "the journal when the next turn was asked:\n{seen}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn old_runs_are_pruned_and_a_run_past_its_size_bound_says_so() {
     let world = World::new();

@@ -29,6 +29,7 @@ mod queue;
 mod replay;
 mod resume;
 mod sandbox;
+mod shape;
 mod support;
 mod tools;
 mod typed;

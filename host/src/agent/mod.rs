@@ -9,7 +9,7 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
-//! `turns` (the loop), `tool_calls` (one tool call, run or answered from the journal
+//! `turns` (the loop), `children` (children's results delivered and awaited), `tool_calls` (one tool call, run or answered from the journal
 //! of a resumed run), `replay` (a model turn recorded, a recorded one reused, and a replay's
 //! check of each request and tool result against the recording),
 //! `spawn_tools` (the four spawn tools and how a child is spawned),
@@ -17,6 +17,7 @@
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
 //! is kept), `typed_output` (an answer asked for and checked against an output schema).
 
+mod children;
 mod replay;
 mod runtime;
 mod spawn_profiles;

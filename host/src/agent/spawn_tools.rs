@@ -2,6 +2,7 @@
 //! `await_agents`, `cancel_agent` and `list_agents`. Argument errors come back as tool
 //! errors the model can correct; `await_agents` never fails itself.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::runtime::{Agent, Role};
-use crate::config::{Config, RunLimits, SPAWN_TOOLS};
+use crate::config::{AgentLimits, Config, Profile, RunLimits, SPAWN_TOOLS};
 use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{
@@ -246,116 +247,28 @@ impl Agent {
     /// profile and this agent's own capabilities, registered as a child job, its slots
     /// reserved in spawn order. An `Err` is a tool error for the model.
     pub(crate) fn spawn(&self, request: SpawnRequest) -> Result<Spawned, String> {
-        let SpawnRequest {
-            task,
-            description,
-            profile: asked_profile,
-            context,
-            constraints,
-            system_prompt: extra_prompt,
-            tools,
-            max_turns,
-            max_cost_usd: max_cost,
-            timeout_s,
-            background: _,
-            output_schema,
-        } = request;
-        let config = &self.runtime.config;
-        // No profile: the parent's own (its prompt, tools and model; capabilities
-        // already its effective ones), as other sub-agent systems spawn by default.
-        // The parent's own profile with the output schema its definition has: a schema
-        // given to the root alone (`warren run --output-schema`) is not passed down.
-        let own;
-        let base = match &asked_profile {
-            None if self.profile.output_schema.is_some() => {
-                let mut profile = self.profile.clone();
-                profile.output_schema = config
-                    .find_profile(&profile.name)
-                    .and_then(|p| p.output_schema.clone());
-                own = profile;
-                &own
-            }
-            None => &self.profile,
-            Some(name) => config.find_profile(name).ok_or_else(|| {
-                format!(
-                    "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",
-                    config.profile_names().join(", ")
-                )
-            })?,
-        };
+        let base = self.base_profile(request.profile.as_deref())?;
+        let base = base.as_ref();
         let profile_name = base.name.clone();
         let ask = ChildAsk {
-            tools: tools.as_deref(),
-            max_turns,
-            timeout_s,
-            max_cost_usd: max_cost,
+            tools: request.tools.as_deref(),
+            max_turns: request.max_turns,
+            timeout_s: request.timeout_s,
+            max_cost_usd: request.max_cost_usd,
             ceiling: Some(&self.profile.capabilities),
             parent_model: self.profile.model.as_deref(),
-            output_schema: output_schema.as_ref(),
+            output_schema: request.output_schema.as_ref(),
         };
         let (mut profile, mut limits) =
             narrow(base, &ask, || self.runtime.registry.names_for(base))?;
-        // Children on a queue run on workers, with the workers' keys.
-        if self.runtime.remote.is_none() {
-            if let Some((model, variable)) = profile
-                .model
-                .as_deref()
-                .and_then(|model| self.runtime.missing_keys.get_key_value(model))
-            {
-                return Err(format!(
-                    "spawn refused: model `{model}` needs its API key in {variable}, which is not set in warren's environment: add {variable} to the `env` of this server in the MCP client's configuration (or to warren's environment), then restart it"
-                ));
-            }
-        }
+        self.check_spawn(&profile, &limits)?;
         let notes = clamp_notes(base, &ask, &limits);
-        if let Some(budget) = self.tree.limits.budget_usd {
-            let spent = self.tree.spent();
-            if spent >= budget {
-                return Err(format!("spawn refused: the run's budget of ${budget:.4} is used up (spent ${spent:.4})"));
-            }
-            if let Some(cap) = limits.max_cost_usd.filter(|cap| spent + cap > budget) {
-                return Err(format!(
-                    "spawn refused: it may cost up to ${cap:.4} but only ${:.4} of the run's ${budget:.4} budget is left (spent ${spent:.4})",
-                    budget - spent
-                ));
-            }
-        }
-        let message = compose_task(&task, context.as_ref(), &constraints);
-        // A child under its parent's own profile gets the parent's tools, which a spawn
-        // may have cut down: a worker only knows the profile by name, so the tools go
-        // with the job, and the child gets on a worker exactly what it would get here.
-        let tools = match (&asked_profile, tools.clone()) {
-            (None, None) => Some(
-                self.runtime
-                    .registry
-                    .names_for(&profile)
-                    .into_iter()
-                    .map(String::from)
-                    .collect(),
-            ),
-            (_, tools) => tools,
-        };
-        // What it needs to run anywhere, should it go to another machine.
-        let spec = ChildSpec {
-            profile: profile_name.clone(),
-            task: task.clone(),
-            context,
-            constraints,
-            system_prompt: extra_prompt.clone(),
-            tools,
-            limits,
-            model: profile.inherited_model().map(String::from),
-            output_schema: profile.output_schema.clone(),
-            budget_usd: self
-                .tree
-                .limits
-                .budget_usd
-                .map(|budget| (budget - self.tree.spent()).max(0.0)),
-            ceiling: self.profile.capabilities.clone(),
-            parent: self.id.clone(),
-            depth: self.depth + 1,
-            traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
-        };
+        let message = compose_task(
+            &request.task,
+            request.context.as_ref(),
+            &request.constraints,
+        );
+        let spec = self.child_spec(&request, &profile, limits);
 
         // Its scratch directory first: a child that cannot be prepared is never
         // registered, so it cannot stay queued forever.
@@ -363,7 +276,7 @@ impl Agent {
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
         let job = self
             .place()
-            .child(&profile_name, &task, description.as_deref());
+            .child(&profile_name, &request.task, request.description.as_deref());
         // A fork's agent runs changed as the fork asks (its parent sees what it asked).
         if let Some(changed) = self.forked_child(job.id(), base, &ask) {
             (profile, limits) = changed?;
@@ -385,7 +298,7 @@ impl Agent {
         let role = Role {
             profile,
             limits,
-            extra_prompt,
+            extra_prompt: request.system_prompt,
             depth: self.depth + 1,
             traceparent: None,
         };
@@ -398,6 +311,105 @@ impl Agent {
         );
         tokio::spawn(run_child(child, job, message, spec, slots));
         Ok(spawned)
+    }
+
+    /// The profile a child is narrowed from: `asked`, or with none the parent's own
+    /// (its prompt, tools and model; capabilities already its effective ones), as
+    /// other sub-agent systems spawn by default, with the output schema its
+    /// definition has: a schema given to the root alone (`warren run
+    /// --output-schema`) is not passed down.
+    fn base_profile(&self, asked: Option<&str>) -> Result<Cow<'_, Profile>, String> {
+        let config = &self.runtime.config;
+        match asked {
+            None if self.profile.output_schema.is_some() => {
+                let mut profile = self.profile.clone();
+                profile.output_schema = config
+                    .find_profile(&profile.name)
+                    .and_then(|p| p.output_schema.clone());
+                Ok(Cow::Owned(profile))
+            }
+            None => Ok(Cow::Borrowed(&self.profile)),
+            Some(name) => config.find_profile(name).map(Cow::Borrowed).ok_or_else(|| {
+                format!(
+                    "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",
+                    config.profile_names().join(", ")
+                )
+            }),
+        }
+    }
+
+    /// Whether a child of `profile` under `limits` may start: its model's key is set
+    /// (children on a queue run on workers, with the workers' keys), and the run's
+    /// budget has room for it.
+    fn check_spawn(&self, profile: &Profile, limits: &AgentLimits) -> Result<(), String> {
+        if self.runtime.remote.is_none() {
+            if let Some((model, variable)) = profile
+                .model
+                .as_deref()
+                .and_then(|model| self.runtime.missing_keys.get_key_value(model))
+            {
+                return Err(format!(
+                    "spawn refused: model `{model}` needs its API key in {variable}, which is not set in warren's environment: add {variable} to the `env` of this server in the MCP client's configuration (or to warren's environment), then restart it"
+                ));
+            }
+        }
+        if let Some(budget) = self.tree.limits.budget_usd {
+            let spent = self.tree.spent();
+            if spent >= budget {
+                return Err(format!("spawn refused: the run's budget of ${budget:.4} is used up (spent ${spent:.4})"));
+            }
+            if let Some(cap) = limits.max_cost_usd.filter(|cap| spent + cap > budget) {
+                return Err(format!(
+                    "spawn refused: it may cost up to ${cap:.4} but only ${:.4} of the run's ${budget:.4} budget is left (spent ${spent:.4})",
+                    budget - spent
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the child of `request`, narrowed to `profile` and `limits`, needs to run
+    /// anywhere, should it go to another machine.
+    fn child_spec(
+        &self,
+        request: &SpawnRequest,
+        profile: &Profile,
+        limits: AgentLimits,
+    ) -> ChildSpec {
+        // A child under its parent's own profile gets the parent's tools, which a spawn
+        // may have cut down: a worker only knows the profile by name, so the tools go
+        // with the job, and the child gets on a worker exactly what it would get here.
+        let tools = match (&request.profile, request.tools.clone()) {
+            (None, None) => Some(
+                self.runtime
+                    .registry
+                    .names_for(profile)
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            ),
+            (_, tools) => tools,
+        };
+        ChildSpec {
+            profile: profile.name.clone(),
+            task: request.task.clone(),
+            context: request.context.clone(),
+            constraints: request.constraints.clone(),
+            system_prompt: request.system_prompt.clone(),
+            tools,
+            limits,
+            model: profile.inherited_model().map(String::from),
+            output_schema: profile.output_schema.clone(),
+            budget_usd: self
+                .tree
+                .limits
+                .budget_usd
+                .map(|budget| (budget - self.tree.spent()).max(0.0)),
+            ceiling: self.profile.capabilities.clone(),
+            parent: self.id.clone(),
+            depth: self.depth + 1,
+            traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
+        }
     }
 
     async fn await_agents(&self, args: &Value) -> String {

@@ -95,6 +95,60 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             error.type = tracing::field::Empty,
         );
+        self.record_start(call, recorded).await;
+        let started = Instant::now();
+        self.tree.events.publish(Event::ToolCallStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: summarize(&call.arguments),
+        });
+        let (result, outcome, figures) = self.dispatch(call, spawn).instrument(span.clone()).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        if outcome != ToolOutcome::Ok {
+            span.record("error.type", outcome.as_str());
+        }
+        // Written in order, so on disk at the latest with the next model response
+        // (at once for a call that could have had an effect: its end is what keeps
+        // it from being in doubt after a crash); not again for a spawn tool a
+        // resumed run repeats.
+        if recorded.is_none_or(|r| r.finished.is_none()) {
+            let effect = !spawn_tools::is_spawn_tool(&call.name)
+                && !self.access.profile.capabilities.replay_safe();
+            let finished = || Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                content: match &result {
+                    Ok(text) | Err(text) => text.clone(),
+                },
+                duration_ms,
+                fuel_used: figures.fuel_used,
+                output_bytes: figures.output_bytes,
+            };
+            match effect {
+                true => self.tree.record_written(finished).await,
+                false => self.tree.record(finished),
+            }
+        }
+        self.tree.events.publish(Event::ToolCallFinished {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome,
+            summary: summarize(match &result {
+                Ok(text) | Err(text) => text,
+            }),
+            duration_ms,
+            fuel_used: figures.fuel_used,
+            output_bytes: figures.output_bytes,
+        });
+        result
+    }
+
+    /// The call's start in the journal: on disk before it runs when it could have an
+    /// effect; not again for a call a resumed run recorded.
+    async fn record_start(&self, call: &ToolCall, recorded: Option<&RecordedTool>) {
         // A plugin call that could have an effect is on disk (its model response
         // with it) before it runs: one with no recorded end may have happened. A call
         // that can have none needs no sync (if its record is lost it is simply run
@@ -114,70 +168,36 @@ impl Agent {
         } else {
             self.tree.record_durably(started_record).await;
         }
-        let started = Instant::now();
-        self.tree.events.publish(Event::ToolCallStarted {
-            agent: self.id.0.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments: summarize(&call.arguments),
-        });
-        let (result, outcome, figures) = async {
-            if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
-                let result = spawn.await;
-                let outcome = if result.is_ok() {
-                    ToolOutcome::Ok
-                } else {
-                    ToolOutcome::InvalidInput
-                };
-                // Host-side: no guest ran, so no fuel to report.
-                let figures = match &result {
-                    Ok(text) | Err(text) => CallFigures::of(text, None),
-                };
-                return (result, outcome, figures);
-            }
-            let measured = self
-                .runtime
-                .registry
-                .call_measured(&self.access, &call.name, &call.arguments)
-                .await;
-            match measured.result {
-                Ok(output) => (Ok(output), ToolOutcome::Ok, measured.figures),
-                Err(error) => (Err(error.to_string()), error.kind(), measured.figures),
-            }
+    }
+
+    /// Runs the call: a spawn tool (when this agent may spawn) by `spawn`, any other
+    /// name in the registry; its result, outcome and what it used.
+    async fn dispatch(
+        &self,
+        call: &ToolCall,
+        spawn: impl std::future::Future<Output = Result<String, String>>,
+    ) -> (Result<String, String>, ToolOutcome, CallFigures) {
+        if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
+            let result = spawn.await;
+            let outcome = if result.is_ok() {
+                ToolOutcome::Ok
+            } else {
+                ToolOutcome::InvalidInput
+            };
+            // Host-side: no guest ran, so no fuel to report.
+            let figures = match &result {
+                Ok(text) | Err(text) => CallFigures::of(text, None),
+            };
+            return (result, outcome, figures);
         }
-        .instrument(span.clone())
-        .await;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        if outcome != ToolOutcome::Ok {
-            span.record("error.type", outcome.as_str());
+        let measured = self
+            .runtime
+            .registry
+            .call_measured(&self.access, &call.name, &call.arguments)
+            .await;
+        match measured.result {
+            Ok(output) => (Ok(output), ToolOutcome::Ok, measured.figures),
+            Err(error) => (Err(error.to_string()), error.kind(), measured.figures),
         }
-        // Written in order, so on disk at the latest with the next model response;
-        // not again for a spawn tool a resumed run repeats.
-        if recorded.is_none_or(|r| r.finished.is_none()) {
-            self.tree.record(|| Record::ToolFinished {
-                agent: self.id.0.clone(),
-                call_id: call.id.clone(),
-                outcome,
-                content: match &result {
-                    Ok(text) | Err(text) => text.clone(),
-                },
-                duration_ms,
-                fuel_used: figures.fuel_used,
-                output_bytes: figures.output_bytes,
-            });
-        }
-        self.tree.events.publish(Event::ToolCallFinished {
-            agent: self.id.0.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            outcome,
-            summary: summarize(match &result {
-                Ok(text) | Err(text) => text,
-            }),
-            duration_ms,
-            fuel_used: figures.fuel_used,
-            output_bytes: figures.output_bytes,
-        });
-        result
     }
 }

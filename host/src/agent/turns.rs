@@ -1,17 +1,16 @@
 //! The loop of one agent: model turns, tool calls (several in one turn run
 //! concurrently), children's results pushed in before each turn, and the outcome.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
 use tracing::{info, info_span, Instrument};
 
 use crate::events::{bounded, Event, RESULT_CHARS};
-use crate::jobs::{not_found_block, result_block, JobId, Phase};
 use crate::journal::{Drained, Record, RecordedToolDef};
 use crate::llm::{
-    AssistantMessage, ChatRequest, EventSink, FinishReason, Message, Requester, StreamEvent,
-    ToolCall, ToolDefinition, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
+    Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 use crate::outcome::{AgentOutcome, AgentState};
 
@@ -34,6 +33,19 @@ struct Progress {
     text: String,
     /// A typed answer, once checked.
     output: Option<serde_json::Value>,
+}
+
+/// Why an agent stops before its answer: its end state and the reason.
+type Stop = (AgentState, String);
+
+/// What the finish policy decided when the model answered without tool calls.
+enum Finish {
+    /// The agent ends: `Ok` with its answer, or how it failed.
+    Ended(Result<(), (AgentState, String)>),
+    /// The typed answer was invalid and the model was asked again.
+    Reasked,
+    /// Children still ran: their results were added for the next turn.
+    Drained(Drained),
 }
 
 /// Logs what a user must know about a profile (tools with no sandboxed equivalent, a
@@ -146,53 +158,9 @@ impl Agent {
         async {
             let started = Instant::now();
             warn_profile_notes_once(&self.profile);
-            let tools = self.tool_names();
-            self.tree.record_tool_set(&tools, || Record::ToolSet {
-                tools: self
-                    .tool_definitions()
-                    .into_iter()
-                    .map(|t| RecordedToolDef {
-                        name: t.name,
-                        description: t.description,
-                        input_schema: (*t.input_schema).clone(),
-                    })
-                    .collect(),
-            });
-            self.tree.record(|| Record::AgentSpec {
-                agent: self.id.0.clone(),
-                message: task.clone(),
-                model: self.profile.model.clone(),
-                tools,
-                max_turns: self.limits.max_turns,
-                timeout_s: self.limits.timeout_s,
-                max_cost_usd: self.limits.max_cost_usd,
-                depth: self.depth,
-                system: self.system_prompt(),
-            });
-            self.tree.events.publish(Event::AgentSpec {
-                agent: self.id.0.clone(),
-                model: self.profile.model.clone(),
-                max_turns: self.limits.max_turns,
-                timeout_s: self.limits.timeout_s,
-                max_cost_usd: self.limits.max_cost_usd,
-                depth: self.depth,
-            });
+            self.record_spec(&task);
             let mut progress = Progress::default();
-            let ended = {
-                let body = self.converse(task, &mut progress);
-                tokio::pin!(body);
-                // A resumed agent's earlier wall time counts against its limit.
-                let spent = self.tree.earlier_time(&self.id);
-                let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
-                tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
-                    ended = tokio::time::timeout(limit, &mut body) => ended.unwrap_or_else(|_| Err((
-                        AgentState::TimedOut,
-                        format!("timed out after {} s (timeout_s)", self.limits.timeout_s),
-                    ))),
-                }
-            };
+            let ended = self.converse_within_limits(task, &mut progress).await;
             // Whatever ended this agent ends its remaining children too.
             self.children_cancel.cancel();
             let (state, error) = match ended {
@@ -202,7 +170,12 @@ impl Agent {
             if state != AgentState::Ok {
                 tracing::Span::current().record("error.type", state.as_str());
             }
-            info!(state = state.as_str(), turns = progress.turns, cost = progress.cost_usd, "agent finished");
+            info!(
+                state = state.as_str(),
+                turns = progress.turns,
+                cost = progress.cost_usd,
+                "agent finished"
+            );
             let outcome = AgentOutcome {
                 state,
                 text: progress.text,
@@ -211,7 +184,9 @@ impl Agent {
                 turns: progress.turns,
                 usage: progress.usage,
                 cost_usd: progress.cost_usd,
-                duration: self.replayed_duration().unwrap_or_else(|| started.elapsed()),
+                duration: self
+                    .replayed_duration()
+                    .unwrap_or_else(|| started.elapsed()),
             };
             let span = tracing::Span::current();
             span.record("warren.agent.state", state.as_str());
@@ -224,26 +199,71 @@ impl Agent {
         .await
     }
 
+    /// Records the agent's tool set and spec in the journal, and announces the spec.
+    fn record_spec(&self, task: &str) {
+        let tools = self.tool_names();
+        self.tree.record_tool_set(&tools, || Record::ToolSet {
+            tools: self
+                .tool_definitions()
+                .into_iter()
+                .map(|t| RecordedToolDef {
+                    name: t.name,
+                    description: t.description,
+                    input_schema: (*t.input_schema).clone(),
+                })
+                .collect(),
+        });
+        self.tree.record(|| Record::AgentSpec {
+            agent: self.id.0.clone(),
+            message: task.to_string(),
+            model: self.profile.model.clone(),
+            tools,
+            max_turns: self.limits.max_turns,
+            timeout_s: self.limits.timeout_s,
+            max_cost_usd: self.limits.max_cost_usd,
+            depth: self.depth,
+            system: self.system_prompt(),
+        });
+        self.tree.events.publish(Event::AgentSpec {
+            agent: self.id.0.clone(),
+            model: self.profile.model.clone(),
+            max_turns: self.limits.max_turns,
+            timeout_s: self.limits.timeout_s,
+            max_cost_usd: self.limits.max_cost_usd,
+            depth: self.depth,
+        });
+    }
+
+    /// [`Agent::converse`], ended early by a cancellation or by `timeout_s` (less
+    /// the wall time a resumed agent already spent).
+    async fn converse_within_limits(
+        &self,
+        task: String,
+        progress: &mut Progress,
+    ) -> Result<(), (AgentState, String)> {
+        let body = self.converse(task, progress);
+        tokio::pin!(body);
+        // A resumed agent's earlier wall time counts against its limit.
+        let spent = self.tree.earlier_time(&self.id);
+        let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
+            ended = tokio::time::timeout(limit, &mut body) => ended.unwrap_or_else(|_| Err((
+                AgentState::TimedOut,
+                format!("timed out after {} s (timeout_s)", self.limits.timeout_s),
+            ))),
+        }
+    }
+
+    /// The conversation: turn after turn until the model answers with no tool calls
+    /// and no child runs (the finish policy), or a limit ends it.
     async fn converse(
         &self,
         task: String,
         progress: &mut Progress,
     ) -> Result<(), (AgentState, String)> {
-        let model = self.profile.model.as_deref().ok_or_else(|| {
-            (
-                AgentState::Error,
-                format!(
-                    "profile `{}` has no model: add a [models.NAME] table and set `model`",
-                    self.profile.name
-                ),
-            )
-        })?;
-        let provider = self
-            .runtime
-            .providers
-            .get(model)
-            .cloned()
-            .ok_or_else(|| (AgentState::Error, format!("no model `{model}`")))?;
+        let (model, provider) = self.provider()?;
         // The history lives in the request, which every turn sends as it stands.
         let mut request = ChatRequest {
             system: self.system_prompt(),
@@ -271,76 +291,10 @@ impl Agent {
                 notified,
                 drained: drained.take(),
             };
-            if progress.turns >= self.limits.max_turns {
-                return Err((
-                    AgentState::MaxTurns,
-                    format!("max turns ({}) reached", self.limits.max_turns),
-                ));
-            }
-            if let Some(budget) = self
-                .tree
-                .limits
-                .budget_usd
-                .filter(|_| self.tree.over_budget())
-            {
-                return Err((
-                    AgentState::BudgetExceeded,
-                    format!("the run's budget of ${budget:.4} is used up (spent ${:.4}; defaults.budget_usd)", self.tree.spent()),
-                ));
-            }
-            if let Some(cap) = self
-                .limits
-                .max_cost_usd
-                .filter(|cap| progress.cost_usd >= *cap)
-            {
-                return Err((
-                    AgentState::BudgetExceeded,
-                    format!("this agent's cost cap of ${cap:.4} is used up (spent ${:.4}; max_cost_usd)", progress.cost_usd),
-                ));
-            }
-            progress.turns += 1;
-            self.tree.events.publish(Event::TurnStarted {
-                agent: self.id.0.clone(),
-                turn: progress.turns,
-            });
-            let replayed = if self.replaying() {
-                self.replayed_turn(&*provider, &request, progress.turns)?
-            } else if self.tree.replay.is_some() {
-                None // a fork's live agent
-            } else {
-                self.tree
-                    .recorded(&self.id)
-                    .and_then(|r| r.response(progress.turns))
-                    .map(replayed_response)
-            };
-            let fresh = replayed.is_none();
-            let response = match replayed {
-                Some(response) => response,
-                None => self.ask(&provider, &mut request).await?,
-            };
-            progress.usage = progress.usage + response.usage;
-            progress.cost_usd += response.cost_usd;
-            if fresh || self.tree.replay.is_some() {
-                // A resumed response's cost was counted when the run resumed; a
-                // replay counts each as recorded, so budgets end it where they did.
-                self.tree.charge(response.cost_usd);
-            }
-            self.tree.events.publish(Event::Usage {
-                agent: self.id.0.clone(),
-                turns: progress.turns,
-                input_tokens: progress.usage.input_tokens,
-                output_tokens: progress.usage.output_tokens,
-                cost_usd: progress.cost_usd,
-            });
-            progress.text = response.message.text.clone();
-            if fresh || self.tree.replay.is_some() {
-                // Written before any of its tool calls runs, and synced with the start
-                // of the first that could have an effect (see `traced_call`). A fork's
-                // journal holds its replayed turns too: it is a whole run.
-                self.tree.record(|| {
-                    record_response(&self.id, progress.turns, &request, &response, delivered)
-                });
-            }
+            self.check_limits(progress)?;
+            let response = self
+                .turn(&provider, &mut request, progress, delivered)
+                .await?;
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
             }
@@ -348,44 +302,180 @@ impl Agent {
             request.messages.push(Message::Assistant(response.message));
             let reported = typed.as_ref().and_then(|t| t.report(&calls)).is_some();
             if calls.is_empty() || reported {
-                if let Some(typed) = typed.as_mut() {
-                    match typed.settle(&calls, &progress.text, &mut request) {
-                        Settled::Valid(value) => {
-                            progress.text = value.to_string();
-                            progress.output = Some(value);
-                        }
-                        Settled::Reasked => continue,
-                        Settled::Invalid { error, raw } => {
-                            progress.text = raw;
-                            return Err((AgentState::InvalidOutput, error));
-                        }
-                    }
-                }
-                match self.drain_children(&mut request, progress.turns + 1).await {
-                    Ok(waited) => drained = Some(waited),
-                    Err(ended) => return ended,
+                match self
+                    .finish_policy(typed.as_mut(), &calls, &mut request, progress)
+                    .await
+                {
+                    Finish::Ended(ended) => return ended,
+                    Finish::Reasked => {}
+                    Finish::Drained(waited) => drained = Some(waited),
                 }
                 continue;
             }
-            let turn = progress.turns;
-            let recorded = |call: &ToolCall| {
-                self.tree
-                    .recorded(&self.id)
-                    .and_then(|r| r.tool(turn, &call.id))
-                    .cloned()
-            };
-            for (call, content, is_error) in super::turn_limits::run_calls(&calls, |call| {
-                self.execute(call, turn, recorded(call))
-            })
-            .await
-            {
-                request.messages.push(Message::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content,
-                    is_error,
-                });
+            self.run_tool_calls(&calls, progress.turns, &mut request)
+                .await;
+        }
+    }
+
+    /// The profile's model and its provider.
+    fn provider(&self) -> Result<(&str, Arc<dyn Provider>), Stop> {
+        let model = self.profile.model.as_deref().ok_or_else(|| {
+            (
+                AgentState::Error,
+                format!(
+                    "profile `{}` has no model: add a [models.NAME] table and set `model`",
+                    self.profile.name
+                ),
+            )
+        })?;
+        let provider = self
+            .runtime
+            .providers
+            .get(model)
+            .cloned()
+            .ok_or_else(|| (AgentState::Error, format!("no model `{model}`")))?;
+        Ok((model, provider))
+    }
+
+    /// Whether another turn may start: `max_turns`, the run's budget and this
+    /// agent's cost cap.
+    fn check_limits(&self, progress: &Progress) -> Result<(), (AgentState, String)> {
+        if progress.turns >= self.limits.max_turns {
+            return Err((
+                AgentState::MaxTurns,
+                format!("max turns ({}) reached", self.limits.max_turns),
+            ));
+        }
+        if let Some(budget) = self
+            .tree
+            .limits
+            .budget_usd
+            .filter(|_| self.tree.over_budget())
+        {
+            return Err((
+                AgentState::BudgetExceeded,
+                format!("the run's budget of ${budget:.4} is used up (spent ${:.4}; defaults.budget_usd)", self.tree.spent()),
+            ));
+        }
+        if let Some(cap) = self
+            .limits
+            .max_cost_usd
+            .filter(|cap| progress.cost_usd >= *cap)
+        {
+            return Err((
+                AgentState::BudgetExceeded,
+                format!(
+                    "this agent's cost cap of ${cap:.4} is used up (spent ${:.4}; max_cost_usd)",
+                    progress.cost_usd
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One turn: the model's response (replayed or resumed from the journal when it
+    /// is there, else asked), counted, charged, announced and recorded.
+    async fn turn(
+        &self,
+        provider: &Arc<dyn Provider>,
+        request: &mut ChatRequest,
+        progress: &mut Progress,
+        delivered: Delivered,
+    ) -> Result<ChatResponse, (AgentState, String)> {
+        progress.turns += 1;
+        self.tree.events.publish(Event::TurnStarted {
+            agent: self.id.0.clone(),
+            turn: progress.turns,
+        });
+        let replayed = if self.replaying() {
+            self.replayed_turn(&**provider, request, progress.turns)?
+        } else if self.tree.replay.is_some() {
+            None // a fork's live agent
+        } else {
+            self.tree
+                .recorded(&self.id)
+                .and_then(|r| r.response(progress.turns))
+                .map(replayed_response)
+        };
+        let fresh = replayed.is_none();
+        let response = match replayed {
+            Some(response) => response,
+            None => self.ask(provider, request).await?,
+        };
+        progress.usage = progress.usage + response.usage;
+        progress.cost_usd += response.cost_usd;
+        if fresh || self.tree.replay.is_some() {
+            // A resumed response's cost was counted when the run resumed; a
+            // replay counts each as recorded, so budgets end it where they did.
+            self.tree.charge(response.cost_usd);
+        }
+        self.tree.events.publish(Event::Usage {
+            agent: self.id.0.clone(),
+            turns: progress.turns,
+            input_tokens: progress.usage.input_tokens,
+            output_tokens: progress.usage.output_tokens,
+            cost_usd: progress.cost_usd,
+        });
+        progress.text = response.message.text.clone();
+        if fresh || self.tree.replay.is_some() {
+            // Written before any of its tool calls runs, and synced with the start
+            // of the first that could have an effect (see `traced_call`). A fork's
+            // journal holds its replayed turns too: it is a whole run.
+            self.tree.record(|| {
+                record_response(&self.id, progress.turns, request, &response, delivered)
+            });
+        }
+        Ok(response)
+    }
+
+    /// The model answered with no tool calls (or reported its typed answer): the
+    /// answer is checked against the output schema, then children still running
+    /// are awaited before the agent may end.
+    async fn finish_policy(
+        &self,
+        typed: Option<&mut TypedAnswer>,
+        calls: &[ToolCall],
+        request: &mut ChatRequest,
+        progress: &mut Progress,
+    ) -> Finish {
+        if let Some(typed) = typed {
+            match typed.settle(calls, &progress.text, request) {
+                Settled::Valid(value) => {
+                    progress.text = value.to_string();
+                    progress.output = Some(value);
+                }
+                Settled::Reasked => return Finish::Reasked,
+                Settled::Invalid { error, raw } => {
+                    progress.text = raw;
+                    return Finish::Ended(Err((AgentState::InvalidOutput, error)));
+                }
             }
+        }
+        match self.drain_children(request, progress.turns + 1).await {
+            Ok(waited) => Finish::Drained(waited),
+            Err(ended) => Finish::Ended(ended),
+        }
+    }
+
+    /// Runs turn `turn`'s tool calls (concurrently where they may be) and adds their
+    /// results to `request`.
+    async fn run_tool_calls(&self, calls: &[ToolCall], turn: u32, request: &mut ChatRequest) {
+        let recorded = |call: &ToolCall| {
+            self.tree
+                .recorded(&self.id)
+                .and_then(|r| r.tool(turn, &call.id))
+                .cloned()
+        };
+        for (call, content, is_error) in
+            super::turn_limits::run_calls(calls, |call| self.execute(call, turn, recorded(call)))
+                .await
+        {
+            request.messages.push(Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error,
+            });
         }
     }
 
@@ -437,138 +527,6 @@ impl Agent {
             }
         }
         response.map_err(|e| (AgentState::Error, e.to_string()))
-    }
-
-    /// The model answered without tool calls: ends the conversation (`Err(Ok)`)
-    /// unless children still run, whose results (and any not yet delivered) are then
-    /// awaited and added to `request` for turn `next` (`Ok`: whom it named running and
-    /// whose results it was given). A replay waits for the children the recording
-    /// did at that turn, and names those it named.
-    async fn drain_children(
-        &self,
-        request: &mut ChatRequest,
-        next: u32,
-    ) -> Result<Drained, Result<(), (AgentState, String)>> {
-        let recorded = self
-            .replaying()
-            .then(|| {
-                self.tree
-                    .recorded(&self.id)?
-                    .response(next)?
-                    .drained
-                    .clone()
-            })
-            .flatten();
-        let waited = match recorded {
-            Some(waited) => waited,
-            None => {
-                let children = self.tree.children(&self.id);
-                let running: Vec<String> = children
-                    .iter()
-                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
-                    .map(|job| job.id.0.clone())
-                    .collect();
-                if running.is_empty() {
-                    return Err(Ok(()));
-                }
-                // Report the running children and any finished ones not yet
-                // reported, in one message, so no separate notification follows.
-                let delivered = children
-                    .into_iter()
-                    .filter(|job| !job.delivered)
-                    .map(|job| job.id.0)
-                    .collect();
-                Drained { running, delivered }
-            }
-        };
-        let pending: Vec<JobId> = waited.delivered.iter().cloned().map(JobId).collect();
-        let blocks = self.await_jobs(&pending, None, false).await;
-        request.messages.push(Message::User(format!(
-            "You were about to finish while sub-agents were still running ({}). Nothing is abandoned: \
-             these are their results. Take them into account and give your final answer.\n\n{blocks}",
-            waited.running.join(", ")
-        )));
-        Ok(waited)
-    }
-
-    /// Result blocks of children that finished and were not yet reported before turn
-    /// `turn`, with their ids; in a replay, those the recording reported then, once
-    /// they finish.
-    async fn finished_children_notes(&self, turn: u32) -> (Vec<String>, String) {
-        if self.replaying() {
-            if let Some(recorded) = self.tree.recorded(&self.id).and_then(|r| r.response(turn)) {
-                if recorded.notified.is_empty() {
-                    return (Vec::new(), String::new());
-                }
-                let ids: Vec<JobId> = recorded.notified.iter().cloned().map(JobId).collect();
-                let blocks = self.await_jobs(&ids, None, false).await;
-                return (recorded.notified.clone(), blocks);
-            }
-        }
-        let jobs = self.tree.take_finished_undelivered(&self.id);
-        let ids = jobs.iter().map(|job| job.id.0.clone()).collect();
-        let blocks = jobs
-            .iter()
-            .map(result_block)
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        (ids, blocks)
-    }
-
-    /// Waits for `ids` (all, or the first with `any`), up to `timeout`, and returns
-    /// their result blocks.
-    pub(crate) async fn await_jobs(
-        &self,
-        ids: &[JobId],
-        timeout: Option<Duration>,
-        any: bool,
-    ) -> String {
-        let mut waits = Vec::new();
-        for id in ids {
-            if let Some(job) = self
-                .tree
-                .job(id)
-                .filter(|j| j.parent.as_ref() == Some(&self.id))
-            {
-                let mut done = job.done.clone();
-                waits.push(Box::pin(async move {
-                    let _ = done.wait_for(|finished| *finished).await;
-                }));
-            }
-        }
-        if !waits.is_empty() {
-            let wait = async move {
-                if any {
-                    futures_util::future::select_all(waits).await;
-                } else {
-                    join_all(waits).await;
-                }
-            };
-            match timeout {
-                Some(limit) => {
-                    let _ = tokio::time::timeout(limit, wait).await;
-                }
-                None => wait.await,
-            }
-        }
-        ids.iter()
-            .map(|id| {
-                match self
-                    .tree
-                    .job(id)
-                    .filter(|j| j.parent.as_ref() == Some(&self.id))
-                {
-                    Some(job) => {
-                        if matches!(job.phase, Phase::Done(_)) {
-                            self.tree.mark_delivered(id);
-                        }
-                        result_block(&job)
-                    }
-                    None => not_found_block(&id.0),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n")
     }
 
     fn system_prompt(&self) -> String {

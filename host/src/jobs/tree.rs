@@ -332,15 +332,27 @@ impl Tree {
 
     /// Journals `record` (when the run is journaled), without waiting.
     pub(crate) fn record(&self, record: impl FnOnce() -> Record) {
-        if let Some(journal) = &self.journal {
-            let record = record();
-            // A resumed run's journal has its earlier records; a fork's is new.
-            let written =
-                self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
-            if !written {
-                journal.record(record);
-            }
+        if let Some((journal, record)) = self.to_journal(record) {
+            journal.record(record);
         }
+    }
+
+    /// Journals `record` and waits until it is written (not synced): the end of a
+    /// call that could have had an effect, so that a crash of the process after it
+    /// cannot leave the call in doubt.
+    pub(crate) async fn record_written(&self, record: impl FnOnce() -> Record) {
+        if let Some((journal, record)) = self.to_journal(record) {
+            journal.record_written(record).await;
+        }
+    }
+
+    /// The journal and `record`, unless the run is not journaled or the record is in
+    /// it already (a resumed run's journal has its earlier records; a fork's is new).
+    fn to_journal(&self, record: impl FnOnce() -> Record) -> Option<(&Journal, Record)> {
+        let journal = self.journal.as_ref()?;
+        let record = record();
+        let written = self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
+        (!written).then_some((journal, record))
     }
 
     /// What an earlier process recorded of job `id`, when this run continues or

@@ -181,73 +181,12 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
                     },
                 );
             }
-            Record::AgentStarted { agent } => {
-                if let Some(a) = agents.get_mut(agent) {
-                    a.state = "running".into();
-                }
-            }
-            Record::ModelResponse {
-                agent,
-                turn,
-                text,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                ..
-            } => {
-                if let Some(a) = agents.get_mut(agent) {
-                    a.turns = *turn;
-                    a.tokens += input_tokens + output_tokens;
-                    a.cost_usd += cost_usd;
-                    a.text = text.clone();
-                }
-            }
-            Record::AgentFinished {
-                agent,
-                state,
-                text,
-                error,
-                turns,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                duration_ms,
-                ..
-            } => {
-                if let Some(a) = agents.get_mut(agent) {
-                    a.state = state.as_str().into();
-                    a.text = text.clone();
-                    a.error = error.clone();
-                    a.turns = *turns;
-                    a.tokens = input_tokens + output_tokens;
-                    a.cost_usd = *cost_usd;
-                    a.duration_ms = Some(*duration_ms);
-                }
-            }
             Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
             Record::RunResumed {
                 limits: Some(resumed),
                 ..
             } => limits = Some(*resumed),
-            Record::RunStarted { .. }
-            | Record::RunResumed { .. }
-            | Record::ToolSet { .. }
-            | Record::JournalFull { .. }
-            | Record::AgentSpec { .. }
-            | Record::ToolStarted { .. } => {}
-            Record::ToolFinished {
-                agent,
-                outcome,
-                content,
-                ..
-            } => {
-                if let Some(a) = agents.get_mut(agent) {
-                    a.tool_calls += 1;
-                    if outcome.is_denial(content) {
-                        a.denials += 1;
-                    }
-                }
-            }
+            record => update_agent(&mut agents, record),
         }
     }
     let mut agents: Vec<AgentRecord> = order.iter().filter_map(|id| agents.remove(id)).collect();
@@ -282,6 +221,77 @@ pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
         path: path.to_path_buf(),
         forked_from,
     })
+}
+
+/// `record`'s change to the agent it concerns, in `agents` (none for a record of the
+/// run, or of an agent `agents` does not hold).
+fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
+    match record {
+        Record::AgentStarted { agent } => {
+            if let Some(a) = agents.get_mut(agent) {
+                a.state = "running".into();
+            }
+        }
+        Record::ModelResponse {
+            agent,
+            turn,
+            text,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            ..
+        } => {
+            if let Some(a) = agents.get_mut(agent) {
+                a.turns = *turn;
+                a.tokens += input_tokens + output_tokens;
+                a.cost_usd += cost_usd;
+                a.text = text.clone();
+            }
+        }
+        Record::AgentFinished {
+            agent,
+            state,
+            text,
+            error,
+            turns,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+            duration_ms,
+            ..
+        } => {
+            if let Some(a) = agents.get_mut(agent) {
+                a.state = state.as_str().into();
+                a.text = text.clone();
+                a.error = error.clone();
+                a.turns = *turns;
+                a.tokens = input_tokens + output_tokens;
+                a.cost_usd = *cost_usd;
+                a.duration_ms = Some(*duration_ms);
+            }
+        }
+        Record::RunStarted { .. }
+        | Record::RunResumed { .. }
+        | Record::RunFinished { .. }
+        | Record::AgentQueued(_)
+        | Record::ToolSet { .. }
+        | Record::JournalFull { .. }
+        | Record::AgentSpec { .. }
+        | Record::ToolStarted { .. } => {}
+        Record::ToolFinished {
+            agent,
+            outcome,
+            content,
+            ..
+        } => {
+            if let Some(a) = agents.get_mut(agent) {
+                a.tool_calls += 1;
+                if outcome.is_denial(content) {
+                    a.denials += 1;
+                }
+            }
+        }
+    }
 }
 
 /// The journals in `dir`, each with its run's id (its directory's name).

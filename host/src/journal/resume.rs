@@ -188,35 +188,7 @@ impl Resume {
 
     fn apply(&mut self, ts_ms: u64, record: Record, responded: &mut HashSet<String>) {
         match record {
-            Record::AgentQueued(intro) => {
-                if intro.parent.is_none() && self.root.is_empty() {
-                    self.root = intro.agent.clone();
-                }
-                if self.ids.insert(intro.agent.clone()) {
-                    self.order.push(intro.agent.clone());
-                }
-                self.unclaimed
-                    .get_mut()
-                    .expect("fresh mutex")
-                    .entry(intro.parent.clone())
-                    .or_default()
-                    .push(intro.agent.clone());
-                self.agents.insert(
-                    intro.agent.clone(),
-                    RecordedAgent {
-                        intro,
-                        started_ms: None,
-                        last_ms: ts_ms,
-                        spec: false,
-                        model: None,
-                        system: String::new(),
-                        tool_defs: None,
-                        responses: Vec::new(),
-                        tools: HashMap::new(),
-                        finished: None,
-                    },
-                );
-            }
+            Record::AgentQueued(intro) => self.queued(ts_ms, intro),
             Record::AgentStarted { agent } => {
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.started_ms.get_or_insert(ts_ms);
@@ -243,48 +215,7 @@ impl Resume {
                 let names = tools.iter().map(|t| t.name.clone()).collect();
                 self.tool_sets.insert(names, std::sync::Arc::new(tools));
             }
-            Record::ModelResponse {
-                agent,
-                text,
-                reasoning,
-                refusal,
-                provider_blocks,
-                tool_calls,
-                finish,
-                input_tokens,
-                cached_input_tokens,
-                output_tokens,
-                cost_usd,
-                request_digest,
-                request_messages,
-                notified,
-                drained,
-                ..
-            } => {
-                self.spent_usd += cost_usd;
-                responded.insert(agent.clone());
-                if let Some(agent) = self.agents.get_mut(&agent) {
-                    agent.last_ms = ts_ms;
-                    agent.responses.push(RecordedResponse {
-                        text,
-                        reasoning,
-                        refusal,
-                        provider_blocks,
-                        tool_calls,
-                        finish,
-                        usage: Usage {
-                            input_tokens,
-                            cached_input_tokens,
-                            output_tokens,
-                        },
-                        cost_usd,
-                        request_digest,
-                        request_messages,
-                        notified,
-                        drained,
-                    });
-                }
-            }
+            record @ Record::ModelResponse { .. } => self.response(ts_ms, record, responded),
             Record::ToolStarted { agent, call_id, .. } => {
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.last_ms = ts_ms;
@@ -317,6 +248,85 @@ impl Resume {
             Record::RunFinished { state, .. } => self.finished = Some(state),
             Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
             Record::RunStarted { .. } | Record::RunResumed { .. } => {}
+        }
+    }
+
+    /// An agent registered (`agent_queued`): the root is the first without a parent.
+    fn queued(&mut self, ts_ms: u64, intro: AgentIntro) {
+        if intro.parent.is_none() && self.root.is_empty() {
+            self.root = intro.agent.clone();
+        }
+        if self.ids.insert(intro.agent.clone()) {
+            self.order.push(intro.agent.clone());
+        }
+        self.unclaimed
+            .get_mut()
+            .expect("fresh mutex")
+            .entry(intro.parent.clone())
+            .or_default()
+            .push(intro.agent.clone());
+        self.agents.insert(
+            intro.agent.clone(),
+            RecordedAgent {
+                intro,
+                started_ms: None,
+                last_ms: ts_ms,
+                spec: false,
+                model: None,
+                system: String::new(),
+                tool_defs: None,
+                responses: Vec::new(),
+                tools: HashMap::new(),
+                finished: None,
+            },
+        );
+    }
+
+    /// A model response (`model_response`): counted as spent and kept for its agent.
+    fn response(&mut self, ts_ms: u64, record: Record, responded: &mut HashSet<String>) {
+        let Record::ModelResponse {
+            agent,
+            text,
+            reasoning,
+            refusal,
+            provider_blocks,
+            tool_calls,
+            finish,
+            input_tokens,
+            cached_input_tokens,
+            output_tokens,
+            cost_usd,
+            request_digest,
+            request_messages,
+            notified,
+            drained,
+            ..
+        } = record
+        else {
+            return;
+        };
+        self.spent_usd += cost_usd;
+        responded.insert(agent.clone());
+        if let Some(agent) = self.agents.get_mut(&agent) {
+            agent.last_ms = ts_ms;
+            agent.responses.push(RecordedResponse {
+                text,
+                reasoning,
+                refusal,
+                provider_blocks,
+                tool_calls,
+                finish,
+                usage: Usage {
+                    input_tokens,
+                    cached_input_tokens,
+                    output_tokens,
+                },
+                cost_usd,
+                request_digest,
+                request_messages,
+                notified,
+                drained,
+            });
         }
     }
 

@@ -4,13 +4,14 @@
 //! and syncs instead of queueing for a thousand.
 //!
 //! What is durable when. A record is written within [`WRITE_DELAY`] of being made
-//! (with the records made meanwhile; within [`COMMIT_DELAY`] when it is awaited); from then on it survives the death of the
+//! (with the records made meanwhile; within [`COMMIT_DELAY`] when it is awaited:
+//! the end of a call that could have had an effect is, before its agent goes on); from then on it survives the death of the
 //! process (a crash, SIGKILL, the OOM killer), being in the kernel's page cache. It
 //! survives a crash of the machine once synced: a batch is synced when a record in it
 //! is awaited ([`Journal::record_durably`]: the start of a tool call that could have an
 //! effect, before the call runs, which syncs its model response before it as well) and
 //! when the run ends ([`Journal::flush`]). So a crash of the process at any instant
-//! loses at most the records of the last few milliseconds, the boundaries in progress: a model
+//! loses at most the records of the last [`WRITE_DELAY`], the boundaries in progress: a model
 //! response not yet written is asked for again, a call that can have no effect is run
 //! again, and no call that could have one runs before its start is on disk.
 
@@ -31,17 +32,21 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// for it to be durable.
 const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_micros(500);
 
-/// How long it lets a batch gather when nobody waits for it (an awaited record
-/// arriving meanwhile cuts the wait to [`COMMIT_DELAY`]): fewer, larger writes, and
-/// fewer wake-ups of the writer thread.
-const WRITE_DELAY: std::time::Duration = std::time::Duration::from_millis(5);
+/// How long it lets a batch gather when nobody waits for it (an awaited or urgent
+/// record arriving meanwhile cuts the wait to [`COMMIT_DELAY`]): fewer, larger
+/// writes, and fewer wake-ups of the writer thread. What a crash can lose is a
+/// model response (asked for again on resume) or the result of a call that could
+/// have no effect (run again); the end of one that could is written at once.
+const WRITE_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A record on its way to disk, and whoever waits for it to be durable.
 struct Pending {
     /// The serialized line, newline included (empty for a flush).
     line: Vec<u8>,
-    /// Told when the line is synced.
-    synced: Option<oneshot::Sender<()>>,
+    /// Told when the line is written (and synced, with `sync`).
+    waiter: Option<oneshot::Sender<()>>,
+    /// Synced before the waiter is told.
+    sync: bool,
 }
 
 /// The journal of one run, open for appending.
@@ -122,13 +127,22 @@ impl Journal {
 
     /// Appends `record` with the next batch, without waiting.
     pub fn record(&self, record: Record) {
-        self.send(record, None);
+        self.send(record, None, false);
+    }
+
+    /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
+    /// not synced: it survives the death of the process from then on.
+    pub async fn record_written(&self, record: Record) {
+        let (written, wait) = oneshot::channel();
+        self.send(record, Some(written), false);
+        self.writer.unpark();
+        let _ = wait.await;
     }
 
     /// Appends `record` and waits until it is on disk.
     pub async fn record_durably(&self, record: Record) {
         let (synced, wait) = oneshot::channel();
-        self.send(record, Some(synced));
+        self.send(record, Some(synced), true);
         self.writer.unpark();
         let _ = wait.await;
     }
@@ -138,21 +152,22 @@ impl Journal {
         let (synced, wait) = oneshot::channel();
         let _ = self.sender.send(Pending {
             line: Vec::new(),
-            synced: Some(synced),
+            waiter: Some(synced),
+            sync: true,
         });
         self.writer.unpark();
         let _ = wait.await;
     }
 
-    fn send(&self, record: Record, synced: Option<oneshot::Sender<()>>) {
+    fn send(&self, record: Record, waiter: Option<oneshot::Sender<()>>, sync: bool) {
         if self.failed.load(Ordering::Relaxed) {
-            if let Some(synced) = synced {
-                let _ = synced.send(());
+            if let Some(waiter) = waiter {
+                let _ = waiter.send(());
             }
             return;
         }
         let line = line_bytes(now_ms(), &record);
-        let _ = self.sender.send(Pending { line, synced });
+        let _ = self.sender.send(Pending { line, waiter, sync });
     }
 }
 
@@ -238,7 +253,7 @@ fn write_batches(
         // one sync and one wake-up serve them all (a group-commit delay, as databases
         // have): short when someone waits, longer otherwise, cut short by `unpark`
         // when an awaited record comes meanwhile.
-        let delay = if first.synced.is_some() {
+        let delay = if first.waiter.is_some() {
             COMMIT_DELAY
         } else {
             WRITE_DELAY
@@ -258,7 +273,7 @@ fn write_batches(
             for pending in &batch {
                 bytes.extend_from_slice(&pending.line);
             }
-            let awaited = batch.iter().any(|p| p.synced.is_some());
+            let awaited = batch.iter().any(|p| p.sync);
             let written = out.write(&bytes, awaited);
             if let Err(error) = written {
                 failed.store(true, Ordering::Relaxed);
@@ -269,8 +284,8 @@ fn write_batches(
             }
         }
         for pending in batch {
-            if let Some(synced) = pending.synced {
-                let _ = synced.send(());
+            if let Some(waiter) = pending.waiter {
+                let _ = waiter.send(());
             }
         }
     }

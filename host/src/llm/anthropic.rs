@@ -194,95 +194,10 @@ impl Anthropic {
                 add_usage(&mut state.usage, &value["message"]["usage"]);
                 emit(events, StreamEvent::Usage(state.usage));
             }
-            "content_block_start" => {
-                let block = &value["content_block"];
-                let started = match block["type"].as_str() {
-                    Some("text") => {
-                        let text = block["text"].as_str().unwrap_or_default();
-                        if !text.is_empty() {
-                            state.message.text.push_str(text);
-                            emit(events, StreamEvent::TextDelta(text.to_string()));
-                        }
-                        Block::Text
-                    }
-                    Some("tool_use") => Block::ToolUse(ToolCall {
-                        id: block["id"].as_str().unwrap_or_default().to_string(),
-                        name: block["name"].as_str().unwrap_or_default().to_string(),
-                        arguments: String::new(),
-                    }),
-                    Some("thinking" | "redacted_thinking") => Block::Thinking(block.clone()),
-                    _ => Block::Other,
-                };
-                state.blocks.insert(index, started);
-            }
-            "content_block_delta" => {
-                let delta = &value["delta"];
-                match (delta["type"].as_str(), state.blocks.get_mut(&index)) {
-                    (Some("text_delta"), _) => {
-                        let piece = delta["text"].as_str().unwrap_or_default();
-                        state.message.text.push_str(piece);
-                        emit(events, StreamEvent::TextDelta(piece.to_string()));
-                    }
-                    (Some("input_json_delta"), Some(Block::ToolUse(call))) => {
-                        call.arguments
-                            .push_str(delta["partial_json"].as_str().unwrap_or_default());
-                    }
-                    (Some("thinking_delta"), Some(Block::Thinking(block))) => {
-                        let piece = delta["thinking"].as_str().unwrap_or_default();
-                        state.message.reasoning.push_str(piece);
-                        let thinking =
-                            format!("{}{piece}", block["thinking"].as_str().unwrap_or_default());
-                        block["thinking"] = json!(thinking);
-                    }
-                    (Some("signature_delta"), Some(Block::Thinking(block))) => {
-                        let signature = format!(
-                            "{}{}",
-                            block["signature"].as_str().unwrap_or_default(),
-                            delta["signature"].as_str().unwrap_or_default()
-                        );
-                        block["signature"] = json!(signature);
-                    }
-                    // Deltas of blocks warren does not run (a server tool's input)
-                    // or of a later API version.
-                    _ => {}
-                }
-            }
-            "content_block_stop" => match state.blocks.remove(&index) {
-                Some(Block::ToolUse(mut call)) => {
-                    if call.arguments.trim().is_empty() {
-                        call.arguments = "{}".into();
-                    }
-                    emit(events, StreamEvent::ToolCall(call.clone()));
-                    state.message.tool_calls.push(call);
-                }
-                Some(Block::Thinking(block)) => state.message.provider_blocks.push(block),
-                _ => {}
-            },
-            "message_delta" => {
-                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
-                    state.finish = Some(stop_reason(reason));
-                }
-                let delta_usage = &value["usage"];
-                if delta_usage["input_tokens"].is_u64() {
-                    // A final input count replaces the one message_start gave.
-                    state.usage = Usage {
-                        output_tokens: state.usage.output_tokens,
-                        ..Usage::default()
-                    };
-                    add_usage(
-                        &mut state.usage,
-                        &json!({
-                            "input_tokens": delta_usage["input_tokens"],
-                            "cache_read_input_tokens": delta_usage["cache_read_input_tokens"],
-                            "cache_creation_input_tokens": delta_usage["cache_creation_input_tokens"],
-                        }),
-                    );
-                }
-                if let Some(output) = delta_usage["output_tokens"].as_u64() {
-                    state.usage.output_tokens = output;
-                }
-                emit(events, StreamEvent::Usage(state.usage));
-            }
+            "content_block_start" => state.block_start(index, &value["content_block"], events),
+            "content_block_delta" => state.block_delta(index, &value["delta"], events),
+            "content_block_stop" => state.block_stop(index, events),
+            "message_delta" => state.message_delta(&value, events),
             "message_stop" => state.stopped = true,
             "error" => {
                 return Err(LlmError::in_stream(
@@ -307,6 +222,104 @@ struct StreamState {
     finish: Option<FinishReason>,
     /// `message_stop` arrived.
     stopped: bool,
+}
+
+impl StreamState {
+    /// `content_block_start`: a text, tool-use or thinking block opens at `index`.
+    fn block_start(&mut self, index: u64, block: &Value, events: &EventSink) {
+        let started = match block["type"].as_str() {
+            Some("text") => {
+                let text = block["text"].as_str().unwrap_or_default();
+                if !text.is_empty() {
+                    self.message.text.push_str(text);
+                    emit(events, StreamEvent::TextDelta(text.to_string()));
+                }
+                Block::Text
+            }
+            Some("tool_use") => Block::ToolUse(ToolCall {
+                id: block["id"].as_str().unwrap_or_default().to_string(),
+                name: block["name"].as_str().unwrap_or_default().to_string(),
+                arguments: String::new(),
+            }),
+            Some("thinking" | "redacted_thinking") => Block::Thinking(block.clone()),
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, started);
+    }
+
+    /// `content_block_delta`: more of the block at `index`.
+    fn block_delta(&mut self, index: u64, delta: &Value, events: &EventSink) {
+        match (delta["type"].as_str(), self.blocks.get_mut(&index)) {
+            (Some("text_delta"), _) => {
+                let piece = delta["text"].as_str().unwrap_or_default();
+                self.message.text.push_str(piece);
+                emit(events, StreamEvent::TextDelta(piece.to_string()));
+            }
+            (Some("input_json_delta"), Some(Block::ToolUse(call))) => {
+                call.arguments
+                    .push_str(delta["partial_json"].as_str().unwrap_or_default());
+            }
+            (Some("thinking_delta"), Some(Block::Thinking(block))) => {
+                let piece = delta["thinking"].as_str().unwrap_or_default();
+                self.message.reasoning.push_str(piece);
+                let thinking = format!("{}{piece}", block["thinking"].as_str().unwrap_or_default());
+                block["thinking"] = json!(thinking);
+            }
+            (Some("signature_delta"), Some(Block::Thinking(block))) => {
+                let signature = format!(
+                    "{}{}",
+                    block["signature"].as_str().unwrap_or_default(),
+                    delta["signature"].as_str().unwrap_or_default()
+                );
+                block["signature"] = json!(signature);
+            }
+            // Deltas of blocks warren does not run (a server tool's input)
+            // or of a later API version.
+            _ => {}
+        }
+    }
+
+    /// `content_block_stop`: a finished tool call is emitted, a thinking block kept.
+    fn block_stop(&mut self, index: u64, events: &EventSink) {
+        match self.blocks.remove(&index) {
+            Some(Block::ToolUse(mut call)) => {
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".into();
+                }
+                emit(events, StreamEvent::ToolCall(call.clone()));
+                self.message.tool_calls.push(call);
+            }
+            Some(Block::Thinking(block)) => self.message.provider_blocks.push(block),
+            _ => {}
+        }
+    }
+
+    /// `message_delta`: the stop reason and the final usage.
+    fn message_delta(&mut self, value: &Value, events: &EventSink) {
+        if let Some(reason) = value["delta"]["stop_reason"].as_str() {
+            self.finish = Some(stop_reason(reason));
+        }
+        let delta_usage = &value["usage"];
+        if delta_usage["input_tokens"].is_u64() {
+            // A final input count replaces the one message_start gave.
+            self.usage = Usage {
+                output_tokens: self.usage.output_tokens,
+                ..Usage::default()
+            };
+            add_usage(
+                &mut self.usage,
+                &json!({
+                    "input_tokens": delta_usage["input_tokens"],
+                    "cache_read_input_tokens": delta_usage["cache_read_input_tokens"],
+                    "cache_creation_input_tokens": delta_usage["cache_creation_input_tokens"],
+                }),
+            );
+        }
+        if let Some(output) = delta_usage["output_tokens"].as_u64() {
+            self.usage.output_tokens = output;
+        }
+        emit(events, StreamEvent::Usage(self.usage));
+    }
 }
 
 /// Whether a system prompt is empty: then the request has none.
@@ -534,84 +547,4 @@ fn stop_reason(reason: &str) -> FinishReason {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The body as the Messages API documents it, for a history with every shape the
-    /// serialiser handles: thinking blocks sent back first and unchanged, an empty
-    /// text left out, tool inputs as objects (with whitespace around them too) and
-    /// malformed or non-object arguments kept as `_raw`, consecutive tool results in
-    /// one user message and a result after a user's text in a message of its own.
-    #[test]
-    fn the_history_goes_in_the_documented_shape() {
-        let config: ModelConfig =
-            toml::from_str("provider = \"anthropic\"\nmodel = \"m\"\nstream = false").unwrap();
-        let provider = Anthropic::new("test", &config, &Secrets::default()).unwrap();
-        let call = |id: &str, arguments: &str| ToolCall {
-            id: id.into(),
-            name: "read_file".into(),
-            arguments: arguments.into(),
-        };
-        let result = |id: &str, content: &str, is_error| Message::ToolResult {
-            call_id: id.into(),
-            name: "read_file".into(),
-            content: content.into(),
-            is_error,
-        };
-        let thinking = json!({"type": "thinking", "thinking": "hm", "signature": "sig"});
-        let request = ChatRequest {
-            system: "S".into(),
-            messages: vec![
-                Message::User("go".into()),
-                Message::Assistant(AssistantMessage {
-                    provider_blocks: vec![thinking.clone()],
-                    tool_calls: vec![
-                        call("a", r#"{"path":"/x"}"#),
-                        call("b", r#"{"path":"#),
-                        call("c", "[1]"),
-                        call("d", " {\"n\": 2} "),
-                    ],
-                    ..AssistantMessage::default()
-                }),
-                result("a", "x", false),
-                result("b", "bad", true),
-                Message::User("and?".into()),
-                result("c", "c", false),
-                Message::Assistant(AssistantMessage {
-                    text: "done".into(),
-                    ..AssistantMessage::default()
-                }),
-            ],
-            ..ChatRequest::default()
-        };
-        let body: Value = serde_json::from_slice(&provider.body(&request)).unwrap();
-        let results = |blocks: Value| json!({"role": "user", "content": blocks});
-        assert_eq!(
-            body,
-            json!({
-                "model": "m",
-                "max_tokens": 4096,
-                "system": "S",
-                "messages": [
-                    {"role": "user", "content": "go"},
-                    {"role": "assistant", "content": [
-                        thinking,
-                        {"type": "tool_use", "id": "a", "name": "read_file", "input": {"path": "/x"}},
-                        {"type": "tool_use", "id": "b", "name": "read_file", "input": {"_raw": "{\"path\":"}},
-                        {"type": "tool_use", "id": "c", "name": "read_file", "input": {"_raw": "[1]"}},
-                        {"type": "tool_use", "id": "d", "name": "read_file", "input": {"n": 2}}
-                    ]},
-                    results(json!([
-                        {"type": "tool_result", "tool_use_id": "a", "content": "x", "is_error": false},
-                        {"type": "tool_result", "tool_use_id": "b", "content": "bad", "is_error": true}
-                    ])),
-                    {"role": "user", "content": "and?"},
-                    results(json!([
-                        {"type": "tool_result", "tool_use_id": "c", "content": "c", "is_error": false}
-                    ])),
-                    {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
-                ]
-            })
-        );
-    }
-}
+mod tests;

@@ -96,6 +96,9 @@ tokio::task_local! {
 /// A response body.
 type Body = BoxBody<bytes::Bytes, Infallible>;
 
+/// rmcp's Streamable HTTP service of warren sessions.
+type McpService = StreamableHttpService<WarrenServer, LocalSessionManager>;
+
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
@@ -111,44 +114,7 @@ pub(super) async fn serve(
         .with_context(|| format!("listening on {address} (--http)"))?;
     let local = listener.local_addr()?;
     let stop = CancellationToken::new();
-    let mut hosts = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
-    if !local.ip().is_unspecified() {
-        hosts.push(local.ip().to_string());
-    }
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_cancellation_token(stop.child_token());
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(limits.session_idle);
-    let sessions = Arc::new(sessions);
-    let tasks = Tasks::new(host.clone(), session.clone(), task_limits);
-    let service = StreamableHttpService::new(
-        move || {
-            let slot = OPENING
-                .try_with(|slot| slot.borrow_mut().take())
-                .ok()
-                .flatten()
-                .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
-            let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
-            let _ =
-                MADE.try_with(|made| *made.borrow_mut() = Some(Arc::downgrade(&server.session)));
-            Ok(server.holding(slot))
-        },
-        sessions.clone(),
-        config,
-    );
-    let gate = Arc::new(Gate {
-        local,
-        auth,
-        tasks,
-        open_sessions: sessions,
-        sessions: Arc::new(Semaphore::new(limits.max_sessions)),
-        max_sessions: limits.max_sessions,
-    });
+    let (service, gate) = service_and_gate(host, session, local, &limits, task_limits, auth, &stop);
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     // stderr, as every message of warren mcp: stdout is never used.
     eprintln!("warren mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}");
@@ -201,27 +167,95 @@ pub(super) async fn serve(
                 "MCP over HTTP: {count} connections were closed over the limit (--max-connections)"
             );
         }
-        let service = service.clone();
-        let gate = gate.clone();
-        tokio::spawn(async move {
-            let handle = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let service = service.clone();
-                let gate = gate.clone();
-                async move { Ok::<_, Infallible>(gate.handle(&service, request).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .serve_connection(TokioIo::new(stream), handle)
-                .await;
-            if let Err(error) = connection {
-                tracing::debug!(%peer, %error, "MCP over HTTP: connection ended");
-            }
-            drop(permit);
-        });
+        tokio::spawn(serve_connection(
+            service.clone(),
+            gate.clone(),
+            stream,
+            peer,
+            limits.header_timeout,
+            permit,
+        ));
     }
     stop.cancel();
     Ok(())
+}
+
+/// The MCP service (a warren session per MCP session, rmcp's session manager) and
+/// the gate in front of it, for a server listening on `local`.
+fn service_and_gate(
+    host: Host,
+    session: super::server::SessionOptions,
+    local: SocketAddr,
+    limits: &HttpLimits,
+    task_limits: TaskLimits,
+    auth: HttpAuth,
+    stop: &CancellationToken,
+) -> (McpService, Arc<Gate>) {
+    let mut hosts = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if !local.ip().is_unspecified() {
+        hosts.push(local.ip().to_string());
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_cancellation_token(stop.child_token());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(limits.session_idle);
+    let sessions = Arc::new(sessions);
+    let tasks = Tasks::new(host.clone(), session.clone(), task_limits);
+    let service = StreamableHttpService::new(
+        move || {
+            let slot = OPENING
+                .try_with(|slot| slot.borrow_mut().take())
+                .ok()
+                .flatten()
+                .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
+            let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
+            let _ =
+                MADE.try_with(|made| *made.borrow_mut() = Some(Arc::downgrade(&server.session)));
+            Ok(server.holding(slot))
+        },
+        sessions.clone(),
+        config,
+    );
+    let gate = Arc::new(Gate {
+        local,
+        auth,
+        tasks,
+        open_sessions: sessions,
+        sessions: Arc::new(Semaphore::new(limits.max_sessions)),
+        max_sessions: limits.max_sessions,
+    });
+    (service, gate)
+}
+
+/// Serves one accepted connection (HTTP/1.1, each request through `gate`), holding
+/// its `permit` of `--max-connections` until it ends.
+async fn serve_connection(
+    service: McpService,
+    gate: Arc<Gate>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    header_timeout: std::time::Duration,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let handle = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        let service = service.clone();
+        let gate = gate.clone();
+        async move { Ok::<_, Infallible>(gate.handle(&service, request).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(stream), handle)
+        .await;
+    if let Err(error) = connection {
+        tracing::debug!(%peer, %error, "MCP over HTTP: connection ended");
+    }
+    drop(permit);
 }
 
 /// What every request passes before rmcp sees it: the path, the `Origin`, the bearer
@@ -335,7 +369,7 @@ impl Gate {
         }
         match method.as_deref() {
             Some(method @ ("initialize" | "tools/list")) => {
-                super::tasks::advertise(method, response).await
+                super::task_capability::advertise(method, response).await
             }
             _ => response,
         }

@@ -20,7 +20,8 @@
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
 //! `logging` (records to clients), `progress` (progress messages), `http` (the
 //! Streamable HTTP listener), `auth` (its bearer tokens), `tasks` (MCP tasks over
-//! HTTP: spawns that outlive their session); this file serves stdio or HTTP.
+//! HTTP: spawns that outlive their session), `task_capability` (the tasks support
+//! added to rmcp's answers); this file serves stdio or HTTP.
 
 // `logging/setLevel` is deprecated from MCP 2026-07-28 on (SEP-2577); warren speaks
 // the session-based revisions up to 2025-11-25, where it is current.
@@ -31,6 +32,7 @@ mod http;
 mod logging;
 mod progress;
 mod server;
+mod task_capability;
 mod tasks;
 
 pub use self::auth::{BearerToken, HttpAuth};

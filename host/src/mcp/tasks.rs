@@ -22,11 +22,9 @@
 //! methods, so the HTTP gate hands these requests here before rmcp sees them.
 
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use http_body_util::combinators::BoxBody;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +33,9 @@ use super::progress::CallProgress;
 use super::server::tool_result;
 use super::server::SessionOptions;
 use crate::host::{Host, Session};
+use stamps::{epoch_ms, iso8601, task_id};
+
+mod stamps;
 
 /// How long an `await_agents` task without `timeout_s` waits at most: its agents'
 /// session ends first.
@@ -185,7 +186,42 @@ impl Tasks {
             Value::Null => serde_json::Map::new(),
             _ => return Err((-32602, "`arguments` must be an object".into())),
         };
-        let session = match name.as_str() {
+        let session = self.session_for(&name, mcp_session, &mut arguments)?;
+        let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
+        let (done_sender, done) = watch::channel(false);
+        let cancel = CancellationToken::new();
+        self.register(&id, owner, cancel.clone(), done)?;
+        tracing::info!(task = %id, tool = %name, "MCP task started");
+        let saved_at = self.host.config().journal_dir.as_ref().map(|dir| {
+            dir.join(&session.tree().run_id)
+                .join(format!("{TASK_FILE_PREFIX}{id}.json"))
+        });
+        let run = TaskRun {
+            table: self.table.clone(),
+            max_result_bytes: self.limits.max_result_bytes,
+            task: id.clone(),
+            own_session: name == "spawn_agent",
+            name,
+            arguments: Value::Object(arguments).to_string(),
+            saved_at,
+        };
+        tokio::spawn(run.run(session, cancel, done_sender));
+        let task = self
+            .describe(&id)
+            .ok_or((-32603, "the task vanished".into()))?;
+        Ok(json!({ "task": task }))
+    }
+
+    /// The warren session tool `name` runs in as a task: a new one for
+    /// `spawn_agent`, MCP session `mcp_session`'s own for `await_agents`; each
+    /// task's defaults go into `arguments`.
+    fn session_for(
+        &self,
+        name: &str,
+        mcp_session: &str,
+        arguments: &mut serde_json::Map<String, Value>,
+    ) -> Result<Arc<Session>, RpcError> {
+        match name {
             "spawn_agent" => {
                 // The task is the wait: its result is the child's, as a foreground
                 // call's; it runs in a session of its own, outliving the caller's.
@@ -194,7 +230,7 @@ impl Tasks {
                     .host
                     .session(self.options.profile.as_deref())
                     .map_err(|error| (-32603, format!("{error:#}")))?;
-                Arc::new(session)
+                Ok(Arc::new(session))
             }
             "await_agents" => {
                 // The caller's agents: the task waits until they end (no await limit),
@@ -207,128 +243,51 @@ impl Tasks {
                     .unwrap_or_else(PoisonError::into_inner)
                     .get(mcp_session)
                     .and_then(Weak::upgrade)
-                    .ok_or((-32602, "this MCP session has ended".to_string()))?
+                    .ok_or((-32602, "this MCP session has ended".to_string()))
             }
-            _ => {
-                return Err((
-                    -32601,
-                    format!("tool `{name}` does not run as a task: only spawn_agent and await_agents do (their execution.taskSupport is optional; call the others without `task`)"),
-                ))
-            }
-        };
-        let own_session = name == "spawn_agent";
-        let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
-        let (done_sender, done) = watch::channel(false);
-        let cancel = CancellationToken::new();
-        let now = SystemTime::now();
-        {
-            let mut table = self.lock();
-            self.expire(&mut table);
-            let held = table.values().filter(|task| task.owner == owner).count();
-            if held >= self.limits.max_tasks {
-                return Err((
-                    -32000,
-                    format!(
-                        "this credential holds {held} tasks, the limit (--max-tasks): a finished task is dropped {} s after it ends (--task-retention); cancel one or wait",
-                        self.limits.retention.as_secs()
-                    ),
-                ));
-            }
-            table.insert(
-                id.clone(),
-                Task {
-                    owner,
-                    created: now,
-                    updated: now,
-                    state: State::Working,
-                    message: None,
-                    ended: None,
-                    cancel: cancel.clone(),
-                    done,
-                },
-            );
+            _ => Err((
+                -32601,
+                format!("tool `{name}` does not run as a task: only spawn_agent and await_agents do (their execution.taskSupport is optional; call the others without `task`)"),
+            )),
         }
-        tracing::info!(task = %id, tool = %name, "MCP task started");
-        let table = self.table.clone();
-        let max_result_bytes = self.limits.max_result_bytes;
-        let task = id.clone();
-        let arguments = Value::Object(arguments).to_string();
-        let saved_at = self.host.config().journal_dir.as_ref().map(|dir| {
-            dir.join(&session.tree().run_id)
-                .join(format!("{TASK_FILE_PREFIX}{id}.json"))
-        });
-        tokio::spawn(async move {
-            let (sender, mut events) = mpsc::unbounded_channel();
-            let call = session.call_watched(&name, &arguments, Some(sender));
-            let report = async {
-                let mut progress = CallProgress::default();
-                while let Some(event) = events.recv().await {
-                    if let Some((_, message)) = progress.update(&event) {
-                        if let Some(entry) = table
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .get_mut(&task)
-                        {
-                            entry.message = Some(message);
-                            entry.updated = SystemTime::now();
-                        }
-                    }
-                }
-            };
-            let work = async { tokio::join!(call, report).0 };
-            let outcome = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                result = work => Some(result),
-            };
-            let state = match outcome {
-                None => {
-                    // A spawn's tree is the task's own; an await's agents are the
-                    // caller's, and stay as they are.
-                    if own_session {
-                        session.cancel();
-                    }
-                    State::Cancelled
-                }
-                Some(result) => {
-                    let failed = result.is_err();
-                    let mut value = serde_json::to_value(tool_result(&session, &name, result))
-                        .unwrap_or_default();
-                    let size = value.to_string().len();
-                    if size > max_result_bytes {
-                        value = json!({"content": [{"type": "text", "text": format!(
-                            "the task's result was {size} bytes, over the {max_result_bytes} bytes a task keeps (--task-result-limit); its agents' journal holds it in full"
-                        )}], "isError": true});
-                    }
-                    State::Done {
-                        result: value,
-                        failed,
-                    }
-                }
-            };
-            if let Some(entry) = table
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get_mut(&task)
-            {
-                if !matches!(entry.state, State::Cancelled) {
-                    entry.state = state;
-                }
-                entry.updated = SystemTime::now();
-                entry.ended = Some(Instant::now());
-                if let Some(path) = &saved_at {
-                    save(path, &task, entry);
-                }
-            }
-            let _ = done_sender.send(true);
-            tracing::info!(task = %task, "MCP task ended");
-            // The session (its tree and journal) ends here, its agents all done.
-            drop(session);
-        });
-        let task = self
-            .describe(&id)
-            .ok_or((-32603, "the task vanished".into()))?;
-        Ok(json!({ "task": task }))
+    }
+
+    /// Enters task `id` of `owner` in the table, working; refused when the owner
+    /// holds `max_tasks` already.
+    fn register(
+        &self,
+        id: &str,
+        owner: Owner,
+        cancel: CancellationToken,
+        done: watch::Receiver<bool>,
+    ) -> Result<(), RpcError> {
+        let now = SystemTime::now();
+        let mut table = self.lock();
+        self.expire(&mut table);
+        let held = table.values().filter(|task| task.owner == owner).count();
+        if held >= self.limits.max_tasks {
+            return Err((
+                -32000,
+                format!(
+                    "this credential holds {held} tasks, the limit (--max-tasks): a finished task is dropped {} s after it ends (--task-retention); cancel one or wait",
+                    self.limits.retention.as_secs()
+                ),
+            ));
+        }
+        table.insert(
+            id.to_string(),
+            Task {
+                owner,
+                created: now,
+                updated: now,
+                state: State::Working,
+                message: None,
+                ended: None,
+                cancel,
+                done,
+            },
+        );
+        Ok(())
     }
 
     /// The task `id` as the client sees it (`Task` of the spec).
@@ -443,59 +402,102 @@ impl Tasks {
     }
 }
 
-/// `response` (rmcp's answer to `method`, `initialize` or `tools/list`, as JSON or
-/// as an event stream) with what rmcp 3.11 cannot say of this revision's tasks: the
-/// `tasks` capability (list, cancel, `tools/call`), and `execution.taskSupport:
-/// "optional"` on `spawn_agent`.
-pub(super) async fn advertise(
-    method: &str,
-    response: hyper::Response<BoxBody<bytes::Bytes, std::convert::Infallible>>,
-) -> hyper::Response<BoxBody<bytes::Bytes, std::convert::Infallible>> {
-    use http_body_util::BodyExt as _;
-    let (mut parts, body) = response.into_parts();
-    let Ok(collected) = body.collect().await;
-    let text = String::from_utf8_lossy(&collected.to_bytes()).into_owned();
-    let amend = |message: &str| -> Option<String> {
-        let mut message: Value = serde_json::from_str(message).ok()?;
-        let result = message.get_mut("result")?;
-        match method {
-            "initialize" => {
-                result["capabilities"]["tasks"] = json!({
-                    "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
-                });
-            }
-            _ => {
-                for tool in result["tools"].as_array_mut()? {
-                    if tool["name"] == "spawn_agent" || tool["name"] == "await_agents" {
-                        tool["execution"] = json!({"taskSupport": "optional"});
+/// One task's call, run in the background: its progress and its end recorded in
+/// the task table.
+struct TaskRun {
+    /// The server's task table.
+    table: Arc<Mutex<HashMap<String, Task>>>,
+    /// The largest result kept (`TaskLimits::max_result_bytes`).
+    max_result_bytes: usize,
+    /// The task's id.
+    task: String,
+    /// The tool called.
+    name: String,
+    /// Its arguments, as JSON text.
+    arguments: String,
+    /// Whether the session is the task's own (a spawn), cancelled with it.
+    own_session: bool,
+    /// Where the ended task is written, beside its run's journal.
+    saved_at: Option<std::path::PathBuf>,
+}
+
+impl TaskRun {
+    /// Runs the call in `session` until it ends or `cancel` fires, then records how
+    /// it ended and tells `done`.
+    async fn run(
+        self,
+        session: Arc<Session>,
+        cancel: CancellationToken,
+        done: watch::Sender<bool>,
+    ) {
+        let (sender, mut events) = mpsc::unbounded_channel();
+        let call = session.call_watched(&self.name, &self.arguments, Some(sender));
+        let report = async {
+            let mut progress = CallProgress::default();
+            while let Some(event) = events.recv().await {
+                if let Some((_, message)) = progress.update(&event) {
+                    if let Some(entry) = self.lock().get_mut(&self.task) {
+                        entry.message = Some(message);
+                        entry.updated = SystemTime::now();
                     }
                 }
             }
-        }
-        Some(message.to_string())
-    };
-    let event_stream = parts
-        .headers
-        .get(hyper::header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
-    let text = if event_stream {
-        text.split_inclusive('\n')
-            .map(|line| {
-                let data = line.strip_prefix("data:").map(str::trim);
-                match data.and_then(amend) {
-                    Some(amended) => format!("data: {amended}\n"),
-                    None => line.to_string(),
+        };
+        let work = async { tokio::join!(call, report).0 };
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            result = work => Some(result),
+        };
+        let state = match outcome {
+            None => {
+                // A spawn's tree is the task's own; an await's agents are the
+                // caller's, and stay as they are.
+                if self.own_session {
+                    session.cancel();
                 }
-            })
-            .collect()
-    } else {
-        amend(&text).unwrap_or(text)
-    };
-    parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    hyper::Response::from_parts(
-        parts,
-        http_body_util::Full::new(bytes::Bytes::from(text)).boxed(),
-    )
+                State::Cancelled
+            }
+            Some(result) => self.done_state(&session, result),
+        };
+        if let Some(entry) = self.lock().get_mut(&self.task) {
+            if !matches!(entry.state, State::Cancelled) {
+                entry.state = state;
+            }
+            entry.updated = SystemTime::now();
+            entry.ended = Some(Instant::now());
+            if let Some(path) = &self.saved_at {
+                save(path, &self.task, entry);
+            }
+        }
+        let _ = done.send(true);
+        tracing::info!(task = %self.task, "MCP task ended");
+        // The session (its tree and journal) ends here, its agents all done.
+        drop(session);
+    }
+
+    /// A finished call's state: its tool result, or an error saying it was over
+    /// `max_result_bytes`.
+    fn done_state(&self, session: &Session, result: Result<String, String>) -> State {
+        let failed = result.is_err();
+        let mut value =
+            serde_json::to_value(tool_result(session, &self.name, result)).unwrap_or_default();
+        let size = value.to_string().len();
+        let max_result_bytes = self.max_result_bytes;
+        if size > max_result_bytes {
+            value = json!({"content": [{"type": "text", "text": format!(
+                "the task's result was {size} bytes, over the {max_result_bytes} bytes a task keeps (--task-result-limit); its agents' journal holds it in full"
+            )}], "isError": true});
+        }
+        State::Done {
+            result: value,
+            failed,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Task>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// An ended task as its file keeps it.
@@ -509,11 +511,6 @@ struct Saved {
     updated_ms: u64,
     state: State,
     message: Option<String>,
-}
-
-fn epoch_ms(time: SystemTime) -> u64 {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Writes ended task `id` to `path` (beside its run's journal); a failure is logged,
@@ -587,44 +584,4 @@ fn load(dir: &std::path::Path, retention: Duration) -> HashMap<String, Task> {
         );
     }
     kept
-}
-
-/// A new task id: 128 random bits, as 32 hex digits.
-fn task_id() -> std::io::Result<String> {
-    let mut bytes = [0; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(hex::encode(bytes))
-}
-
-/// `time` as ISO 8601 in UTC (`2026-11-24T23:22:34.123Z`).
-fn iso8601(time: SystemTime) -> String {
-    let ms = time
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
-    let (year, month, day, hour, minute, second, milli) =
-        crate::journal::civil_utc(u64::try_from(ms).unwrap_or(u64::MAX));
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_iso8601_utc() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let time = UNIX_EPOCH + Duration::from_millis(1_795_000_954_123);
-        assert_eq!(iso8601(time), "2026-11-18T11:22:34.123Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
-    }
-
-    #[test]
-    fn task_ids_are_128_random_bits() {
-        let id = task_id().unwrap();
-        assert_eq!(id.len(), 32);
-        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(task_id().unwrap(), id);
-    }
 }

@@ -12,12 +12,14 @@
 //! one `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
 mod cache;
+mod checks;
 pub mod componentize;
 mod deferred;
 pub mod hints;
 pub mod overrides;
 pub mod typed;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,6 +71,10 @@ enum PluginKind {
     /// Any other component: its exported functions are the tools.
     Typed(TypedComponent),
 }
+
+/// A plugin's code as loaded: its kind, the tools it lists itself, how the compile
+/// cache served it (none for a deferred built-in) and its SHA-256.
+type Loaded = (PluginKind, Vec<ToolSpec>, Option<CacheOutcome>, String);
 
 /// A `warren:plugin/tool` plugin's linked code.
 enum WitCode {
@@ -126,25 +132,6 @@ impl ToolAccess {
     pub fn scratch_dir(&self) -> Option<&Path> {
         self.scratch.as_ref().map(tempfile::TempDir::path)
     }
-}
-
-/// How to take plugin `plugin`'s tool `tool` (as the plugin offers it) out of a clash:
-/// its `[plugins.NAME]` table hides it or renames it.
-fn clash_remedy(plugin: &str, tool: &str) -> String {
-    let key = if crate::config::is_valid_name(plugin) {
-        plugin.to_string()
-    } else {
-        format!("{plugin:?}")
-    };
-    let renamed = format!("{plugin}_{tool}");
-    let renamed = if crate::config::is_valid_name(&renamed) {
-        renamed
-    } else {
-        "new_name".to_string()
-    };
-    format!(
-        "leave it out of {plugin} with `[plugins.{key}] hide = [\"{tool}\"]`, or rename it with `[plugins.{key}] rename = {{ {tool} = \"{renamed}\" }}`"
-    )
 }
 
 impl ToolRegistry {
@@ -217,193 +204,144 @@ impl ToolRegistry {
         tables: &BTreeMap<String, PluginTable>,
         defer_builtins: bool,
     ) -> anyhow::Result<Self> {
-        let mut sources: Vec<(String, PathBuf, std::borrow::Cow<'static, [u8]>, bool)> = Vec::new();
-        let mut file_bytes = Vec::new();
-        for path in files {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            file_bytes.push((path.clone(), bytes));
-        }
-        for (name, bytes) in crate::builtin::BUILTINS {
-            if builtins.iter().any(|b| b == name) && !file_bytes.iter().any(|(_, f)| f == bytes) {
-                let path = PathBuf::from(format!("(built-in)/{name}.wasm"));
-                sources.push((name.to_string(), path, bytes.into(), true));
-            }
-        }
-        for (path, bytes) in file_bytes {
-            let name = path.file_stem().map_or_else(
-                || path.display().to_string(),
-                |s| s.to_string_lossy().into_owned(),
-            );
-            sources.push((name, path, bytes.into(), false));
-        }
-        if let Some(stray) = tables
-            .keys()
-            .find(|t| !sources.iter().any(|(name, ..)| name == *t))
-        {
-            anyhow::bail!(
-                "[plugins.{stray}]: no plugin `{stray}` is loaded (plugins are named by their file name without .wasm: {})",
-                sources
-                    .iter()
-                    .map(|(name, ..)| name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
+        let sources = checks::sources(files, builtins, tables)?;
         let no_table = PluginTable::default();
-        let mut plugins: Vec<Plugin> = Vec::new();
-        let mut index = BTreeMap::new();
+        let mut registry = ToolRegistry {
+            sandbox,
+            plugins: Vec::new(),
+            index: BTreeMap::new(),
+        };
         let mut deferred = Vec::new();
-        for (name, path, bytes, builtin) in sources {
+        for mut source in sources {
             let started = Instant::now();
-            let table = tables.get(&name).unwrap_or(&no_table);
-            let recorded = match (&bytes, defer_builtins) {
-                (std::borrow::Cow::Borrowed(embedded), true) => {
-                    recorded_tools(&name).map(|tools| (*embedded, tools))
+            let table = tables.get(&source.name).unwrap_or(&no_table);
+            let recorded = match (&source.bytes, defer_builtins) {
+                (Cow::Borrowed(embedded), true) => {
+                    recorded_tools(&source.name).map(|tools| (*embedded, tools))
                 }
                 _ => None,
             };
-            let (kind, own, outcome, sha256) = match recorded {
+            let loaded = match recorded {
                 Some((embedded, tools)) => {
-                    let sha256 = cache::digest(embedded);
-                    let code = DeferredCode::new(
-                        &name,
-                        embedded,
-                        sha256.clone(),
-                        sandbox.clone(),
-                        cache.clone(),
-                        tools.clone(),
-                    );
-                    deferred.push(code.clone());
-                    let names = tools.iter().map(|t| t.name.clone()).collect();
-                    let pre = WitCode::Deferred(code);
-                    (PluginKind::Wit { pre, names }, tools, None, sha256)
+                    let (loaded, code) =
+                        Self::defer(&registry.sandbox, cache, &source.name, embedded, tools);
+                    deferred.push(code);
+                    loaded
                 }
                 None => {
-                    let (kind, own, outcome, sha256) =
-                        Self::compile(&sandbox, cache, limits, table, &name, &path, bytes).await?;
+                    let (kind, own, outcome, sha256) = Self::compile(
+                        &registry.sandbox,
+                        cache,
+                        limits,
+                        table,
+                        &source.name,
+                        &source.path,
+                        std::mem::take(&mut source.bytes),
+                    )
+                    .await?;
                     (kind, own, Some(outcome), sha256)
                 }
             };
-            // The names as the plugin offers them: what `[plugins.NAME]` keys refer to.
-            let own_names: Vec<String> = own.iter().map(|spec| spec.name.clone()).collect();
-            let offered = overrides::offer(table, own, matches!(kind, PluginKind::Wit { .. }))
-                .with_context(|| format!("[plugins.{name}] ({})", path.display()))?;
-            let (sources, tools): (Vec<usize>, Vec<ToolSpec>) = offered.into_iter().unzip();
-            anyhow::ensure!(
-                tools.len() <= limits.max_tools,
-                "{}: offers {} tools; a plugin may offer at most {} ([plugins] max_tools)",
-                path.display(),
-                tools.len(),
-                limits.max_tools
-            );
-            let mut schemas = Vec::with_capacity(tools.len());
-            for (position, spec) in tools.iter().enumerate() {
-                anyhow::ensure!(
-                    spec.description.len() <= limits.max_description_bytes,
-                    "{}: the description of `{}` has {} bytes; at most {} KiB ([plugins] max_description_kb)",
-                    path.display(),
-                    spec.name,
-                    spec.description.len(),
-                    limits.max_description_bytes / 1024
-                );
-                anyhow::ensure!(
-                    spec.input_schema.len() <= limits.max_schema_bytes,
-                    "{}: the input schema of `{}` has {} bytes; at most {} KiB ([plugins] max_schema_kb)",
-                    path.display(),
-                    spec.name,
-                    spec.input_schema.len(),
-                    limits.max_schema_bytes / 1024
-                );
-                if !crate::config::is_valid_name(&spec.name) {
-                    anyhow::bail!(
-                        "{}: tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                        path.display(),
-                        spec.name
-                    );
-                }
-                if crate::config::SPAWN_TOOLS.contains(&spec.name.as_str()) {
-                    anyhow::bail!(
-                        "{}: tool name `{}` is reserved for the host's spawn tools; a plugin may not offer it",
-                        path.display(),
-                        spec.name
-                    );
-                }
-                match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
-                    Ok(schema @ serde_json::Value::Object(_)) => schemas.push(Arc::new(schema)),
-                    Ok(_) => anyhow::bail!(
-                        "{}: input schema of `{}` is not a JSON object",
-                        path.display(),
-                        spec.name
-                    ),
-                    Err(e) => anyhow::bail!(
-                        "{}: input schema of `{}` is not valid JSON: {e}",
-                        path.display(),
-                        spec.name
-                    ),
-                }
-                if let Some((other, _)) = index.insert(spec.name.clone(), (plugins.len(), position))
-                {
-                    let hint = if plugins[other].builtin {
-                        format!(
-                            "; to use this plugin's, leave the built-in out: [plugins] builtins = [{}] (or false)",
-                            crate::builtin::names()
-                                .filter(|n| *n != plugins[other].name)
-                                .map(|n| format!("\"{n}\""))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    } else {
-                        String::new()
-                    };
-                    anyhow::bail!(
-                        "tool `{}` is offered by both {} and {}; tool names must be unique across plugins: {}{hint}",
-                        spec.name,
-                        plugins[other].path.display(),
-                        path.display(),
-                        clash_remedy(&name, &own_names[sources[position]])
-                    );
-                }
-            }
-            let hints = sources
-                .iter()
-                .map(|&source| {
-                    let own = &own_names[source];
-                    hints::declared(&name, builtin, own, table.annotate.get(own))
-                })
-                .collect();
-            let elapsed = started.elapsed();
-            match outcome {
-                Some(outcome) => {
-                    info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded")
-                }
-                None => info!(
-                    plugin = %name,
-                    tools = tools.len(),
-                    "plugin's tools listed from the binary; its code compiles in the background"
-                ),
-            }
-            plugins.push(Plugin {
-                name,
-                path: path.clone(),
-                builtin,
-                tools,
-                schemas,
-                sha256,
-                sources,
-                kind,
-                hints,
-            });
+            registry.admit(&source, table, limits, loaded, started)?;
         }
         // Only once the whole registry is valid: a configuration error compiles nothing.
         for code in &deferred {
             code.start();
         }
-        Ok(ToolRegistry {
-            sandbox,
-            plugins,
-            index,
-        })
+        Ok(registry)
+    }
+
+    /// A built-in offered from the tool list recorded in the binary, its code
+    /// compiled in the background once the registry is valid.
+    fn defer(
+        sandbox: &Arc<Sandbox>,
+        cache: &CompileCache,
+        name: &str,
+        embedded: &'static [u8],
+        tools: Vec<ToolSpec>,
+    ) -> (Loaded, Arc<DeferredCode>) {
+        let sha256 = cache::digest(embedded);
+        let code = DeferredCode::new(
+            name,
+            embedded,
+            sha256.clone(),
+            sandbox.clone(),
+            cache.clone(),
+            tools.clone(),
+        );
+        let names = tools.iter().map(|t| t.name.clone()).collect();
+        let pre = WitCode::Deferred(code.clone());
+        ((PluginKind::Wit { pre, names }, tools, None, sha256), code)
+    }
+
+    /// Adds plugin `source`, `loaded`, offering its tools as `table` says: each tool
+    /// checked against `limits` and against the tools already loaded.
+    fn admit(
+        &mut self,
+        source: &checks::Source,
+        table: &PluginTable,
+        limits: &PluginLimits,
+        (kind, own, outcome, sha256): Loaded,
+        started: Instant,
+    ) -> anyhow::Result<()> {
+        let (name, path) = (&source.name, &source.path);
+        // The names as the plugin offers them: what `[plugins.NAME]` keys refer to.
+        let own_names: Vec<String> = own.iter().map(|spec| spec.name.clone()).collect();
+        let offered = overrides::offer(table, own, matches!(kind, PluginKind::Wit { .. }))
+            .with_context(|| format!("[plugins.{name}] ({})", path.display()))?;
+        let (sources, tools): (Vec<usize>, Vec<ToolSpec>) = offered.into_iter().unzip();
+        anyhow::ensure!(
+            tools.len() <= limits.max_tools,
+            "{}: offers {} tools; a plugin may offer at most {} ([plugins] max_tools)",
+            path.display(),
+            tools.len(),
+            limits.max_tools
+        );
+        let mut schemas = Vec::with_capacity(tools.len());
+        for (position, spec) in tools.iter().enumerate() {
+            schemas.push(checks::check_tool(path, spec, limits)?);
+            let slot = (self.plugins.len(), position);
+            if let Some((other, _)) = self.index.insert(spec.name.clone(), slot) {
+                let other = &self.plugins[other];
+                let holder = checks::Holder {
+                    name: &other.name,
+                    path: &other.path,
+                    builtin: other.builtin,
+                };
+                let own = &own_names[sources[position]];
+                return Err(checks::clash(&spec.name, &holder, name, path, own));
+            }
+        }
+        let hints = sources
+            .iter()
+            .map(|&source_tool| {
+                let own = &own_names[source_tool];
+                hints::declared(name, source.builtin, own, table.annotate.get(own))
+            })
+            .collect();
+        let elapsed = started.elapsed();
+        match outcome {
+            Some(outcome) => {
+                info!(plugin = %name, tools = tools.len(), ?outcome, ?elapsed, "plugin loaded")
+            }
+            None => info!(
+                plugin = %name,
+                tools = tools.len(),
+                "plugin's tools listed from the binary; its code compiles in the background"
+            ),
+        }
+        self.plugins.push(Plugin {
+            name: name.clone(),
+            path: path.clone(),
+            builtin: source.builtin,
+            tools,
+            schemas,
+            sha256,
+            sources,
+            kind,
+            hints,
+        });
+        Ok(())
     }
 
     /// Compiles (or loads from `cache`) plugin `name` and links it: its code and the
@@ -415,7 +353,7 @@ impl ToolRegistry {
         table: &PluginTable,
         name: &str,
         path: &Path,
-        bytes: std::borrow::Cow<'static, [u8]>,
+        bytes: Cow<'static, [u8]>,
     ) -> anyhow::Result<(PluginKind, Vec<ToolSpec>, CacheOutcome, String)> {
         // The bytes come back from the blocking task: a typed component's docs
         // may be in them.

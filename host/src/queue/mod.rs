@@ -4,7 +4,7 @@
 //!
 //! Layout: [`wire`] (the protocol both sides speak: keys, payloads, timings),
 //! [`client`] (the parent's side: enqueue a child, mirror its events into the
-//! run, wait for its result, cancel it; [`RemoteQueue`](client::RemoteQueue) is the
+//! run (`mirror`), wait for its result, cancel it; [`RemoteQueue`](client::RemoteQueue) is the
 //! [`Backend`](crate::jobs::Backend) that runs children on workers). The worker's side
 //! (`warren worker`: take jobs and run each as the root of a local agent tree) is
 //! [`crate::worker`], above the host it drives. The queue itself is the official Rust
@@ -24,6 +24,7 @@
 //!   is removed at once.
 
 pub mod client;
+mod mirror;
 pub mod wire;
 
 pub use self::wire::{process_name, JobData, JobLimits, JobOutcome, JOB_NAME, MAX_JOB_DATA_BYTES};

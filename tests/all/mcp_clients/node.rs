@@ -48,7 +48,12 @@ const CLAUDE_PREFIX: &str = "mcp__warren__";
 
 async fn claude_code(transport: Transport) {
     let project = Project::new().await;
-    let model = ClientModel::start(Wire::Anthropic, CLAUDE_PREFIX).await;
+    let model = ClientModel::start(
+        Wire::Anthropic,
+        CLAUDE_PREFIX,
+        project.subagents.hangs.clone(),
+    )
+    .await;
     let server = (transport == Transport::Http).then(|| project.serve_http());
     let name = match transport {
         Transport::Stdio => "claude-stdio",
@@ -113,7 +118,7 @@ async fn codex(transport: Transport) {
         Transport::Stdio => "mcp__warren__",
         Transport::Http => "mcp__warren_http__",
     };
-    let model = ClientModel::start(Wire::Responses, prefix).await;
+    let model = ClientModel::start(Wire::Responses, prefix, project.subagents.hangs.clone()).await;
     let server = (transport == Transport::Http).then(|| project.serve_http());
     let name = match transport {
         Transport::Stdio => "codex-stdio",

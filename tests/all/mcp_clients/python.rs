@@ -35,7 +35,7 @@ fn snippet_file(
 
 async fn agents_sdk(transport: Transport) {
     let project = Project::new().await;
-    let model = ClientModel::start(Wire::Chat, "").await;
+    let model = ClientModel::start(Wire::Chat, "", project.subagents.hangs.clone()).await;
     let server = (transport == Transport::Http).then(|| project.serve_http());
     let snippet = snippet_file(&project, "agents", transport, server.as_ref());
     let mut command = project.client(python(), None);
@@ -70,6 +70,16 @@ async fn fastmcp(transport: Transport) {
     project
         .subagents
         .route("HANG-FOREGROUND", crate::fake_llm::Reply::Hang);
+    // The script cancels each hanging sub-agent once its model request is here.
+    let (hangs, dir) = (project.subagents.hangs.clone(), project.world.path(""));
+    tokio::spawn(async move {
+        for n in 1..=2 {
+            if let Ok(permit) = hangs.acquire().await {
+                permit.forget();
+            }
+            std::fs::write(dir.join(format!("hang-asked-{n}")), "").unwrap();
+        }
+    });
     let server = (transport == Transport::Http).then(|| project.serve_http());
     let snippet = snippet_file(&project, "fastmcp", transport, server.as_ref());
     let mut command = project.client(python(), None);

@@ -295,8 +295,14 @@ pub(super) struct ClientModel {
 impl ClientModel {
     /// Starts it; the client names warren's tools `{prefix}{name}` (Claude Code:
     /// `mcp__warren__`). A request that offers none of warren's tools (a client's side
-    /// request: a title, a summary) gets a plain answer.
-    pub(super) async fn start(wire: Wire, prefix: &'static str) -> ClientModel {
+    /// request: a title, a summary) gets a plain answer. The call that cancels the
+    /// hanging sub-agent waits until warren's model (`hangs`: its server's permits)
+    /// has that sub-agent's request, so the cancel always meets it in flight.
+    pub(super) async fn start(
+        wire: Wire,
+        prefix: &'static str,
+        hangs: Arc<tokio::sync::Semaphore>,
+    ) -> ClientModel {
         let server = FakeLlm::start().await;
         server.respond_with(Arc::new(move |body: &Value| {
             if !names_warren(wire, body, prefix) {
@@ -305,11 +311,17 @@ impl ClientModel {
             let search = (wire == Wire::Anthropic)
                 .then(|| tool_search(body, prefix))
                 .flatten();
-            let call = search.or_else(|| {
-                next_call(&results(wire, body))
-                    .map(|(tool, arguments)| (format!("{prefix}{tool}"), arguments))
-            });
-            Some(reply(wire, call))
+            let next = next_call(&results(wire, body));
+            let cancels = search.is_none()
+                && next
+                    .as_ref()
+                    .is_some_and(|(tool, _)| *tool == "cancel_agent");
+            let call = search
+                .or_else(|| next.map(|(tool, arguments)| (format!("{prefix}{tool}"), arguments)));
+            Some(match cancels {
+                true => Reply::Gated(hangs.clone(), Box::new(reply(wire, call))),
+                false => reply(wire, call),
+            })
         }));
         ClientModel { server, wire }
     }

@@ -132,13 +132,6 @@ impl<'a> SchemaBuilder<'a> {
         }
         let docs = shadow.and_then(|s| s.docs());
         self.charge(docs.map_or(0, str::len))?;
-        let mut child = |this: &mut Self, ty: &Type, shadow, suffix: &str| {
-            let len = path.len();
-            path.push_str(suffix);
-            let schema = this.of(ty, shadow, path, depth + 1);
-            path.truncate(len);
-            schema
-        };
         let mut schema = match ty {
             Type::Bool => json!({"type": "boolean"}),
             Type::U8 => integer(0, u8::MAX),
@@ -158,57 +151,26 @@ impl<'a> SchemaBuilder<'a> {
                 "description": "bytes, base64-encoded (standard alphabet, padded)",
             }),
             Type::List(list) => {
-                let items = child(self, &list.ty(), shadow.and_then(|s| s.inner(0)), "[*]")?;
+                let inner = shadow.and_then(|s| s.inner(0));
+                let items = self.child(&list.ty(), inner, path, depth, "[*]")?;
                 json!({"type": "array", "items": items})
             }
             Type::FixedLengthList(list) => {
-                let items = child(self, &list.ty(), shadow.and_then(|s| s.inner(0)), "[*]")?;
+                let inner = shadow.and_then(|s| s.inner(0));
+                let items = self.child(&list.ty(), inner, path, depth, "[*]")?;
                 json!({"type": "array", "items": items, "minItems": list.len(), "maxItems": list.len()})
             }
-            Type::Record(record) => {
-                let mut properties = Map::new();
-                let mut required = Vec::new();
-                for (index, field) in record.fields().enumerate() {
-                    self.charge(field.name.len())?;
-                    let (field_docs, field_shadow) =
-                        shadow.map_or((None, None), |s| s.field(index));
-                    let mut schema =
-                        child(self, &field.ty, field_shadow, &format!(".{}", field.name))?;
-                    describe(&mut schema, field_docs, self)?;
-                    properties.insert(field.name.to_string(), schema);
-                    required.push(field.name.to_string());
-                }
-                json!({
-                    "type": "object",
-                    "properties": properties,
-                    "required": required,
-                    "additionalProperties": false,
-                })
-            }
+            Type::Record(record) => self.record(record, shadow, path, depth)?,
             Type::Tuple(tuple) => {
                 let mut items = Vec::new();
                 for (index, ty) in tuple.types().enumerate() {
                     let inner = shadow.and_then(|s| s.inner(index));
-                    items.push(child(self, &ty, inner, &format!("[{index}]"))?);
+                    items.push(self.child(&ty, inner, path, depth, &format!("[{index}]"))?);
                 }
                 let n = items.len();
                 json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
             }
-            Type::Variant(variant) => {
-                let mut cases = Vec::new();
-                for (index, case) in variant.cases().enumerate() {
-                    self.charge(case.name.len())?;
-                    let (case_docs, case_shadow) = shadow.map_or((None, None), |s| s.case(index));
-                    let payload = match &case.ty {
-                        Some(ty) => child(self, ty, case_shadow, &format!(".{}", case.name))?,
-                        None => json!({"type": "null"}),
-                    };
-                    let mut case_schema = tagged(case.name, payload);
-                    describe(&mut case_schema, case_docs, self)?;
-                    cases.push(case_schema);
-                }
-                json!({"anyOf": cases})
-            }
+            Type::Variant(variant) => self.variant(variant, shadow, path, depth)?,
             Type::Enum(names) => {
                 let names: Vec<&str> = names.names().collect();
                 self.charge(names.iter().map(|n| n.len() + 3).sum())?;
@@ -233,29 +195,118 @@ impl<'a> SchemaBuilder<'a> {
                 let inner_ty = option.ty();
                 let nested = matches!(inner_ty, Type::Option(_));
                 let suffix = if nested { ".some" } else { "" };
-                let inner = child(self, &inner_ty, shadow.and_then(|s| s.inner(0)), suffix)?;
+                let inner = shadow.and_then(|s| s.inner(0));
+                let inner = self.child(&inner_ty, inner, path, depth, suffix)?;
                 // `option<option<T>>`: `null` is the outer none, so the inner value
                 // (which may itself be `null`) is wrapped as {"some": …}.
                 let present = if nested { tagged("some", inner) } else { inner };
                 json!({"anyOf": [present, {"type": "null"}]})
             }
             Type::Result(result) => {
-                let mut arm = |this: &mut Self, ty: Option<Type>, index, tag: &str| {
-                    let payload = match ty {
-                        Some(ty) => child(
-                            this,
-                            &ty,
-                            shadow.and_then(|s| s.inner(index)),
-                            &format!(".{tag}"),
-                        )?,
-                        None => json!({"type": "null"}),
-                    };
-                    Ok(tagged(tag, payload))
-                };
-                let ok = arm(self, result.ok(), 0, "ok")?;
-                let err = arm(self, result.err(), 1, "err")?;
+                let ok = self.result_arm(result.ok(), shadow, path, depth, (0, "ok"))?;
+                let err = self.result_arm(result.err(), shadow, path, depth, (1, "err"))?;
                 json!({"anyOf": [ok, err]})
             }
+            Type::Own(_)
+            | Type::Borrow(_)
+            | Type::Map(_)
+            | Type::Future(_)
+            | Type::Stream(_)
+            | Type::ErrorContext => return Err(self.unsupported(ty, path)),
+        };
+        describe(&mut schema, docs, self)?;
+        Ok(schema)
+    }
+
+    /// The schema of a part of the type at `path` + `suffix`, one level deeper.
+    fn child(
+        &mut self,
+        ty: &Type,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+        suffix: &str,
+    ) -> Result<Value, SchemaError> {
+        let len = path.len();
+        path.push_str(suffix);
+        let schema = self.of(ty, shadow, path, depth + 1);
+        path.truncate(len);
+        schema
+    }
+
+    /// A record: an object with every field required and no others.
+    fn record(
+        &mut self,
+        record: &wasmtime::component::types::Record,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for (index, field) in record.fields().enumerate() {
+            self.charge(field.name.len())?;
+            let (field_docs, field_shadow) = shadow.map_or((None, None), |s| s.field(index));
+            let suffix = format!(".{}", field.name);
+            let mut schema = self.child(&field.ty, field_shadow, path, depth, &suffix)?;
+            describe(&mut schema, field_docs, self)?;
+            properties.insert(field.name.to_string(), schema);
+            required.push(field.name.to_string());
+        }
+        Ok(json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }))
+    }
+
+    /// A variant: any of its cases, each `{"case": payload}`.
+    fn variant(
+        &mut self,
+        variant: &wasmtime::component::types::Variant,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        let mut cases = Vec::new();
+        for (index, case) in variant.cases().enumerate() {
+            self.charge(case.name.len())?;
+            let (case_docs, case_shadow) = shadow.map_or((None, None), |s| s.case(index));
+            let payload = match &case.ty {
+                Some(ty) => self.child(ty, case_shadow, path, depth, &format!(".{}", case.name))?,
+                None => json!({"type": "null"}),
+            };
+            let mut case_schema = tagged(case.name, payload);
+            describe(&mut case_schema, case_docs, self)?;
+            cases.push(case_schema);
+        }
+        Ok(json!({"anyOf": cases}))
+    }
+
+    /// One arm of a result, `(index, tag)`: `{"ok": …}` or `{"err": …}`.
+    fn result_arm(
+        &mut self,
+        ty: Option<Type>,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+        (index, tag): (usize, &str),
+    ) -> Result<Value, SchemaError> {
+        let payload = match ty {
+            Some(ty) => {
+                let inner = shadow.and_then(|s| s.inner(index));
+                self.child(&ty, inner, path, depth, &format!(".{tag}"))?
+            }
+            None => json!({"type": "null"}),
+        };
+        Ok(tagged(tag, payload))
+    }
+
+    /// Why a type with no JSON form (a handle, a map, an asynchronous type) cannot be
+    /// a tool's argument or result.
+    fn unsupported(&self, ty: &Type, path: &str) -> SchemaError {
+        match ty {
             Type::Own(resource) | Type::Borrow(resource) => {
                 let name = self
                     .resources
@@ -265,29 +316,23 @@ impl<'a> SchemaBuilder<'a> {
                         || "a resource".to_string(),
                         |(_, n)| format!("resource `{n}`"),
                     );
-                return Err(SchemaError::Unsupported {
-                    path: path.clone(),
+                SchemaError::Unsupported {
+                    path: path.to_string(),
                     what: format!("a handle to {name}"),
                     hint: "a handle lives in one instance and every tool call gets a fresh one; export functions that take and return plain values",
-                });
+                }
             }
-            Type::Map(_) => {
-                return Err(SchemaError::Unsupported {
-                    path: path.clone(),
-                    what: "a map".into(),
-                    hint: "use a list of key-value tuples or records",
-                })
-            }
-            Type::Future(_) | Type::Stream(_) | Type::ErrorContext => {
-                return Err(SchemaError::Unsupported {
-                    path: path.clone(),
-                    what: "an asynchronous type (future, stream or error-context)".into(),
-                    hint: "return the value itself",
-                })
-            }
-        };
-        describe(&mut schema, docs, self)?;
-        Ok(schema)
+            Type::Map(_) => SchemaError::Unsupported {
+                path: path.to_string(),
+                what: "a map".into(),
+                hint: "use a list of key-value tuples or records",
+            },
+            _ => SchemaError::Unsupported {
+                path: path.to_string(),
+                what: "an asynchronous type (future, stream or error-context)".into(),
+                hint: "return the value itself",
+            },
+        }
     }
 }
 

@@ -164,16 +164,7 @@ fn convert(
             }
             Val::Float32(x as f32)
         }
-        Type::Char => {
-            let text = value
-                .as_str()
-                .ok_or_else(|| expected(path, value, "a one-character string"))?;
-            let mut chars = text.chars();
-            match (chars.next(), chars.next()) {
-                (Some(c), None) => Val::Char(c),
-                _ => return Err(expected(path, value, "a one-character string")),
-            }
-        }
+        Type::Char => char_of(value, path)?,
         Type::String => Val::String(
             value
                 .as_str()
@@ -204,18 +195,7 @@ fn convert(
                 .ok_or_else(|| expected(path, value, &format!("an array of {n}")))?;
             Val::FixedLengthList(elements(&list.ty(), items, path, depth)?)
         }
-        Type::Tuple(tuple) => {
-            let n = tuple.types().len();
-            let items = value
-                .as_array()
-                .filter(|items| items.len() == n)
-                .ok_or_else(|| expected(path, value, &format!("an array of {n} (a tuple)")))?;
-            let mut values = Vec::with_capacity(n);
-            for (index, (ty, item)) in tuple.types().zip(items).enumerate() {
-                values.push(at(path, depth, &format!("[{index}]"), &ty, item)?);
-            }
-            Val::Tuple(values)
-        }
+        Type::Tuple(tuple) => tuple_of(tuple, value, path, depth)?,
         Type::Record(record) => {
             let object = value
                 .as_object()
@@ -223,37 +203,7 @@ fn convert(
             let fields: Vec<(&str, Type)> = record.fields().map(|f| (f.name, f.ty)).collect();
             Val::Record(object_fields(&fields, object, path, depth, "field")?)
         }
-        Type::Variant(variant) => {
-            let cases: Vec<String> = variant.cases().map(|c| c.name.to_string()).collect();
-            let expected_case = || {
-                invalid(
-                    path,
-                    format!(
-                        "expected one of {} as {{\"case\": payload}}, got {}",
-                        quoted(cases.iter().map(String::as_str)),
-                        shown(value)
-                    ),
-                )
-            };
-            let (name, payload) = tag(value).ok_or_else(expected_case)?;
-            let case = variant
-                .cases()
-                .find(|c| c.name == name)
-                .ok_or_else(expected_case)?;
-            let payload = case_payload(
-                path,
-                depth,
-                name,
-                case.ty,
-                payload,
-                [
-                    &format!("variant case `{name}`"),
-                    "payload",
-                    &format!(": {{\"{name}\": …}}"),
-                ],
-            )?;
-            Val::Variant(name.to_string(), payload)
-        }
+        Type::Variant(variant) => variant_of(variant, value, path, depth)?,
         Type::Enum(names) => {
             let name = value.as_str().filter(|n| names.names().any(|c| c == *n));
             match name {
@@ -267,77 +217,9 @@ fn convert(
                 }
             }
         }
-        Type::Flags(flags) => {
-            let items = value.as_array().ok_or_else(|| {
-                expected(
-                    path,
-                    value,
-                    &format!("an array of flags from {}", quoted(flags.names())),
-                )
-            })?;
-            let mut set: Vec<String> = Vec::new();
-            for (index, item) in items.iter().enumerate() {
-                match item.as_str().filter(|n| flags.names().any(|f| f == *n)) {
-                    Some(name) if !set.iter().any(|s| s == name) => set.push(name.to_string()),
-                    Some(_) => {}
-                    None => {
-                        return Err(invalid(
-                            &format!("{path}[{index}]"),
-                            format!(
-                                "expected one of {}, got {}",
-                                quoted(flags.names()),
-                                shown(item)
-                            ),
-                        ))
-                    }
-                }
-            }
-            Val::Flags(set)
-        }
-        Type::Option(option) => {
-            let inner = option.ty();
-            match value {
-                Value::Null => Val::Option(None),
-                _ if matches!(inner, Type::Option(_)) => {
-                    let payload = value
-                        .as_object()
-                        .filter(|o| o.len() == 1)
-                        .and_then(|o| o.get("some"))
-                        .ok_or_else(|| {
-                            expected(
-                                path,
-                                value,
-                                "null or {\"some\": …} (an option inside an option)",
-                            )
-                        })?;
-                    Val::Option(Some(Box::new(at(path, depth, ".some", &inner, payload)?)))
-                }
-                _ => Val::Option(Some(Box::new(convert(&inner, value, path, depth + 1)?))),
-            }
-        }
-        Type::Result(result) => {
-            let (name, payload) = tag(value)
-                .filter(|(n, _)| *n == "ok" || *n == "err")
-                .ok_or_else(|| expected(path, value, "{\"ok\": …} or {\"err\": …}"))?;
-            let ty = if name == "ok" {
-                result.ok()
-            } else {
-                result.err()
-            };
-            let payload = case_payload(
-                path,
-                depth,
-                name,
-                ty,
-                payload,
-                [&format!("`{name}`"), "value", ""],
-            )?;
-            Val::Result(if name == "ok" {
-                Ok(payload)
-            } else {
-                Err(payload)
-            })
-        }
+        Type::Flags(flags) => flags_of(flags, value, path)?,
+        Type::Option(option) => option_of(option, value, path, depth)?,
+        Type::Result(result) => result_of(result, value, path, depth)?,
         Type::Own(_)
         | Type::Borrow(_)
         | Type::Map(_)
@@ -345,6 +227,173 @@ fn convert(
         | Type::Stream(_)
         | Type::ErrorContext => return Err(invalid(path, "this type has no JSON form".into())),
     })
+}
+
+/// A `char`: a one-character string.
+fn char_of(value: &Value, path: &str) -> Result<Val, InvalidArgument> {
+    let text = value
+        .as_str()
+        .ok_or_else(|| expected(path, value, "a one-character string"))?;
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => Ok(Val::Char(c)),
+        _ => Err(expected(path, value, "a one-character string")),
+    }
+}
+
+/// A tuple: an array of its length, each item of its type.
+fn tuple_of(
+    tuple: &wasmtime::component::types::Tuple,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    let n = tuple.types().len();
+    let items = value
+        .as_array()
+        .filter(|items| items.len() == n)
+        .ok_or_else(|| expected(path, value, &format!("an array of {n} (a tuple)")))?;
+    let mut values = Vec::with_capacity(n);
+    for (index, (ty, item)) in tuple.types().zip(items).enumerate() {
+        values.push(at(path, depth, &format!("[{index}]"), &ty, item)?);
+    }
+    Ok(Val::Tuple(values))
+}
+
+/// A variant: `{"case": payload}`.
+fn variant_of(
+    variant: &wasmtime::component::types::Variant,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    let cases: Vec<String> = variant.cases().map(|c| c.name.to_string()).collect();
+    let expected_case = || {
+        invalid(
+            path,
+            format!(
+                "expected one of {} as {{\"case\": payload}}, got {}",
+                quoted(cases.iter().map(String::as_str)),
+                shown(value)
+            ),
+        )
+    };
+    let (name, payload) = tag(value).ok_or_else(expected_case)?;
+    let case = variant
+        .cases()
+        .find(|c| c.name == name)
+        .ok_or_else(expected_case)?;
+    let payload = case_payload(
+        path,
+        depth,
+        name,
+        case.ty,
+        payload,
+        [
+            &format!("variant case `{name}`"),
+            "payload",
+            &format!(": {{\"{name}\": …}}"),
+        ],
+    )?;
+    Ok(Val::Variant(name.to_string(), payload))
+}
+
+/// Flags: an array of the flags set.
+fn flags_of(
+    flags: &wasmtime::component::types::Flags,
+    value: &Value,
+    path: &str,
+) -> Result<Val, InvalidArgument> {
+    let items = value.as_array().ok_or_else(|| {
+        expected(
+            path,
+            value,
+            &format!("an array of flags from {}", quoted(flags.names())),
+        )
+    })?;
+    let mut set: Vec<String> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match item.as_str().filter(|n| flags.names().any(|f| f == *n)) {
+            Some(name) if !set.iter().any(|s| s == name) => set.push(name.to_string()),
+            Some(_) => {}
+            None => {
+                return Err(invalid(
+                    &format!("{path}[{index}]"),
+                    format!(
+                        "expected one of {}, got {}",
+                        quoted(flags.names()),
+                        shown(item)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(Val::Flags(set))
+}
+
+/// An option: `null`, or the value (`{"some": …}` for an option inside an option).
+fn option_of(
+    option: &wasmtime::component::types::OptionType,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    let inner = option.ty();
+    match value {
+        Value::Null => Ok(Val::Option(None)),
+        _ if matches!(inner, Type::Option(_)) => {
+            let payload = value
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .and_then(|o| o.get("some"))
+                .ok_or_else(|| {
+                    expected(
+                        path,
+                        value,
+                        "null or {\"some\": …} (an option inside an option)",
+                    )
+                })?;
+            Ok(Val::Option(Some(Box::new(at(
+                path, depth, ".some", &inner, payload,
+            )?))))
+        }
+        _ => Ok(Val::Option(Some(Box::new(convert(
+            &inner,
+            value,
+            path,
+            depth + 1,
+        )?)))),
+    }
+}
+
+/// A result: `{"ok": …}` or `{"err": …}`.
+fn result_of(
+    result: &wasmtime::component::types::ResultType,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    let (name, payload) = tag(value)
+        .filter(|(n, _)| *n == "ok" || *n == "err")
+        .ok_or_else(|| expected(path, value, "{\"ok\": …} or {\"err\": …}"))?;
+    let ty = if name == "ok" {
+        result.ok()
+    } else {
+        result.err()
+    };
+    let payload = case_payload(
+        path,
+        depth,
+        name,
+        ty,
+        payload,
+        [&format!("`{name}`"), "value", ""],
+    )?;
+    Ok(Val::Result(if name == "ok" {
+        Ok(payload)
+    } else {
+        Err(payload)
+    }))
 }
 
 /// "expected WHAT, got VALUE" at `path`.

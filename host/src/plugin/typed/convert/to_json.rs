@@ -24,16 +24,7 @@ pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
         (Type::Float64, Val::Float64(x)) => float(*x, x.to_string()),
         (Type::Char, Val::Char(c)) => Value::String(c.to_string()),
         (Type::String, Val::String(s)) => Value::String(s.clone()),
-        (Type::List(list), Val::List(items)) if list.ty() == Type::U8 => {
-            let bytes: Vec<u8> = items
-                .iter()
-                .map(|v| match v {
-                    Val::U8(b) => Ok(*b),
-                    other => Err(mismatch(&Type::U8, other)),
-                })
-                .collect::<Result<_, _>>()?;
-            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
-        }
+        (Type::List(list), Val::List(items)) if list.ty() == Type::U8 => bytes(items)?,
         (Type::List(list), Val::List(items)) => array(&list.ty(), items)?,
         (Type::FixedLengthList(list), Val::FixedLengthList(items)) => array(&list.ty(), items)?,
         (Type::Tuple(tuple), Val::Tuple(items)) if tuple.types().len() == items.len() => {
@@ -46,17 +37,7 @@ pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
             )
         }
         (Type::Record(record), Val::Record(fields)) if record.fields().len() == fields.len() => {
-            let mut object = Map::new();
-            for (field, (name, value)) in record.fields().zip(fields) {
-                if field.name != name {
-                    return Err(format!(
-                        "record field `{name}` where `{}` belongs",
-                        field.name
-                    ));
-                }
-                object.insert(name.clone(), to_json(&field.ty, value)?);
-            }
-            Value::Object(object)
+            object(record, fields)?
         }
         (Type::Variant(variant), Val::Variant(name, payload)) => {
             let case = variant
@@ -109,6 +90,38 @@ pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
         }
         (ty, val) => return Err(mismatch(ty, val)),
     })
+}
+
+/// A `list<u8>` as base64 text.
+fn bytes(items: &[Val]) -> Result<Value, String> {
+    let bytes: Vec<u8> = items
+        .iter()
+        .map(|v| match v {
+            Val::U8(b) => Ok(*b),
+            other => Err(mismatch(&Type::U8, other)),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Value::String(
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+    ))
+}
+
+/// A record as an object, its fields in `record`'s order.
+fn object(
+    record: &wasmtime::component::types::Record,
+    fields: &[(String, Val)],
+) -> Result<Value, String> {
+    let mut object = Map::new();
+    for (field, (name, value)) in record.fields().zip(fields) {
+        if field.name != name {
+            return Err(format!(
+                "record field `{name}` where `{}` belongs",
+                field.name
+            ));
+        }
+        object.insert(name.clone(), to_json(&field.ty, value)?);
+    }
+    Ok(Value::Object(object))
 }
 
 fn mismatch(ty: &Type, val: &Val) -> String {

@@ -1,0 +1,222 @@
+//! OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`): OpenAI
+//! itself and every server speaking the same API (Ollama, vLLM, llama.cpp, LM Studio,
+//! OpenRouter). Tools go as `tools`, calls come back as `tool_calls` (several per turn),
+//! results go as `tool` messages. Streaming uses SSE with
+//! `stream_options.include_usage`, so usage arrives in the last chunk.
+
+use serde_json::Value;
+
+use super::chat::{emit, emit_whole, ChatRequest, ChatResponse, EventSink, Price, StreamEvent};
+use super::error::LlmError;
+use super::model::ModelConfig;
+use super::secrets::Secrets;
+use super::transport::{api_key, json_offset, malformed, Transport};
+use request::{Body, JsonSchemaFormat, ResponseFormat, StreamOptions, Streaming};
+use response::{finish_reason, usage, Assembly, PlainChunk};
+
+mod request;
+mod response;
+
+/// A model behind an OpenAI-compatible API.
+pub struct OpenAi {
+    /// HTTP to `{base_url}/chat/completions`, retries and error classification.
+    transport: Transport,
+    /// For cost.
+    price: Price,
+    /// `max_tokens`, when set.
+    max_tokens: Option<u32>,
+    /// Whether to stream.
+    stream: bool,
+}
+
+impl OpenAi {
+    /// Builds the provider for model `name`; reads the API key from its variable.
+    /// `secrets` are the host's configured secrets, removed from every error.
+    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+        let auth: Vec<(&str, String, bool)> = api_key(name, config)?
+            .map(|key| ("authorization", format!("Bearer {key}"), true))
+            .into_iter()
+            .collect();
+        Ok(OpenAi {
+            transport: Transport::new(
+                "openai",
+                name,
+                config,
+                ("https://api.openai.com/v1", "chat/completions"),
+                &auth,
+                secrets,
+            )?,
+            price: config.price,
+            max_tokens: config.max_tokens,
+            stream: config.stream,
+        })
+    }
+
+    /// The request body, as documented for Chat Completions, serialised once (every
+    /// retry sends the same bytes) and straight from the request: a parent's history
+    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
+    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
+        let body = Body {
+            model: &self.transport.model,
+            messages: request,
+            tools: &request.tools,
+            max_tokens: self.max_tokens,
+            streaming: self.stream.then_some(Streaming {
+                stream: true,
+                stream_options: StreamOptions {
+                    include_usage: true,
+                },
+            }),
+            response_format: request
+                .answer_schema
+                .as_deref()
+                .map(|schema| ResponseFormat {
+                    r#type: "json_schema",
+                    json_schema: JsonSchemaFormat {
+                        name: "result",
+                        schema,
+                        strict: false,
+                    },
+                }),
+        };
+        request.serialise(&body)
+    }
+
+    async fn read_json(
+        &self,
+        response: reqwest::Response,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = self.transport.body(response).await?;
+        let value: Value = serde_json::from_slice(&body)
+            .map_err(|e| malformed("openai", json_offset(&body, &e), &e.to_string(), &body))?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(LlmError::in_stream("openai", &self.transport.model, error));
+        }
+        let choice = &value["choices"][0];
+        let mut assembly = Assembly::default();
+        assembly.message(&choice["message"]);
+        assembly.usage = usage(&value).unwrap_or_default();
+        assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
+        let (message, finish, usage) = assembly.into_parts();
+        emit_whole(events, &message, usage, &finish);
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
+    }
+
+    pub(crate) async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut assembly = Assembly::default();
+        // A stream that ends without `[DONE]` (Ollama and others) is complete.
+        self.transport
+            .read_events(response, |event| {
+                self.stream_event(&mut assembly, event, events)
+            })
+            .await?;
+        let (message, finish, usage) = assembly.into_parts();
+        for call in &message.tool_calls {
+            emit(events, StreamEvent::ToolCall(call.clone()));
+        }
+        emit(events, StreamEvent::Finish(finish.clone()));
+        Ok(ChatResponse::priced(message, finish, usage, &self.price))
+    }
+
+    /// Applies one SSE event (`[DONE]` only marks the end, which the body's end
+    /// marks as well).
+    fn stream_event(
+        &self,
+        assembly: &mut Assembly,
+        event: &super::sse::SseEvent,
+        events: &EventSink,
+    ) -> Result<(), LlmError> {
+        if event.data.trim() == "[DONE]" || event.data.trim().is_empty() {
+            return Ok(());
+        }
+        // Most chunks have the plain shape: read it borrowed, without building a
+        // `Value` tree. Anything else (usage, errors, content parts, arguments as
+        // objects) takes the general path below.
+        if let Ok(chunk) = serde_json::from_str::<PlainChunk<'_>>(&event.data) {
+            if chunk.is_plain() && event.event.as_deref() != Some("error") {
+                if let Some(choice) = chunk.choices.first() {
+                    let before = assembly.text.len();
+                    assembly.plain_delta(&choice.delta);
+                    if assembly.text.len() > before {
+                        emit(
+                            events,
+                            StreamEvent::TextDelta(assembly.text[before..].to_string()),
+                        );
+                    }
+                    if let Some(reason) = &choice.finish_reason {
+                        assembly.finish = Some(finish_reason(reason));
+                    }
+                }
+                return Ok(());
+            }
+        }
+        let value: Value = serde_json::from_str(&event.data).map_err(|e| {
+            malformed(
+                "openai",
+                event.offset,
+                &format!("bad JSON in stream ({e})"),
+                event.data.as_bytes(),
+            )
+        })?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(LlmError::in_stream("openai", &self.transport.model, error));
+        }
+        if event.event.as_deref() == Some("error") {
+            return Err(LlmError::in_stream("openai", &self.transport.model, &value));
+        }
+        if let Some(seen) = usage(&value) {
+            assembly.usage = seen;
+            emit(events, StreamEvent::Usage(seen));
+        }
+        let Some(choice) = value["choices"].get(0) else {
+            return Ok(());
+        };
+        let before = assembly.text.len();
+        assembly.message(&choice["delta"]);
+        if assembly.text.len() > before {
+            emit(
+                events,
+                StreamEvent::TextDelta(assembly.text[before..].to_string()),
+            );
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            assembly.finish = Some(finish_reason(reason));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl super::chat::Provider for OpenAi {
+    fn model(&self) -> &str {
+        &self.transport.model
+    }
+
+    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
+        Some(super::transport::body_digest(&self.body(request)))
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        self.transport
+            .exchange(self.body(request), |response| async move {
+                if self.stream {
+                    self.read_stream(response, events).await
+                } else {
+                    self.read_json(response, events).await
+                }
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests;
