@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use warren::llm::{
-    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
-    Provider, StreamEvent, ToolCall, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, LlmError, Message, Provider,
+    StreamEvent, ToolCall, Usage,
 };
 use warren::{Config, Host, RunReport};
 
@@ -39,21 +39,12 @@ impl Provider for RuleModel {
         if !message.text.is_empty() {
             events.send(StreamEvent::TextDelta(message.text.clone()));
         }
-        let finish = match message.tool_calls.is_empty() {
-            true => FinishReason::Stop,
-            false => FinishReason::ToolCalls,
+        let usage = Usage {
+            input_tokens: 100,
+            output_tokens: 10,
+            ..Usage::default()
         };
-        Ok(ChatResponse {
-            message,
-            finish,
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 10,
-                ..Usage::default()
-            },
-            cost_usd: 0.0,
-            request_digest: None,
-        })
+        Ok(ChatResponse::of(message, usage))
     }
 }
 

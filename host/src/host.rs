@@ -79,12 +79,6 @@ impl Host {
         HostBuilder::new(config)
     }
 
-    /// What [`HostBuilder::load`] loads.
-    async fn load_built(built: HostBuilder) -> Result<Host, Error> {
-        let (config, supplied) = built.checked()?;
-        Host::load_with(config, Keys::Required, supplied).await
-    }
-
     /// As [`Host::load`], for a replay (`warren replay`), which sends nothing to
     /// any model: a model whose API key is not set is connected without one.
     pub async fn load_offline(config: Config) -> Result<Host, Error> {
@@ -524,7 +518,8 @@ impl HostBuilder {
     /// Loads the plugins and connects the models, as [`Host::load`], with the
     /// supplied parts.
     pub async fn load(self) -> Result<Host, Error> {
-        Host::load_built(self).await
+        let (config, supplied) = self.checked()?;
+        Host::load_with(config, Keys::Required, supplied).await
     }
 }
 

@@ -171,7 +171,7 @@ impl warren::llm::Provider for Echo {
         request: &warren::llm::ChatRequest,
         _events: &warren::llm::EventSink,
     ) -> Result<warren::llm::ChatResponse, warren::llm::LlmError> {
-        use warren::llm::{AssistantMessage, ChatResponse, FinishReason, Message, ToolCall};
+        use warren::llm::{AssistantMessage, ChatResponse, Message, ToolCall};
         let call = |name: &str, arguments: serde_json::Value| AssistantMessage {
             tool_calls: vec![ToolCall {
                 id: format!("call_{name}"),
@@ -197,16 +197,6 @@ impl warren::llm::Provider for Echo {
                 ..AssistantMessage::default()
             },
         };
-        let finish = match message.tool_calls.is_empty() {
-            true => FinishReason::Stop,
-            false => FinishReason::ToolCalls,
-        };
-        Ok(ChatResponse {
-            message,
-            finish,
-            usage: Default::default(),
-            cost_usd: 0.0,
-            request_digest: None,
-        })
+        Ok(ChatResponse::of(message, Default::default()))
     }
 }

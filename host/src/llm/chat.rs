@@ -292,6 +292,16 @@ pub struct ChatResponse {
 }
 
 impl ChatResponse {
+    /// A free response to `message` (a provider written in code): it stopped for
+    /// tool results if it made tool calls, else it finished its answer.
+    pub fn of(message: AssistantMessage, usage: Usage) -> Self {
+        let finish = match message.tool_calls.is_empty() {
+            true => FinishReason::Stop,
+            false => FinishReason::ToolCalls,
+        };
+        ChatResponse::priced(message, finish, usage, &Price::default())
+    }
+
     /// A response with its cost computed from `price`.
     pub(crate) fn priced(
         message: AssistantMessage,
