@@ -14,8 +14,10 @@ to a file). With --unstreamed warren's model table gets `stream = false`, so bot
 clients get each answer as one JSON body, as the SDK asks for it.
 
 With --journal-cost N the SDK is left out: warren runs N times with its run journal on
-and N times with --no-journal, alternately, and the medians and their ratio are printed
-(what the journal costs; see docs/benchmarks.md).
+and N times with --no-journal, in pairs whose order alternates (on, off, then off, on:
+neither is always first), and the medians and their ratio are printed (what the
+journal costs; see docs/benchmarks.md), with each side's quartiles, as one run's CPU
+time varies by several per cent.
 """
 
 import argparse
@@ -147,15 +149,22 @@ def main():
 
         if args.journal_cost:
             on, off = [], []
-            for _ in range(args.journal_cost):
-                on.append(run_warren([]))
-                off.append(run_warren(["--no-journal"]))
+            for i in range(args.journal_cost):
+                for journaled in ((True, False) if i % 2 == 0 else (False, True)):
+                    if journaled:
+                        on.append(run_warren([]))
+                    else:
+                        off.append(run_warren(["--no-journal"]))
             cpu_on = statistics.median(m[0] for m in on) * 1000 / n
             cpu_off = statistics.median(m[0] for m in off) * 1000 / n
             rss_on = statistics.median(m[1] for m in on) / 1024
             rss_off = statistics.median(m[1] for m in off) / 1024
             print(f"journal on: {cpu_on:.3f} ms per sub-agent, {rss_on:.0f} MiB; "
                   f"off: {cpu_off:.3f} ms, {rss_off:.0f} MiB (medians of {args.journal_cost})")
+            if args.journal_cost >= 4:
+                for name, runs in (("on", on), ("off", off)):
+                    q1, q2, q3 = (q * 1000 / n for q in statistics.quantiles([m[0] for m in runs], n=4))
+                    print(f"journal {name}: quartiles {q1:.3f} {q2:.3f} {q3:.3f} ms per sub-agent")
             print(f"journal cost: CPU {cpu_on / max(cpu_off, 1e-9):.3f}x, "
                   f"peak RSS {rss_on / max(rss_off, 1e-9):.3f}x")
             return

@@ -467,6 +467,7 @@ impl RunState {
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
             | Record::ToolSet { .. }
+            | Record::SystemPrompt { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => Vec::new(),
         }

@@ -109,10 +109,32 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines[0]["type"], "run_started");
-    assert_eq!(lines[0]["v"], 1);
+    assert_eq!(lines[0]["v"], 2);
     assert_eq!(lines.last().unwrap()["type"], "run_finished");
     let count = |kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
     assert_eq!(count("agent_queued"), 3);
+    // Each distinct system prompt is written once, before the first spec naming it:
+    // the root's, and the one both workers share.
+    let mut prompts = std::collections::BTreeMap::new();
+    for line in &lines {
+        match line["type"].as_str() {
+            Some("system_prompt") => {
+                let digest = line["digest"].as_str().unwrap();
+                assert!(
+                    prompts.insert(digest, &line["text"]).is_none(),
+                    "{lines:#?}"
+                );
+            }
+            Some("agent_spec") => {
+                assert!(line.get("system").is_none(), "{line}");
+                let named = line["system_digest"].as_str().unwrap();
+                assert!(prompts.contains_key(named), "{named} before its prompt");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(prompts.len(), 2, "{prompts:#?}");
+    assert_eq!(count("agent_spec"), 3);
     assert_eq!(count("agent_finished"), 3);
     assert!(count("model_response") >= 4, "{lines:#?}");
     // Each response names the request it answered by a digest of the body sent.

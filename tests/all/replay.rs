@@ -258,7 +258,15 @@ async fn bad_journals_are_refused_saying_what_is_wrong() {
     let lines = std::fs::read_to_string(&journal).unwrap();
 
     let newer = world.path("newer.jsonl");
-    std::fs::write(&newer, lines.replacen("\"v\":1", "\"v\":99", 1)).unwrap();
+    std::fs::write(
+        &newer,
+        lines.replacen(
+            &format!("\"v\":{}", warren::journal::VERSION),
+            "\"v\":99",
+            1,
+        ),
+    )
+    .unwrap();
     let out = offline(&world, &["replay", newer.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(

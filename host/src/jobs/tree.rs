@@ -49,6 +49,8 @@ pub struct Tree {
     /// When this run replays `resume`'s recording (`warren replay`): every agent
     /// runs again, its model answered from the recording while its requests match.
     pub replay: Option<Arc<super::replay::Replay>>,
+    /// The system prompts this process has journaled (by digest).
+    prompts: Mutex<std::collections::HashSet<String>>,
     /// The tool sets whose definitions this process has journaled (by names).
     tool_sets: Mutex<std::collections::HashSet<Vec<String>>>,
 }
@@ -116,6 +118,7 @@ impl Tree {
             resume: None,
             replay: None,
             tool_sets: Mutex::default(),
+            prompts: Mutex::default(),
         })
     }
 
@@ -392,6 +395,24 @@ impl Tree {
         };
         if new {
             self.record(tools);
+        }
+    }
+
+    /// Journals system prompt `text` under `digest` unless this process did already
+    /// (so a prompt shared by a thousand agents is written once).
+    pub(crate) fn record_prompt(&self, digest: &str, text: &str) {
+        if self.journal.is_none() {
+            return;
+        }
+        let new = {
+            let mut prompts = self.prompts.lock().expect("prompts poisoned");
+            !prompts.contains(digest) && prompts.insert(digest.to_string())
+        };
+        if new {
+            self.record(|| Record::SystemPrompt {
+                digest: digest.to_string(),
+                text: text.to_string(),
+            });
         }
     }
 

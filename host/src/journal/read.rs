@@ -275,6 +275,7 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
         | Record::RunFinished { .. }
         | Record::AgentQueued(_)
         | Record::ToolSet { .. }
+        | Record::SystemPrompt { .. }
         | Record::JournalFull { .. }
         | Record::AgentSpec { .. }
         | Record::ToolStarted { .. } => {}

@@ -11,7 +11,10 @@ use crate::sandbox::ToolOutcome;
 
 /// The journal format's version, in every `run_started` record. Raised when a record
 /// changes in a way an older reader would misread.
-pub const VERSION: u32 = 1;
+/// Version 2 writes each distinct system prompt once, in a `system_prompt` record
+/// that `agent_spec` names by digest; version 1 wrote it whole in every
+/// `agent_spec` (still read).
+pub const VERSION: u32 = 2;
 
 /// One line of a journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,9 +100,23 @@ pub enum Record {
         max_cost_usd: Option<f64>,
         /// How deep it is in the tree.
         depth: u32,
-        /// Its system prompt, whole (a replay shows what changed in it).
+        /// Its system prompt, whole (a replay shows what changed in it): in
+        /// journals of version 1; later ones name it by `system_digest`.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         system: String,
+        /// The digest of its system prompt, whose text is in the `system_prompt`
+        /// record of that digest before this one (absent when it has none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system_digest: Option<String>,
+    },
+    /// A system prompt given to agents, written before the first `agent_spec` that
+    /// names it, once per run and process (a thousand agents of one profile share
+    /// one copy).
+    SystemPrompt {
+        /// Its digest (XXH3-64 of its text, hex), as `agent_spec` names it.
+        digest: String,
+        /// Its text, whole.
+        text: String,
     },
     /// The definitions of a set of tools offered to agents, written before the first
     /// `agent_spec` whose `tools` names exactly these, once per run and process (a
@@ -297,6 +314,7 @@ impl Record {
             Record::RunStarted { .. }
             | Record::RunResumed { .. }
             | Record::ToolSet { .. }
+            | Record::SystemPrompt { .. }
             | Record::JournalFull { .. }
             | Record::RunFinished { .. } => None,
         }
@@ -364,6 +382,11 @@ pub struct Drained {
     pub running: Vec<String>,
     /// Every child whose result the message carried, in order.
     pub delivered: Vec<String>,
+}
+
+/// The digest a system prompt is named by in a journal (XXH3-64 of its text, hex).
+pub fn prompt_digest(text: &str) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
 fn is_zero(n: &u64) -> bool {

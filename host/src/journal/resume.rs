@@ -132,6 +132,8 @@ pub struct Resume {
     order: Vec<String>,
     /// The latest recorded definitions of each set of tool names.
     tool_sets: HashMap<Vec<String>, std::sync::Arc<Vec<RecordedToolDef>>>,
+    /// The recorded system prompts, by digest.
+    prompts: HashMap<String, String>,
 }
 
 impl Resume {
@@ -167,6 +169,7 @@ impl Resume {
             ids: HashSet::new(),
             unclaimed: Mutex::default(),
             tool_sets: HashMap::new(),
+            prompts: HashMap::new(),
             order: Vec::new(),
         };
         // Costs of agents whose responses are recorded here; the others' (agents run on
@@ -199,10 +202,15 @@ impl Resume {
                 agent,
                 model,
                 system,
+                system_digest,
                 tools,
                 ..
             } => {
                 let tool_defs = self.tool_sets.get(&tools).cloned();
+                let system = match system_digest {
+                    Some(digest) => self.prompts.get(&digest).cloned().unwrap_or_default(),
+                    None => system,
+                };
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.spec = true;
                     agent.model = model;
@@ -214,6 +222,9 @@ impl Resume {
             Record::ToolSet { tools } => {
                 let names = tools.iter().map(|t| t.name.clone()).collect();
                 self.tool_sets.insert(names, std::sync::Arc::new(tools));
+            }
+            Record::SystemPrompt { digest, text } => {
+                self.prompts.insert(digest, text);
             }
             record @ Record::ModelResponse { .. } => self.response(ts_ms, record, responded),
             Record::ToolStarted { agent, call_id, .. } => {
@@ -360,13 +371,14 @@ impl Resume {
     }
 
     /// Whether `record` is in the journal already (a resumed job's registration,
-    /// start, spec and end are not written twice).
+    /// start, spec and end, and a system prompt, are not written twice).
     pub fn has(&self, record: &Record) -> bool {
         let agent = |id: &str| self.agents.get(id);
         match record {
             Record::AgentQueued(intro) => agent(&intro.agent).is_some(),
             Record::AgentStarted { agent: id } => agent(id).is_some_and(|a| a.started()),
             Record::AgentSpec { agent: id, .. } => agent(id).is_some_and(|a| a.spec),
+            Record::SystemPrompt { digest, .. } => self.prompts.contains_key(digest),
             Record::AgentFinished { agent: id, .. } => {
                 agent(id).is_some_and(|a| a.finished.is_some())
             }
@@ -409,6 +421,50 @@ mod tests {
             limits: None,
             forked_from: None,
         })
+    }
+
+    fn spec(agent: &str, system: &str, system_digest: Option<&str>) -> Line {
+        line(Record::AgentSpec {
+            agent: agent.into(),
+            message: "m".into(),
+            model: None,
+            tools: Vec::new(),
+            max_turns: 1,
+            timeout_s: 1,
+            max_cost_usd: None,
+            depth: 0,
+            system: system.into(),
+            system_digest: system_digest.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn a_system_prompt_is_read_whole_from_version_1_and_by_digest_from_version_2() {
+        let prompt = "Be brief.";
+        let digest = crate::journal::record::prompt_digest(prompt);
+        let resume = Resume::new(vec![
+            started(),
+            queued("a", None, "t"),
+            queued("b", Some("a"), "one"),
+            queued("c", Some("a"), "two"),
+            // Version 1: whole in the spec.
+            spec("a", "Old and whole.", None),
+            line(Record::SystemPrompt {
+                digest: digest.clone(),
+                text: prompt.into(),
+            }),
+            spec("b", "", Some(&digest)),
+            spec("c", "", Some(&digest)),
+        ])
+        .unwrap();
+        assert_eq!(resume.agent("a").unwrap().system, "Old and whole.");
+        assert_eq!(resume.agent("b").unwrap().system, prompt);
+        assert_eq!(resume.agent("c").unwrap().system, prompt);
+        // A resumed process does not write a recorded prompt again.
+        assert!(resume.has(&Record::SystemPrompt {
+            digest,
+            text: prompt.into()
+        }));
     }
 
     #[test]

@@ -1,27 +1,29 @@
-//! Appending to a run's journal: one writer thread per run takes records in order and
-//! writes each batch with one `write`, syncing it with one `fdatasync` when someone
-//! waits for it (group commit), so a thousand agents recording at once share writes
-//! and syncs instead of queueing for a thousand.
+//! Appending to a run's journal: records are serialized straight into one shared
+//! buffer, and one writer thread per run takes what has gathered and writes it with one
+//! `write`, syncing it with one `fdatasync` when someone waits for it (group commit),
+//! so a thousand agents recording at once share writes and syncs instead of queueing
+//! for a thousand, and a record costs no allocation of its own on its way to disk.
 //!
 //! What is durable when. A record is written within [`WRITE_DELAY`] of being made
 //! (with the records made meanwhile; within [`COMMIT_DELAY`] when it is awaited:
-//! the end of a call that could have had an effect is, before its agent goes on); from then on it survives the death of the
-//! process (a crash, SIGKILL, the OOM killer), being in the kernel's page cache. It
-//! survives a crash of the machine once synced: a batch is synced when a record in it
-//! is awaited ([`Journal::record_durably`]: the start of a tool call that could have an
-//! effect, before the call runs, which syncs its model response before it as well) and
-//! when the run ends ([`Journal::flush`]). So a crash of the process at any instant
-//! loses at most the records of the last [`WRITE_DELAY`], the boundaries in progress: a model
-//! response not yet written is asked for again, a call that can have no effect is run
-//! again, and no call that could have one runs before its start is on disk.
+//! the end of a call that could have had an effect is, before its agent goes on);
+//! from then on it survives the death of the process (a crash, SIGKILL, the OOM
+//! killer), being in the kernel's page cache. It survives a crash of the machine once
+//! synced: a batch is synced when a record in it is awaited
+//! ([`Journal::record_durably`]: the start of a tool call that could have an effect,
+//! before the call runs, which syncs its model response before it as well) and when
+//! the run ends ([`Journal::flush`]). So a crash of the process at any instant loses
+//! at most the records of the last [`WRITE_DELAY`], the boundaries in progress: a
+//! model response not yet written is asked for again, a call that can have no effect
+//! is run again, and no call that could have one runs before its start is on disk.
 
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::record::Record;
 
@@ -30,34 +32,76 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// How long the writer lets a batch gather after its first record when someone waits
 /// for it to be durable.
-const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_micros(500);
+const COMMIT_DELAY: Duration = Duration::from_micros(500);
 
-/// How long it lets a batch gather when nobody waits for it (an awaited or urgent
-/// record arriving meanwhile cuts the wait to [`COMMIT_DELAY`]): fewer, larger
-/// writes, and fewer wake-ups of the writer thread. What a crash can lose is a
-/// model response (asked for again on resume) or the result of a call that could
-/// have no effect (run again); the end of one that could is written at once.
-const WRITE_DELAY: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long it lets a batch gather when nobody waits for it (an awaited record
+/// arriving meanwhile cuts the wait to [`COMMIT_DELAY`]): fewer, larger writes, and
+/// fewer wake-ups of the writer thread. What a crash can lose is a model response
+/// (asked for again on resume) or the result of a call that could have no effect
+/// (run again); the end of one that could is written at once.
+const WRITE_DELAY: Duration = Duration::from_millis(50);
 
-/// A record on its way to disk, and whoever waits for it to be durable.
-struct Pending {
-    /// The serialized line, newline included (empty for a flush).
-    line: Vec<u8>,
-    /// Told when the line is written (and synced, with `sync`).
-    waiter: Option<oneshot::Sender<()>>,
-    /// Synced before the waiter is told.
+/// Bytes of buffer the writer keeps between batches (more only while a larger
+/// batch is written).
+const KEEP_BYTES: usize = 1 << 20;
+
+/// What has gathered for the next write.
+#[derive(Default)]
+struct Batch {
+    /// Serialized lines, newlines included.
+    bytes: Vec<u8>,
+    /// Told when the batch is written (and synced, when `sync`).
+    waiters: Vec<oneshot::Sender<()>>,
+    /// Whether someone waits for the batch to be on disk.
     sync: bool,
+    /// Whether someone waits for it at all: the writer waits [`COMMIT_DELAY`], not
+    /// [`WRITE_DELAY`].
+    awaited: bool,
+    /// Set when the batch got its first record or waiter.
+    since: Option<Instant>,
+    /// Set when a write failed: the run goes on, unjournaled from then on, and the
+    /// failure is logged once.
+    failed: bool,
+    /// Set when the journal is dropped: the writer writes what is left and ends.
+    closed: bool,
+    /// Set while the writer sleeps until rung (nothing came while it lingered after
+    /// its last write): the record that begins a batch rings it.
+    idle: bool,
+}
+
+/// The batch and the writer's bell, shared by the journal and its writer thread.
+#[derive(Default)]
+struct Shared {
+    batch: Mutex<Batch>,
+    /// Rung when a batch begins while the writer is idle, when someone starts
+    /// waiting, and on close.
+    bell: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Batch> {
+        self.batch
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// The journal of one run, open for appending.
 pub struct Journal {
-    /// Where its records go.
-    sender: mpsc::UnboundedSender<Pending>,
-    /// The writer thread, woken early for a record someone waits for.
-    writer: std::thread::Thread,
-    /// Set when a write failed: the run goes on, unjournaled from then on, and the
-    /// failure is logged once.
-    failed: std::sync::Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    /// The writer thread, joined on drop.
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Journal {
+    /// Writes what is left (not synced) before the journal is gone.
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.bell.notify_one();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 impl Journal {
@@ -103,9 +147,8 @@ impl Journal {
         written: u64,
         max_bytes: u64,
     ) -> std::io::Result<Journal> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let failed = std::sync::Arc::new(AtomicBool::new(false));
-        let writer_failed = failed.clone();
+        let shared = Arc::new(Shared::default());
+        let writer_shared = shared.clone();
         let writer = std::thread::Builder::new()
             .name("warren-journal".into())
             .spawn(move || {
@@ -114,60 +157,73 @@ impl Journal {
                     written,
                     max_bytes,
                 };
-                write_batches(&mut out, receiver, &path, &writer_failed);
-            })?
-            .thread()
-            .clone();
+                write_batches(&mut out, &writer_shared, &path);
+            })?;
         Ok(Journal {
-            sender,
-            writer,
-            failed,
+            shared,
+            writer: Some(writer),
         })
     }
 
     /// Appends `record` with the next batch, without waiting.
     pub fn record(&self, record: Record) {
-        self.send(record, None, false);
+        self.send(Some(&record), None, false);
     }
 
     /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
     /// not synced: it survives the death of the process from then on.
     pub async fn record_written(&self, record: Record) {
         let (written, wait) = oneshot::channel();
-        self.send(record, Some(written), false);
-        self.writer.unpark();
+        self.send(Some(&record), Some(written), false);
         let _ = wait.await;
     }
 
     /// Appends `record` and waits until it is on disk.
     pub async fn record_durably(&self, record: Record) {
         let (synced, wait) = oneshot::channel();
-        self.send(record, Some(synced), true);
-        self.writer.unpark();
+        self.send(Some(&record), Some(synced), true);
         let _ = wait.await;
     }
 
     /// Waits until every record sent so far is on disk.
     pub async fn flush(&self) {
         let (synced, wait) = oneshot::channel();
-        let _ = self.sender.send(Pending {
-            line: Vec::new(),
-            waiter: Some(synced),
-            sync: true,
-        });
-        self.writer.unpark();
+        self.send(None, Some(synced), true);
         let _ = wait.await;
     }
 
-    fn send(&self, record: Record, waiter: Option<oneshot::Sender<()>>, sync: bool) {
-        if self.failed.load(Ordering::Relaxed) {
+    /// Adds `record` (if any) to the batch, and `waiter` to those told when it is
+    /// written (synced, with `sync`); rings the writer when it is idle and the batch
+    /// begins, or someone starts waiting on it.
+    fn send(&self, record: Option<&Record>, waiter: Option<oneshot::Sender<()>>, sync: bool) {
+        let mut batch = self.shared.lock();
+        if batch.failed {
+            drop(batch);
             if let Some(waiter) = waiter {
                 let _ = waiter.send(());
             }
             return;
         }
-        let line = line_bytes(now_ms(), &record);
-        let _ = self.sender.send(Pending { line, waiter, sync });
+        let began = batch.since.is_none();
+        if began {
+            batch.since = Some(Instant::now());
+        }
+        if let Some(record) = record {
+            append_line(&mut batch.bytes, now_ms(), record);
+        }
+        let hurried = match waiter {
+            Some(waiter) => {
+                batch.waiters.push(waiter);
+                batch.sync |= sync;
+                !std::mem::replace(&mut batch.awaited, true)
+            }
+            None => false,
+        };
+        let ring = began && batch.idle || hurried;
+        drop(batch);
+        if ring {
+            self.shared.bell.notify_one();
+        }
     }
 }
 
@@ -196,13 +252,23 @@ struct Output {
 }
 
 impl Output {
-    /// Appends `bytes`, synced when `sync`; past the size bound, writes the
-    /// `journal_full` record instead and fails with what happened.
+    /// Appends `bytes` (whole lines), synced when `sync`; past the size bound, the
+    /// lines that fit, then the `journal_full` record, and fails with what happened.
     fn write(&mut self, bytes: &[u8], sync: bool) -> std::io::Result<()> {
         if self.written + bytes.len() as u64 > self.max_bytes {
+            let room = self.max_bytes.saturating_sub(self.written) as usize;
+            let fits = bytes[..room.min(bytes.len())]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |at| at + 1);
             let mib = self.max_bytes / (1024 * 1024);
-            let full = line_bytes(now_ms(), &Record::JournalFull { max_run_mib: mib });
-            self.file.write_all(&full)?;
+            let mut last = bytes[..fits].to_vec();
+            append_line(
+                &mut last,
+                now_ms(),
+                &Record::JournalFull { max_run_mib: mib },
+            );
+            self.file.write_all(&last)?;
             self.file.sync_data()?;
             return Err(std::io::Error::other(format!(
                 "it reached {mib} MiB ([journal] max_run_mib), so it cannot be resumed"
@@ -217,19 +283,18 @@ impl Output {
     }
 }
 
-/// One journal line, newline included: what a [`Line`](super::record::Line) serializes to, written
-/// directly (`{"ts_ms":…,` then the record's own fields) rather than through serde's
-/// `flatten`, which costs a map serializer per record.
-fn line_bytes(ts_ms: u64, record: &Record) -> Vec<u8> {
-    let mut line = Vec::with_capacity(256);
-    write!(line, "{{\"ts_ms\":{ts_ms}").expect("writing to a Vec");
-    let opening = line.len();
-    serde_json::to_writer(&mut line, record).expect("records serialize");
+/// Appends one journal line to `out`, newline included: what a
+/// [`Line`](super::record::Line) serializes to, written directly (`{"ts_ms":…,` then
+/// the record's own fields) rather than through serde's `flatten`, which costs a map
+/// serializer per record.
+fn append_line(out: &mut Vec<u8>, ts_ms: u64, record: &Record) {
+    write!(out, "{{\"ts_ms\":{ts_ms}").expect("writing to a Vec");
+    let opening = out.len();
+    serde_json::to_writer(&mut *out, record).expect("records serialize");
     // A record is an object with at least its `type`: its `{` becomes the comma
-    // after `ts_ms`, so the line is built in one buffer, with no copy.
-    line[opening] = b',';
-    line.push(b'\n');
-    line
+    // after `ts_ms`, so the line is built in place, with no copy.
+    out[opening] = b',';
+    out.push(b'\n');
 }
 
 fn now_ms() -> u64 {
@@ -238,56 +303,78 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The writer thread: each batch (what has arrived since the last) is written whole
-/// and synced once, then everyone waiting on it is told.
-fn write_batches(
-    out: &mut Output,
-    mut receiver: mpsc::UnboundedReceiver<Pending>,
-    path: &Path,
-    failed: &AtomicBool,
-) {
-    // One buffer for every batch's bytes, grown to the largest batch.
-    let mut bytes = Vec::new();
-    while let Some(first) = receiver.blocking_recv() {
-        // A moment for the records of other agents to join this batch: one write,
-        // one sync and one wake-up serve them all (a group-commit delay, as databases
-        // have): short when someone waits, longer otherwise, cut short by `unpark`
-        // when an awaited record comes meanwhile.
-        let delay = if first.waiter.is_some() {
-            COMMIT_DELAY
-        } else {
-            WRITE_DELAY
-        };
-        let started = std::time::Instant::now();
-        std::thread::park_timeout(delay);
-        let elapsed = started.elapsed();
-        if elapsed < COMMIT_DELAY {
-            std::thread::park_timeout(COMMIT_DELAY - elapsed);
-        }
-        let mut batch = vec![first];
-        while let Ok(more) = receiver.try_recv() {
-            batch.push(more);
-        }
-        if !failed.load(Ordering::Relaxed) {
-            bytes.clear();
-            for pending in &batch {
-                bytes.extend_from_slice(&pending.line);
+/// The writer thread. After each write it lingers for [`WRITE_DELAY`]: what arrives
+/// meanwhile is the next batch, written when the linger ends, so under steady traffic
+/// it wakes once per batch and nobody rings it. When nothing came it sleeps until
+/// rung, then lets the new batch gather for [`WRITE_DELAY`] (a group-commit delay, as
+/// databases have). A batch someone waits for is written [`COMMIT_DELAY`] after it
+/// began, synced once when awaited durably, and everyone waiting on it told. Ends when
+/// the journal is dropped, after writing what is left.
+fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
+    // The buffer being written, swapped with the one gathering: two buffers, each
+    // grown to the largest batch, serve the whole run.
+    let mut writing = Vec::new();
+    let mut batch = shared.lock();
+    loop {
+        batch = gather(shared, batch, Instant::now());
+        if batch.since.is_none() {
+            batch.idle = true;
+            while batch.since.is_none() && !batch.closed {
+                batch = shared.bell.wait(batch).unwrap_or_else(|p| p.into_inner());
             }
-            let awaited = batch.iter().any(|p| p.sync);
-            let written = out.write(&bytes, awaited);
-            if let Err(error) = written {
-                failed.store(true, Ordering::Relaxed);
+            batch.idle = false;
+            let Some(since) = batch.since else {
+                return; // closed, with nothing left
+            };
+            batch = gather(shared, batch, since);
+        }
+        std::mem::swap(&mut writing, &mut batch.bytes);
+        let waiters = std::mem::take(&mut batch.waiters);
+        let sync = std::mem::take(&mut batch.sync);
+        batch.awaited = false;
+        batch.since = None;
+        let failed = batch.failed;
+        drop(batch);
+        if !failed && (sync || !writing.is_empty()) {
+            if let Err(error) = out.write(&writing, sync) {
+                shared.lock().failed = true;
                 tracing::error!(
                     "cannot write the run journal {}: {error}; the run goes on without it",
                     path.display()
                 );
             }
         }
-        for pending in batch {
-            if let Some(waiter) = pending.waiter {
-                let _ = waiter.send(());
-            }
+        writing.clear();
+        // A batch of one huge record leaves no huge buffer behind.
+        writing.shrink_to(KEEP_BYTES);
+        for waiter in waiters {
+            let _ = waiter.send(());
         }
+        batch = shared.lock();
+    }
+}
+
+/// Waits until the batch is due: [`WRITE_DELAY`] after `start`, or [`COMMIT_DELAY`]
+/// after it began once someone waits for it, or at once when the journal is closed.
+fn gather<'a>(
+    shared: &'a Shared,
+    mut batch: MutexGuard<'a, Batch>,
+    start: Instant,
+) -> MutexGuard<'a, Batch> {
+    loop {
+        let due = match batch.since {
+            Some(since) if batch.awaited => since + COMMIT_DELAY,
+            _ => start + WRITE_DELAY,
+        };
+        let left = due.saturating_duration_since(Instant::now());
+        if left.is_zero() || batch.closed {
+            return batch;
+        }
+        batch = shared
+            .bell
+            .wait_timeout(batch, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
 }
 
@@ -322,10 +409,86 @@ mod tests {
                 }),
             },
         ] {
-            let bytes = line_bytes(42, &record);
-            assert!(bytes.ends_with(b"}\n"));
-            let line: Line = serde_json::from_slice(&bytes).unwrap();
+            let mut bytes = b"earlier\n".to_vec();
+            append_line(&mut bytes, 42, &record);
+            let line = bytes.strip_prefix(b"earlier\n").unwrap();
+            assert!(line.ends_with(b"}\n"));
+            let line: Line = serde_json::from_slice(line).unwrap();
             assert_eq!(line, Line { ts_ms: 42, record });
         }
+    }
+
+    fn started(agent: &str) -> Record {
+        Record::AgentStarted {
+            agent: agent.into(),
+        }
+    }
+
+    fn agents_in(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let line: Line = serde_json::from_str(line).unwrap();
+                line.record.agent().unwrap().to_string()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_awaited_record_is_in_the_file_with_every_record_before_it_when_the_wait_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::create(dir.path(), "r", u64::MAX).unwrap();
+        let path = dir.path().join("r").join(JOURNAL_FILE);
+        journal.record(started("a"));
+        journal.record(started("b"));
+        journal.record_written(started("c")).await;
+        assert_eq!(agents_in(&path), ["a", "b", "c"]);
+        journal.record(started("d"));
+        journal.record_durably(started("e")).await;
+        assert_eq!(agents_in(&path), ["a", "b", "c", "d", "e"]);
+        journal.record(started("f"));
+        journal.flush().await;
+        assert_eq!(agents_in(&path), ["a", "b", "c", "d", "e", "f"]);
+    }
+
+    #[tokio::test]
+    async fn a_record_nobody_waits_for_is_written_by_itself_and_dropping_writes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::create(dir.path(), "r", u64::MAX).unwrap();
+        let path = dir.path().join("r").join(JOURNAL_FILE);
+        // Once after a batch the writer lingers, once it is idle and rung.
+        for (round, agent) in ["a", "b"].into_iter().enumerate() {
+            journal.record(started(agent));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while agents_in(&path).len() <= round {
+                assert!(Instant::now() < deadline, "`{agent}` was never written");
+                std::thread::sleep(WRITE_DELAY);
+            }
+            std::thread::sleep(WRITE_DELAY * 3);
+        }
+        journal.record(started("c"));
+        drop(journal);
+        assert_eq!(agents_in(&path), ["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn past_its_size_bound_the_journal_says_so_and_takes_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::create(dir.path(), "r", 100).unwrap();
+        let path = dir.path().join("r").join(JOURNAL_FILE);
+        // One batch: the lines that fit are written, then the bound's record.
+        journal.record(started("a"));
+        journal.record(started("b"));
+        journal.record_written(started("c")).await;
+        journal.record_written(started("d")).await;
+        let lines: Vec<Line> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0].record, started("a"));
+        assert_eq!(lines[1].record, Record::JournalFull { max_run_mib: 0 });
     }
 }
