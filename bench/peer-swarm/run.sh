@@ -6,7 +6,8 @@
 # The SDK goes into a virtual environment (target/peer-swarm-venv, or $PEER_VENV) on the
 # first run, from PyPI (requirements.txt). --unstreamed: warren's model gets
 # `stream = false`, so neither client streams. --journal-cost N: warren alone, N runs
-# with its run journal on and N with --no-journal, and the ratio of the medians.
+# with its run journal on and N with --no-journal (pairs in alternating order), and the
+# ratio of the medians with a bootstrap interval.
 # Run with: bench/peer-swarm/run.sh [--unstreamed] target/release/warren PLUGINS_DIR
 # (the files plugin is taken from PLUGINS_DIR/files.wasm, e.g. in
 # target/wasm/wasm32-wasip2/release after scripts/build-plugins)

@@ -16,12 +16,13 @@ clients get each answer as one JSON body, as the SDK asks for it.
 With --journal-cost N the SDK is left out: warren runs N times with its run journal on
 and N times with --no-journal, in pairs whose order alternates (on, off, then off, on:
 neither is always first), and the medians and their ratio are printed (what the
-journal costs; see docs/benchmarks.md), with each side's quartiles, as one run's CPU
-time varies by several per cent.
+journal costs; see docs/benchmarks.md), with each side's quartiles and a bootstrap
+interval of the ratio, as one run's CPU time varies by several per cent.
 """
 
 import argparse
 import os
+import random
 import statistics
 import shutil
 import subprocess
@@ -101,6 +102,16 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
 """
 
 
+def bootstrap_ratio(on, off, rounds=2000):
+    """The 5th and 95th percentiles of median(on) / median(off) over resamples of
+    each side (a fixed seed, so a run's figures can be checked)."""
+    rng = random.Random(7)
+    ratios = sorted(
+        statistics.median(rng.choices(on, k=len(on))) / statistics.median(rng.choices(off, k=len(off)))
+        for _ in range(rounds))
+    return ratios[rounds * 5 // 100], ratios[rounds * 95 // 100]
+
+
 def finished(output, who):
     """Exits, naming the output's last lines, unless the run saw every sub-agent."""
     with open(output) as f:
@@ -165,6 +176,8 @@ def main():
                 for name, runs in (("on", on), ("off", off)):
                     q1, q2, q3 = (q * 1000 / n for q in statistics.quantiles([m[0] for m in runs], n=4))
                     print(f"journal {name}: quartiles {q1:.3f} {q2:.3f} {q3:.3f} ms per sub-agent")
+                low, high = bootstrap_ratio([m[0] for m in on], [m[0] for m in off])
+                print(f"journal cost: 90 % bootstrap interval of the CPU ratio {low:.3f}x to {high:.3f}x")
             print(f"journal cost: CPU {cpu_on / max(cpu_off, 1e-9):.3f}x, "
                   f"peak RSS {rss_on / max(rss_off, 1e-9):.3f}x")
             return
