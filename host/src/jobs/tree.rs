@@ -386,14 +386,7 @@ impl Tree {
     /// Journals the definitions of `tools` unless this process did already (so a
     /// set shared by a thousand agents is written once).
     pub(crate) fn record_tool_set(&self, names: &[String], tools: impl FnOnce() -> Record) {
-        if self.journal.is_none() {
-            return;
-        }
-        let new = {
-            let mut sets = self.tool_sets.lock().expect("tool sets poisoned");
-            !sets.contains(names) && sets.insert(names.to_vec())
-        };
-        if new {
+        if self.journal.is_some() && first_time(&self.tool_sets, names) {
             self.record(tools);
         }
     }
@@ -401,14 +394,7 @@ impl Tree {
     /// Journals system prompt `text` under `digest` unless this process did already
     /// (so a prompt shared by a thousand agents is written once).
     pub(crate) fn record_prompt(&self, digest: &str, text: &str) {
-        if self.journal.is_none() {
-            return;
-        }
-        let new = {
-            let mut prompts = self.prompts.lock().expect("prompts poisoned");
-            !prompts.contains(digest) && prompts.insert(digest.to_string())
-        };
-        if new {
+        if self.journal.is_some() && first_time(&self.prompts, digest) {
             self.record(|| Record::SystemPrompt {
                 digest: digest.to_string(),
                 text: text.to_string(),
@@ -469,6 +455,16 @@ fn id_seed(run_id: &str) -> u64 {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(run_id.as_bytes());
     u64::from_le_bytes(digest[..8].try_into().expect("a digest has 8 bytes"))
+}
+
+/// Whether `key` is new to `seen`, which then holds it.
+fn first_time<K, Q>(seen: &Mutex<std::collections::HashSet<K>>, key: &Q) -> bool
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
+{
+    let mut seen = seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    !seen.contains(key) && seen.insert(key.to_owned())
 }
 
 #[cfg(test)]
