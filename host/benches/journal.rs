@@ -17,10 +17,6 @@ use warren::sandbox::ToolOutcome;
 const ROUNDS: usize = 10;
 const FAN: usize = 100;
 
-/// The default prompt of a sub-agent whose profile has none (its length is what
-/// matters here).
-const PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do and why. Your final message is all your parent will see.";
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let runs: usize = std::env::args()
@@ -149,11 +145,11 @@ async fn peer_run(journal: Option<&Journal>) {
 /// One researcher: started, its spec, a read and an answer.
 fn researcher(journal: Option<&Journal>, id: &str, task: &str, answer: &str, first: bool) {
     rec(journal, || Record::AgentStarted { agent: id.into() });
-    let digest = warren::journal::record::prompt_digest(PROMPT);
+    let digest = warren::journal::record::prompt_digest(warren::agent::SUBAGENT_PROMPT);
     if first {
         rec(journal, || Record::SystemPrompt {
             digest: digest.clone(),
-            text: PROMPT.into(),
+            text: warren::agent::SUBAGENT_PROMPT.into(),
         });
     }
     rec(journal, || Record::AgentSpec {

@@ -213,27 +213,19 @@ impl Agent {
                 })
                 .collect(),
         });
-        if self.tree.journal.is_some() {
-            // The prompt is journaled once per process, the spec names it.
-            let system = self.system_prompt();
-            let system_digest = (!system.is_empty()).then(|| {
-                let digest = crate::journal::record::prompt_digest(&system);
-                self.tree.record_prompt(&digest, &system);
-                digest
-            });
-            self.tree.record(|| Record::AgentSpec {
-                agent: self.id.0.clone(),
-                message: task.to_string(),
-                model: self.profile.model.clone(),
-                tools,
-                max_turns: self.limits.max_turns,
-                timeout_s: self.limits.timeout_s,
-                max_cost_usd: self.limits.max_cost_usd,
-                depth: self.depth,
-                system: String::new(),
-                system_digest,
-            });
-        }
+        self.tree.record(|| Record::AgentSpec {
+            agent: self.id.0.clone(),
+            message: task.to_string(),
+            model: self.profile.model.clone(),
+            tools,
+            max_turns: self.limits.max_turns,
+            timeout_s: self.limits.timeout_s,
+            max_cost_usd: self.limits.max_cost_usd,
+            depth: self.depth,
+            system: String::new(),
+            // Its prompt is journaled once per process; the spec names it.
+            system_digest: self.tree.record_prompt(&self.system_prompt()),
+        });
         self.tree.events.publish(Event::AgentSpec {
             agent: self.id.0.clone(),
             model: self.profile.model.clone(),

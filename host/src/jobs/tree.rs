@@ -391,15 +391,21 @@ impl Tree {
         }
     }
 
-    /// Journals system prompt `text` under `digest` unless this process did already
-    /// (so a prompt shared by a thousand agents is written once).
-    pub(crate) fn record_prompt(&self, digest: &str, text: &str) {
-        if self.journal.is_some() && first_time(&self.prompts, digest) {
+    /// The digest naming system prompt `text` in the journal (`None` for no prompt),
+    /// journaling the prompt unless this process did already (so a prompt shared by a
+    /// thousand agents is written once).
+    pub(crate) fn record_prompt(&self, text: &str) -> Option<String> {
+        if text.is_empty() {
+            return None;
+        }
+        let digest = crate::journal::record::prompt_digest(text);
+        if self.journal.is_some() && first_time(&self.prompts, digest.as_str()) {
             self.record(|| Record::SystemPrompt {
-                digest: digest.to_string(),
+                digest: digest.clone(),
                 text: text.to_string(),
             });
         }
+        Some(digest)
     }
 
     /// The path of job `id` from the root: each job's profile and id, `/` between.

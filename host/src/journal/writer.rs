@@ -50,13 +50,11 @@ const KEEP_BYTES: usize = 1 << 20;
 struct Batch {
     /// Serialized lines, newlines included.
     bytes: Vec<u8>,
-    /// Told when the batch is written (and synced, when `sync`).
+    /// Told when the batch is written (and synced, when `sync`); while anyone
+    /// waits, the writer waits [`COMMIT_DELAY`], not [`WRITE_DELAY`].
     waiters: Vec<oneshot::Sender<()>>,
     /// Whether someone waits for the batch to be on disk.
     sync: bool,
-    /// Whether someone waits for it at all: the writer waits [`COMMIT_DELAY`], not
-    /// [`WRITE_DELAY`].
-    awaited: bool,
     /// Set when the batch got its first record or waiter.
     since: Option<Instant>,
     /// Set when a write failed: the run goes on, unjournaled from then on, and the
@@ -173,22 +171,24 @@ impl Journal {
     /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
     /// not synced: it survives the death of the process from then on.
     pub async fn record_written(&self, record: Record) {
-        let (written, wait) = oneshot::channel();
-        self.send(Some(&record), Some(written), false);
-        let _ = wait.await;
+        self.send_and_wait(Some(&record), false).await;
     }
 
     /// Appends `record` and waits until it is on disk.
     pub async fn record_durably(&self, record: Record) {
-        let (synced, wait) = oneshot::channel();
-        self.send(Some(&record), Some(synced), true);
-        let _ = wait.await;
+        self.send_and_wait(Some(&record), true).await;
     }
 
     /// Waits until every record sent so far is on disk.
     pub async fn flush(&self) {
-        let (synced, wait) = oneshot::channel();
-        self.send(None, Some(synced), true);
+        self.send_and_wait(None, true).await;
+    }
+
+    /// Appends `record` (if any) and waits until its batch is written (synced, with
+    /// `sync`).
+    async fn send_and_wait(&self, record: Option<&Record>, sync: bool) {
+        let (done, wait) = oneshot::channel();
+        self.send(record, Some(done), sync);
         let _ = wait.await;
     }
 
@@ -215,7 +215,7 @@ impl Journal {
             Some(waiter) => {
                 batch.waiters.push(waiter);
                 batch.sync |= sync;
-                !std::mem::replace(&mut batch.awaited, true)
+                batch.waiters.len() == 1
             }
             None => false,
         };
@@ -331,7 +331,6 @@ fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
         std::mem::swap(&mut writing, &mut batch.bytes);
         let waiters = std::mem::take(&mut batch.waiters);
         let sync = std::mem::take(&mut batch.sync);
-        batch.awaited = false;
         batch.since = None;
         let failed = batch.failed;
         drop(batch);
@@ -363,7 +362,7 @@ fn gather<'a>(
 ) -> MutexGuard<'a, Batch> {
     loop {
         let due = match batch.since {
-            Some(since) if batch.awaited => since + COMMIT_DELAY,
+            Some(since) if !batch.waiters.is_empty() => since + COMMIT_DELAY,
             _ => start + WRITE_DELAY,
         };
         let left = due.saturating_duration_since(Instant::now());
