@@ -109,6 +109,7 @@ async fn peer_run(journal: Option<&Journal>) {
                     profile: "researcher".into(),
                     task: task.clone(),
                     label: None,
+                    mode: None,
                 })
             });
             let started = format!("Started job {child} (researcher) in the background; you will be notified when it finishes.");

@@ -41,6 +41,31 @@ pub struct AgentIntro {
     /// The short label its parent gave (`description`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Whether its parent goes on while it runs or waits for it (`None` for the root,
+    /// and for agents recorded before the mode was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SpawnMode>,
+}
+
+/// How a parent spawned a child: the `background` argument of `spawn_agent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpawnMode {
+    /// The parent goes on; the result is pushed to it or awaited later.
+    Background,
+    /// The parent waits for the result before its next turn.
+    Foreground,
+}
+
+impl SpawnMode {
+    /// The mode of a spawn whose `background` argument is `background`.
+    pub fn of(background: bool) -> SpawnMode {
+        if background {
+            SpawnMode::Background
+        } else {
+            SpawnMode::Foreground
+        }
+    }
 }
 
 /// Something that happened in a run.

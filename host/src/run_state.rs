@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::events::{summarize, AgentIntro, Event, EventRecord};
+use crate::events::{summarize, AgentIntro, Event, EventRecord, SpawnMode};
 use crate::jobs::Phase;
 use crate::journal::record::{Line, Record};
 use crate::outcome::AgentState;
@@ -50,6 +50,8 @@ pub struct AgentProgress {
     pub profile: String,
     /// The short label its parent gave (`description`).
     pub description: Option<String>,
+    /// Whether its parent waits for it (`None` for the root).
+    pub mode: Option<SpawnMode>,
     /// The start of its task.
     pub task: String,
     /// Its model, once its loop began.
@@ -253,6 +255,7 @@ impl RunState {
                     path,
                     profile: intro.profile.clone(),
                     description: intro.label.clone(),
+                    mode: intro.mode,
                     task: intro.task.clone(),
                     model: None,
                     max_turns: None,
@@ -390,6 +393,7 @@ impl RunState {
                         profile: a.profile.clone(),
                         task: a.task.clone(),
                         label: None,
+                        mode: a.mode,
                     })
                 })
                 .into_iter()
@@ -500,6 +504,7 @@ mod tests {
             profile: "p".into(),
             task: String::new(),
             label: None,
+            mode: None,
         })
     }
 

@@ -204,6 +204,7 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
             profile,
             task,
             label,
+            ..
         }) => {
             format!(
                 "[{agent}] queued {} (parent {}): {task}",
@@ -264,6 +265,7 @@ mod tests {
             profile: "p".into(),
             task: String::new(),
             label: None,
+            mode: None,
         })
     }
 
@@ -284,6 +286,7 @@ mod tests {
                 profile: "p".into(),
                 task: String::new(),
                 label: None,
+                mode: None,
             }),
         ] {
             tree.apply(&EventRecord {

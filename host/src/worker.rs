@@ -28,14 +28,15 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::config::{names_or_none, OutputSchema, Profile};
+use crate::config::{names_or_none, Config, OutputSchema, Profile, DEFAULT_PROFILE};
 use crate::events::Event;
 use crate::host::{Host, JobStart, Run, RunReport};
 use crate::jobs::{compose_task, narrow, ChildAsk};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
 use crate::queue::wire::{
-    data_too_large, events_progress, JobData, JobOutcome, CANCEL_POLL, EVENT_BATCH, HEARTBEAT_POLL,
+    data_too_large, events_progress, JobData, JobOutcome, StopRequest, CANCEL_POLL, EVENT_BATCH,
+    HEARTBEAT_POLL, OUTCOME_LOG_PREFIX,
 };
 
 pub use crate::queue::wire::process_name as default_name;
@@ -109,12 +110,13 @@ pub async fn run(
         )
     })?;
     eprintln!(
-        "warren worker {}: taking jobs from queue `{}` at {} (concurrency {}; profiles: {})",
+        "warren worker {}: taking jobs from queue `{}` at {} (concurrency {}; profiles: {}; a job naming no profile runs as `{}`)",
         options.name,
         config.name,
         config.redacted_url(),
         options.concurrency,
-        names_or_none(host.config().profile_names().iter())
+        names_or_none(host.config().profile_names().iter()),
+        unnamed_jobs_profile(host.config()),
     );
     shutdown.await;
     let active = worker.active_count().await;
@@ -146,7 +148,8 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     let (data, base) = read_job(shared, &job, &id)?;
     let queue = &shared.queue;
     if queue.cancel_requested(&id).await {
-        return outcome_value(&AgentOutcome::cancelled_before_start(), 0.0, worker);
+        let outcome = AgentOutcome::cancelled_before_start();
+        return Err(cancelled(&mut job, &outcome, 0.0, worker).await);
     }
     match queue.cancel_children_of(&id).await {
         Ok(0) => {}
@@ -201,16 +204,7 @@ fn read_job<'s>(
     let config = shared.host.config();
     warn_unknown_fields_once(id, &data);
     if data.profile.is_empty() {
-        match &config.queue.default_profile {
-            Some(profile) => data.profile = profile.clone(),
-            None => {
-                let reason = format!(
-                    "job {id} names no profile and worker {worker} has no [queue] default_profile (it has: {})",
-                    names_or_none(config.profile_names().iter())
-                );
-                return Err(bullmq::Error::Unrecoverable(reason));
-            }
-        }
+        data.profile = unnamed_jobs_profile(config).to_string();
     }
     let Some(base) = config.find_profile(&data.profile) else {
         let reason = format!(
@@ -222,6 +216,16 @@ fn read_job<'s>(
         return Err(bullmq::Error::Unrecoverable(reason));
     };
     Ok((data, base))
+}
+
+/// The profile of a job that names none (another producer's): `[queue]
+/// default_profile`, else `main` (the file's, or the implicit one).
+fn unnamed_jobs_profile(config: &Config) -> &str {
+    config
+        .queue
+        .default_profile
+        .as_deref()
+        .unwrap_or(DEFAULT_PROFILE)
 }
 
 /// How the job's agent starts: profile `base` narrowed by the job. `Err` (outer) for
@@ -252,6 +256,18 @@ fn job_start(
         max_cost_usd: data.limits.max_cost_usd,
         ceiling: ceiling.as_ref(),
         parent_model: data.model.as_deref(),
+    };
+    // A child that takes its parent's model (its profile says `model: inherit` in the
+    // parent's process, or it runs as its parent) takes it here too.
+    let inheriting;
+    let base = if data.inherit_model && data.model.is_some() && !base.inherit_model {
+        inheriting = Profile {
+            inherit_model: true,
+            ..base.clone()
+        };
+        &inheriting
+    } else {
+        base
     };
     let (profile, limits) = narrow(base, &ask, || shared.host.registry().names_for(base))
         .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
@@ -293,6 +309,8 @@ struct Watched {
     orphaned: Option<String>,
     /// Whether it was cancelled to be handed back at shutdown.
     handing_back: bool,
+    /// Why it was cancelled, when another client ended or removed the job.
+    ended_elsewhere: Option<String>,
     /// Events not yet sent to the parent.
     batch: Vec<Event>,
 }
@@ -321,6 +339,7 @@ async fn watch_run(
     let mut orphaned: Option<String> = None;
     let mut hand_back = shared.hand_back.clone();
     let mut handing_back = *hand_back.borrow();
+    let mut ended_elsewhere: Option<String> = None;
     let report = loop {
         tokio::select! {
             report = &mut wait => break report,
@@ -330,9 +349,17 @@ async fn watch_run(
                 }
             }
             _ = flush.tick() => send_events(job, &mut batch).await,
-            _ = poll.tick() => if queue.cancel_requested(id).await {
-                tracing::info!(job = %id, "cancel requested by the parent");
-                cancel.cancel();
+            _ = poll.tick(), if ended_elsewhere.is_none() => match queue.stop_requested(id).await {
+                Some(StopRequest::Parent) => {
+                    tracing::info!(job = %id, "cancel requested by the parent");
+                    cancel.cancel();
+                }
+                Some(StopRequest::EndedElsewhere(why)) => {
+                    tracing::info!(job = %id, "cancelled: {why}");
+                    ended_elsewhere = Some(why);
+                    cancel.cancel();
+                }
+                None => {}
             },
             _ = heartbeat.tick(), if orphaned.is_none() && data.heartbeat.is_some() => {
                 let parent = data.heartbeat.as_deref().expect("checked");
@@ -364,6 +391,7 @@ async fn watch_run(
         report,
         orphaned,
         handing_back,
+        ended_elsewhere,
         batch,
     }
 }
@@ -398,12 +426,22 @@ async fn finish(
         .await;
     let report = watched.report;
     tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
+    if let Some(why) = watched.ended_elsewhere {
+        // The job has the end that client gave it; it is not this worker's to change.
+        let _ = job
+            .log(&format!("worker {worker}: agent cancelled: {why}"))
+            .await;
+        return Err(bullmq::Error::Delayed);
+    }
     let mut root = report.root;
     if let Some(reason) = watched
         .orphaned
         .filter(|_| root.state == AgentState::Cancelled)
     {
         root.error = Some(reason);
+    }
+    if root.state == AgentState::Cancelled {
+        return Err(cancelled(job, &root, report.cost_usd, worker).await);
     }
     // States the queue is told to treat as failures fail the job, so the producer's
     // attempts and backoff apply.
@@ -424,6 +462,25 @@ async fn finish(
         return Err(bullmq::Error::ProcessingError(reason));
     }
     outcome_value(&root, report.cost_usd, worker)
+}
+
+/// A cancelled job fails, unrecoverably (it is not retried), with the reason, as
+/// BullMQ's consumers expect of a job that did not complete; the agent's outcome goes
+/// to the job's log ([`OUTCOME_LOG_PREFIX`]) for a warren parent to read.
+async fn cancelled(job: &mut Job, root: &AgentOutcome, cost: f64, worker: &str) -> bullmq::Error {
+    let why = root.error.as_deref().unwrap_or("cancelled by its parent");
+    let reason = if why.starts_with("cancelled") {
+        format!("{why} (worker {worker})")
+    } else {
+        format!("cancelled: {why} (worker {worker})")
+    };
+    match serde_json::to_string(&JobOutcome::new(root, cost, worker)) {
+        Ok(outcome) => {
+            let _ = job.log(&format!("{OUTCOME_LOG_PREFIX}{outcome}")).await;
+        }
+        Err(error) => tracing::warn!(job = %job.id(), "encoding the outcome: {error}"),
+    }
+    bullmq::Error::Unrecoverable(reason)
 }
 
 /// Logs each job-data field warren does not know, once per field name per process.

@@ -527,6 +527,44 @@ fn public_agent_collections_load() {
     assert!(mapped >= 80, "only {mapped} tool lists checked");
 }
 
+/// A published agent file whose description is 5,732 bytes (three `<example>` blocks),
+/// which Claude Code loads: warren loads it too, lists it to spawning agents cut to
+/// `MAX_PROFILE_DESCRIPTION_BYTES` with a mark, and `warren agents` says so.
+#[test]
+fn a_published_file_with_a_long_description_loads_and_is_cut_where_prompts_list_it() {
+    let world = World::new();
+    world.config(DEFAULTS);
+    let stored = crate::support::root().join(
+        "tests/corpus/agent-files/davila7__claude-code-templates/cli-tool__components__agents__expert-advisors__agent-organizer.md",
+    );
+    std::fs::create_dir(world.path("agents")).unwrap();
+    std::fs::copy(&stored, world.path("agents/agent-organizer.md")).unwrap();
+    let output = warren(&world, &["agents", "--json", "--check"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let profile = profile_json(&report, "agent-organizer");
+    let description = profile["description"].as_str().unwrap();
+    assert!(
+        description.len() <= warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+            && description.starts_with("Use when assembling and optimizing multi-agent teams")
+            && description.ends_with(" […cut]"),
+        "{} bytes: {description}",
+        description.len()
+    );
+    assert!(
+        profile["notes"]
+            .to_string()
+            .contains("description is 5732 bytes; cut to 4096 where other agents' prompts list it"),
+        "{}",
+        profile["notes"]
+    );
+    let listed = text(&warren(&world, &["agents"]).stdout);
+    assert!(
+        listed.contains("description is 5732 bytes; cut to 4096"),
+        "{listed}"
+    );
+}
+
 /// A tool an agent file names that has no sandboxed equivalent is warned about when an
 /// agent of that profile first runs — once per profile, however many agents run.
 #[test]

@@ -779,6 +779,47 @@ async fn main_is_implicit_beside_other_profiles_and_can_be_spawned() {
     assert!(error.contains("(defined: main, worker)"), "{error}");
 }
 
+/// Through the binary: with only a `worker` profile configured, the model is offered
+/// every profile a spawn may name, the implicit `main` included, in `spawn_agent`'s
+/// `profile` enum and in its `<available_spawn_profiles>` block.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_spawn_tool_offers_the_implicit_main_beside_other_profiles() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route("ROOT-TASK", answer("root done"));
+    let text = config(&server, "", "").replace(
+        "[profiles.main]\ndescription = \"Coordinator\"\nsystem_prompt = \"ROOT-PROMPT: coordinate.\"\ntools = [\"list_dir\"]\n[profiles.main.capabilities]\nfs = [{ host = \"docs\", guest = \"/docs\", mode = \"ro\" }]\n",
+        "",
+    );
+    assert!(!text.contains("[profiles.main]"), "{text}");
+    let path = world.config(&text);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("--config")
+        .arg(&path)
+        .args(["run", "-q", "ROOT-TASK"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let first = requests_with(&server, "ROOT-TASK").remove(0);
+    let spawn = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "spawn_agent")
+        .unwrap()["function"]["parameters"]["properties"]["profile"]
+        .clone();
+    assert_eq!(spawn["enum"], json!(["main", "worker"]), "{spawn}");
+    let system = first.body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("\n- main: ") && system.contains("\n- worker: Does one thing"),
+        "{system}"
+    );
+}
+
 #[tokio::test]
 async fn a_root_with_no_prompt_sends_no_system_message() {
     let world = World::new();

@@ -686,3 +686,106 @@ fn in_tmux_a_log_line_never_leaves_a_second_tree_behind() {
         assert!(roots <= 1, "the root shows {roots} times:\n{screen}");
     }
 }
+
+/// Twenty-four children under `max_concurrent = 3`, four runs over: in the JSONL log, as
+/// in the journal, no more than three children are ever between `agent_started` and
+/// `agent_finished` (a slot passes on only once its child's end is published), and
+/// each child's `agent_queued` and `agent_started` say how it was spawned.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_events_never_show_more_children_running_than_max_concurrent() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let spawns: Vec<(&str, Value)> = (0..24)
+        .map(|i| {
+            let background = i != 23;
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": format!("SLOT-CHILD-{i}"), "background": background}),
+            )
+        })
+        .collect();
+    server.respond_with(std::sync::Arc::new(move |body: &Value| {
+        let messages = body["messages"].as_array()?;
+        let first = messages.iter().find(|m| m["role"] == "user")?["content"].as_str()?;
+        if first.starts_with("SLOT-CHILD-") {
+            return Some(Reply::Delayed(
+                std::time::Duration::from_millis(2),
+                Box::new(answer("child done")),
+            ));
+        }
+        let turns = messages.iter().filter(|m| m["role"] == "assistant").count();
+        Some(match turns {
+            0 => calls(&spawns),
+            1 => calls(&[("await_agents", json!({"job_ids": "*"}))]),
+            _ => answer("root done"),
+        })
+    }));
+    let text = format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\
+         [defaults]\nmax_concurrent = 3\n[profiles.main]\ntools = []\n[profiles.worker]\ntools = []\n",
+        server.base_url
+    );
+    let config = world.config(&text);
+    for round in 0..4 {
+        let log = world.path(&format!("events-{round}.jsonl"));
+        let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "ROOT", "--progress", "none", "--events"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let lines: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let children: std::collections::HashSet<&str> = lines
+            .iter()
+            .filter(|l| l["type"] == "agent_queued" && !l["parent"].is_null())
+            .map(|l| l["agent"].as_str().unwrap())
+            .collect();
+        let (mut running, mut most) = (0i32, 0i32);
+        for line in lines
+            .iter()
+            .filter(|l| children.contains(l["agent"].as_str().unwrap_or_default()))
+        {
+            match line["type"].as_str().unwrap() {
+                "agent_started" => running += 1,
+                "agent_finished" => running -= 1,
+                _ => {}
+            }
+            most = most.max(running);
+        }
+        assert_eq!((children.len(), running), (24, 0), "round {round}");
+        assert!(most <= 3, "round {round}: {most} children running at once");
+        let modes: Vec<(String, String)> = lines
+            .iter()
+            .filter(|l| l["type"] == "agent_queued" || l["type"] == "agent_started")
+            .filter(|l| !l["parent"].is_null())
+            .map(|l| {
+                let task = l["task"].as_str().unwrap().to_string();
+                (task, l["mode"].as_str().unwrap_or("none").to_string())
+            })
+            .collect();
+        assert_eq!(modes.len(), 48, "round {round}: {modes:?}");
+        for (task, mode) in &modes {
+            let expected = if task == "SLOT-CHILD-23" {
+                "foreground"
+            } else {
+                "background"
+            };
+            assert_eq!(mode, expected, "round {round}: {task}");
+        }
+        let root = lines
+            .iter()
+            .find(|l| l["type"] == "agent_started" && l["parent"].is_null())
+            .unwrap();
+        assert!(root.get("mode").is_none(), "{root}");
+    }
+}

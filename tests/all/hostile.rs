@@ -225,11 +225,11 @@ async fn secrets_quoted_by_a_server_appear_in_no_output() {
 }
 
 /// Four agent files with descriptions just under 1 MiB each would put 4 MB into every
-/// request of every agent that may spawn: a description over
-/// `MAX_PROFILE_DESCRIPTION_BYTES` skips its agent file (naming the cap) and is an
-/// error in `[profiles]` (naming the key and line); the other files still load.
+/// request of every agent that may spawn: an agent file's description over
+/// `MAX_PROFILE_DESCRIPTION_BYTES` is cut to it (the file still loads, as Claude Code
+/// loads it, with a note), and one in `[profiles]` is an error (naming the key and line).
 #[test]
-fn profile_descriptions_over_the_cap_are_refused_at_load() {
+fn profile_descriptions_over_the_cap_are_cut_or_refused_at_load() {
     let world = World::new();
     let huge = "d".repeat(1024 * 1024 - 100);
     std::fs::create_dir(world.path("agents")).unwrap();
@@ -249,16 +249,30 @@ fn profile_descriptions_over_the_cap_are_refused_at_load() {
     std::fs::write(&path, "[profiles.main]\ndescription = \"Coordinator\"\n").unwrap();
     let config = warren::Config::load(&path).unwrap();
     assert!(config.profile("small").is_ok());
-    let skipped = &config.agent_files.skipped;
-    assert_eq!(skipped.len(), 4, "{skipped:?}");
-    for file in skipped {
+    assert!(
+        config.agent_files.skipped.is_empty(),
+        "{:?}",
+        config.agent_files.skipped
+    );
+    for i in 0..4 {
+        let profile = config.profile(&format!("huge{i}")).unwrap();
+        let description = profile.description.unwrap();
         assert!(
-            file.reason.contains(&format!(
-                "the description is {} bytes; a profile's description is at most {}",
+            description.len() <= warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+                && description.starts_with("ddd")
+                && description.ends_with("[…cut]"),
+            "{} bytes: …{}",
+            description.len(),
+            &description[description.len() - 20..]
+        );
+        let notes: Vec<String> = profile.notes.iter().map(ToString::to_string).collect();
+        assert!(
+            notes.contains(&format!(
+                "description is {} bytes; cut to {} where other agents' prompts list it",
                 huge.len(),
                 warren::config::MAX_PROFILE_DESCRIPTION_BYTES
             )),
-            "{file:?}"
+            "{notes:?}"
         );
     }
 

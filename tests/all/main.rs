@@ -24,6 +24,7 @@ mod mcp_http;
 mod mcp_tasks;
 mod newcomer;
 mod plugins;
+mod producers;
 mod providers;
 mod queue;
 mod replay;

@@ -67,7 +67,7 @@ impl Redis {
         Some(conn)
     }
 
-    fn query<T: redis::FromRedisValue>(&self, cmd: &mut redis::Cmd) -> T {
+    pub(crate) fn query<T: redis::FromRedisValue>(&self, cmd: &mut redis::Cmd) -> T {
         cmd.query(&mut self.connection().expect("redis is up"))
             .unwrap()
     }
@@ -99,12 +99,30 @@ impl Redis {
             .collect()
     }
 
-    /// The return values of completed jobs, parsed.
+    /// The outcomes of finished jobs, parsed: a completed job's return value, or the
+    /// outcome a worker logged for a job it failed as cancelled.
     fn outcomes(&self) -> Vec<Value> {
         self.jobs()
             .into_iter()
-            .filter_map(|(_, job)| serde_json::from_str(job.get("returnvalue")?).ok())
+            .filter_map(|(id, job)| self.outcome(&id, &job))
             .collect()
+    }
+
+    /// Job `id`'s outcome (see [`Redis::outcomes`]).
+    fn outcome(&self, id: &str, job: &std::collections::HashMap<String, String>) -> Option<Value> {
+        if let Some(value) = job.get("returnvalue") {
+            return serde_json::from_str(value).ok();
+        }
+        job.get("failedReason")?;
+        let logs: Vec<String> = self.query(
+            redis::cmd("LRANGE")
+                .arg(format!("bull:warren:{id}:logs"))
+                .arg(0)
+                .arg(-1),
+        );
+        logs.iter().rev().find_map(|line| {
+            serde_json::from_str(line.strip_prefix(warren::queue::wire::OUTCOME_LOG_PREFIX)?).ok()
+        })
     }
 
     /// The ids of the active jobs.
@@ -200,7 +218,7 @@ impl Worker {
         worker
     }
 
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -485,13 +503,7 @@ fn three_workers_share_the_children_and_the_parent_sees_their_events() {
 
 #[test]
 fn a_node_bullmq_producer_gets_a_warren_workers_result() {
-    let client = crate::support::root().join("tests/fixtures/bullmq-client");
-    if !client.join("node_modules/bullmq").exists() {
-        crate::guests::npm_ci(
-            &client,
-            "npm is needed for the BullMQ interop test: install Node.js and npm (scripts/install-deps does)",
-        );
-    }
+    let client = node_bullmq();
     let redis = Redis::start();
     let dir = world("", THREE_TOPICS);
     // Results are kept one second (BullMQ drops older ones as later jobs finish).
@@ -501,18 +513,12 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
     );
     let _worker = Worker::start(dir.path(), &redis, "w1", 2);
     let node = |task: &str, profile: &str| -> Value {
-        let output = Command::new("node")
-            .arg(client.join("client.mjs"))
-            .args([&redis.url(), "warren", task, profile])
-            .output()
-            .expect("node is needed for the BullMQ interop test");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_str(stdout.trim()).unwrap()
+        node_json(Command::new("node").arg(client.join("client.mjs")).args([
+            &redis.url(),
+            "warren",
+            task,
+            profile,
+        ]))
     };
     let answer = node("topic two", "researcher");
     assert_eq!(answer["result"]["state"], "ok", "{answer}");
@@ -542,6 +548,32 @@ fn a_node_bullmq_producer_gets_a_warren_workers_result() {
 /// A Python with the official BullMQ package (pinned in
 /// `tests/fixtures/bullmq-python/requirements.txt`), in a venv under `target/`, and the
 /// fixture directory.
+/// The Node BullMQ client fixture, its packages installed.
+pub(crate) fn node_bullmq() -> PathBuf {
+    let client = crate::support::root().join("tests/fixtures/bullmq-client");
+    if !client.join("node_modules/bullmq").exists() {
+        crate::guests::npm_ci(
+            &client,
+            "npm is needed for the BullMQ interop test: install Node.js and npm (scripts/install-deps does)",
+        );
+    }
+    client
+}
+
+/// Runs a Node fixture script and reads the one JSON line it prints.
+pub(crate) fn node_json(command: &mut Command) -> Value {
+    let output = command
+        .output()
+        .expect("node is needed for the BullMQ interop test");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
 pub(crate) fn python_bullmq() -> (PathBuf, PathBuf) {
     static READY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let fixture = crate::support::root().join("tests/fixtures/bullmq-python");
@@ -810,9 +842,9 @@ text = "dug"
         let mut states: Vec<(String, String)> = redis
             .jobs()
             .into_iter()
-            .filter_map(|(_, job)| {
+            .filter_map(|(id, job)| {
                 let data: Value = serde_json::from_str(&job["data"]).ok()?;
-                let outcome: Value = serde_json::from_str(job.get("returnvalue")?).ok()?;
+                let outcome = redis.outcome(&id, &job)?;
                 Some((
                     data["profile"].as_str()?.to_string(),
                     outcome["state"].as_str()?.to_string(),
@@ -1539,6 +1571,104 @@ async fn an_inheriting_child_runs_on_its_parents_model_on_a_worker() {
             .iter()
             .any(|r| r.body["messages"][0]["content"] == "Inherit."),
         "the child never ran on another model"
+    );
+}
+
+/// A child spawned with no profile runs as its parent, on its parent's model: on a
+/// worker as in the parent's process, where the parent runs on `--model lead` and the
+/// worker's `main` names `other`. And a `[profiles]` table's `model = "inherit"` means
+/// what an agent file's does: its children run on their parent's model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_follows_its_parents_model_on_a_worker_as_in_process() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT",
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                serde_json::json!({"task": "AS-PARENT", "background": false}),
+            )],
+            (1, 1),
+        ),
+    );
+    server.route("AS-PARENT", Reply::answer("as parent done", (1, 1)));
+    server.route(
+        "as parent done",
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                serde_json::json!({"profile": "heir", "task": "HEIR-TASK", "background": false}),
+            )],
+            (1, 1),
+        ),
+    );
+    server.route("HEIR-TASK", Reply::answer("heir done", (1, 1)));
+    server.route("heir done", Reply::answer("root done", (1, 1)));
+    let models: String = ["lead", "other"]
+        .iter()
+        .map(|name| {
+            format!(
+                "[models.{name}]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"{name}-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n",
+                server.base_url
+            )
+        })
+        .collect();
+    let config = format!(
+        "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n{models}[profiles.main]\nmodel = \"other\"\ntools = []\n[profiles.heir]\nmodel = \"inherit\"\ntools = []\nsystem_prompt = \"Heir.\"\n"
+    );
+    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&parent, &worker_dir] {
+        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
+    }
+    let redis = Redis::start();
+    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
+    let output = tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args([
+                "run",
+                "ROOT",
+                "--model",
+                "lead",
+                "--redis",
+                &redis.url(),
+                "-q",
+            ])
+            .current_dir(parent.path())
+            .env_remove("WARREN_CONFIG")
+            .output()
+            .unwrap()
+    });
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "root done",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let model_of = |marker: &str| -> Vec<Value> {
+        server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.body["messages"]
+                    .as_array()
+                    .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+                    .and_then(|m| m["content"].as_str())
+                    .is_some_and(|task| task.starts_with(marker))
+            })
+            .map(|r| r.body["model"].clone())
+            .collect()
+    };
+    assert_eq!(model_of("ROOT"), ["lead-model", "lead-model", "lead-model"]);
+    assert_eq!(
+        model_of("AS-PARENT"),
+        ["lead-model"],
+        "the child with no profile"
+    );
+    assert_eq!(
+        model_of("HEIR-TASK"),
+        ["lead-model"],
+        "the `model = \"inherit\"` child"
     );
 }
 

@@ -484,3 +484,63 @@ tools = ["stamp"]
         "{stdout}"
     );
 }
+
+/// A root that spawns four children in the background under `max_concurrent = 2` (two
+/// are told they are queued), calls `list_agents` while they run and then awaits them,
+/// replays as "the same" twenty times in a row: what the recorded run observed of its
+/// children (their states in `list_agents`, each spawn's place in the queue) is served
+/// from the journal, not observed again under the replay's timing.
+#[tokio::test(flavor = "multi_thread")]
+async fn observed_states_and_queue_places_replay_the_same_every_time() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let messages = body["messages"].as_array()?;
+        let task = messages.iter().find(|m| m["role"] == "user")?["content"].as_str()?;
+        if let Some(n) = task.strip_prefix("OBS-CHILD-") {
+            let reply = Reply::answer(&format!("child {n} done"), (10, 5));
+            return Some(Reply::Delayed(Duration::from_millis(300), Box::new(reply)));
+        }
+        let turns = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let calls = |list: Vec<(&str, Value)>| Reply::tool_calls(&list, (10, 5));
+        Some(match turns {
+            0 => calls(
+                (1..=4)
+                    .map(|n| ("spawn_agent", serde_json::json!({"profile": "worker", "task": format!("OBS-CHILD-{n}")})))
+                    .collect(),
+            ),
+            1 => calls(vec![("list_agents", serde_json::json!({}))]),
+            2 => calls(vec![("await_agents", serde_json::json!({"job_ids": "*"}))]),
+            _ => Reply::answer("ROOT DONE: observed", (10, 5)),
+        })
+    }));
+    world.config(&format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\
+         [defaults]\nmax_concurrent = 2\n[profiles.main]\ntools = []\n[profiles.worker]\ndescription = \"Answers\"\ntools = []\n",
+        server.base_url
+    ));
+    let out = warren(
+        &world,
+        &["run", "-q", "--run-id", "obs", "--json", "ROOT-TASK"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let journal = journal_lines(&world, "obs");
+    let answers: Vec<String> = journal
+        .iter()
+        .filter(|l| l["type"] == "tool_finished")
+        .filter_map(|l| l["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        answers.iter().any(|a| a.starts_with("Queued job ")),
+        "no spawn was queued: {answers:?}"
+    );
+    for attempt in 1..=20 {
+        let out = offline(&world, &["replay", "obs"]);
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("replay of obs: the same (5 agent(s)"),
+            "replay {attempt} of 20:\n{stdout}\n{}",
+            text(&out.stderr)
+        );
+    }
+}

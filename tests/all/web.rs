@@ -152,23 +152,7 @@ async fn a_live_run_is_watched_and_a_child_cancelled_in_the_browser() {
 async fn a_past_run_is_served_from_its_journal() {
     let world = World::new();
     let server = FakeLlm::start().await;
-    server.route(
-        "ROOT-TASK",
-        calls(&[
-            (
-                "spawn_agent",
-                json!({"profile": "worker", "task": "CHILD-READ", "description": "reader"}),
-            ),
-            (
-                "spawn_agent",
-                json!({"profile": "worker", "task": "CHILD-HELP", "description": "helper"}),
-            ),
-        ]),
-    );
-    script_reader(&server);
-    server.route("CHILD-HELP", answer("HELPED"));
-    server.push(calls(&[("await_agents", json!({"job_ids": "*"}))]));
-    server.push(answer("ROOT ANSWER"));
+    script_two_children(&server);
     project(&world, &server);
     let run = warren(&world, &["run", "--json", "ROOT-TASK"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
@@ -183,6 +167,53 @@ async fn a_past_run_is_served_from_its_journal() {
     let served = Served::start(world.dir.path(), &["view"]);
     let url = served.url.clone();
     tokio::task::spawn_blocking(move || browse("runs", &url, "web-view-runs.png", |_| {}))
+        .await
+        .unwrap();
+}
+
+/// The root spawns a reader and a helper, awaits both and answers.
+fn script_two_children(server: &FakeLlm) {
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "CHILD-READ", "description": "reader"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": "CHILD-HELP", "description": "helper"}),
+            ),
+        ]),
+    );
+    script_reader(server);
+    server.route("CHILD-HELP", answer("HELPED"));
+    server.push(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+    server.push(answer("ROOT ANSWER"));
+}
+
+/// `warren run --web ADDR TASK`, the space form people type, serves the run; once it
+/// has finished, its page (live, then again from its journal) stays quiet when its
+/// stream ends, offers no `warren resume` (a finished run cannot be resumed), and
+/// names each timeline bar beside a time axis in seconds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_runs_page_is_quiet_offers_no_resume_and_names_its_bars() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    script_two_children(&server);
+    project(&world, &server);
+    let served = Served::start(
+        world.dir.path(),
+        &["run", "--web", "127.0.0.1:0", "ROOT-TASK"],
+    );
+    let url = served.url.clone();
+    tokio::task::spawn_blocking(move || browse("edges", &url, "web-edges-live.png", |_| {}))
+        .await
+        .unwrap();
+    drop(served);
+    let served = Served::start(world.dir.path(), &["view", "last"]);
+    let url = served.url.clone();
+    tokio::task::spawn_blocking(move || browse("edges", &url, "web-edges-view.png", |_| {}))
         .await
         .unwrap();
 }

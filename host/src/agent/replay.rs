@@ -287,33 +287,24 @@ impl Agent {
             Err(content)
         };
         let spawn = super::spawn_tools::is_spawn_tool(&call.name);
-        if replay.tools == crate::jobs::ReplayTools::Recorded && !spawn {
-            // A fork's journal is a whole run: the call is in it as served.
-            self.tree.record(|| Record::ToolStarted {
-                agent: self.id.0.clone(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-            });
-            // Served from the recording: no guest ran in this run, so no fuel.
-            self.tree.record(|| {
-                let content = match &recorded_result {
-                    Ok(text) | Err(text) => text.clone(),
-                };
-                Record::ToolFinished {
-                    agent: self.id.0.clone(),
-                    call_id: call.id.clone(),
-                    outcome,
-                    output_bytes: content.len() as u64,
-                    content,
-                    duration_ms: 0,
-                    fuel_used: None,
-                }
-            });
-            return recorded_result;
+        // What the recorded run observed of its children (their states in
+        // `list_agents`) is a recorded fact: served as recorded, not observed again.
+        let observed = call.name == "list_agents";
+        if (replay.tools == crate::jobs::ReplayTools::Recorded && !spawn) || observed {
+            return self.served_as_recorded(call, outcome, recorded_result);
         }
+        // So is a background spawn's place in the queue: the child is spawned again, and
+        // the answer says it was queued (or started) as the recorded answer said.
+        let queued_as = (call.name == "spawn_agent")
+            .then(|| recorded_result.as_ref().ok())
+            .flatten()
+            .map(|text| text.starts_with(super::spawn_tools::QUEUED_ANSWER_START));
         let result = self
-            .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+            .traced_call(
+                call,
+                self.spawn_tool_placed(&call.name, &call.arguments, queued_as),
+                None,
+            )
             .await;
         // In a fork, a new result is where this agent may leave the recording: its
         // next request then differs, and it runs live from there.
@@ -333,6 +324,38 @@ impl Agent {
             );
         }
         result
+    }
+
+    /// A call's recorded result, served as the recording gave it (no guest runs) and
+    /// journaled as served: a fork's journal is a whole run, the call in it.
+    fn served_as_recorded(
+        &self,
+        call: &ToolCall,
+        outcome: ToolOutcome,
+        recorded_result: Result<String, String>,
+    ) -> Result<String, String> {
+        self.tree.record(|| Record::ToolStarted {
+            agent: self.id.0.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        // Served from the recording: no guest ran in this run, so no fuel.
+        self.tree.record(|| {
+            let content = match &recorded_result {
+                Ok(text) | Err(text) => text.clone(),
+            };
+            Record::ToolFinished {
+                agent: self.id.0.clone(),
+                call_id: call.id.clone(),
+                outcome,
+                output_bytes: content.len() as u64,
+                content,
+                duration_ms: 0,
+                fuel_used: None,
+            }
+        });
+        recorded_result
     }
 
     /// In a replay, the wall time the recording gives this agent, so the result

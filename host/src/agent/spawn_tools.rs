@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::runtime::{Agent, Role};
 use crate::config::{AgentLimits, Config, Profile, RunLimits, SPAWN_TOOLS};
+use crate::events::SpawnMode;
 use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{
@@ -72,7 +73,7 @@ impl Spawned {
         let mut answer = if self.queued {
             let (first, rest) = next.split_at(1);
             format!(
-                "Queued job {id} ({profile}) in the background. It is queued: as many sub-agents as allowed are running (max_concurrent = {} per run, max_concurrent_total = {} per host); it starts when a slot frees, after the jobs queued before it. {}{rest}",
+                "{QUEUED_ANSWER_START}{id} ({profile}) in the background. It is queued: as many sub-agents as allowed are running (max_concurrent = {} per run, max_concurrent_total = {} per host); it starts when a slot frees, after the jobs queued before it. {}{rest}",
                 limits.max_concurrent,
                 limits.max_concurrent_total,
                 first.to_uppercase()
@@ -96,6 +97,9 @@ impl Spawned {
     }
 }
 
+/// How a background spawn's answer begins when the child had to queue for a slot.
+pub(crate) const QUEUED_ANSWER_START: &str = "Queued job ";
+
 /// The arguments of a `spawn_agent` call, read and checked; an `Err` is a tool error.
 pub(crate) fn spawn_request(arguments: &str) -> Result<SpawnRequest, String> {
     SpawnRequest::parse(&arguments_object(arguments)?)
@@ -116,12 +120,13 @@ pub(crate) fn is_spawn_tool(name: &str) -> bool {
     SPAWN_TOOLS.contains(&name)
 }
 
-/// The four tool definitions; `profile` is an enum of the configured profile names.
+/// The four tool definitions; `profile` is an enum of every profile a spawn may
+/// name: the configured ones and the implicit `main` beside them.
 pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefinition> {
-    let names: Vec<&String> = config.profiles.keys().collect();
     // With no profiles configured, a child runs under its parent's profile: no
-    // empty enum for the model to trip over.
-    let profile = if names.is_empty() {
+    // enum of the lone implicit `main` for the model to trip over.
+    let names = config.profile_names();
+    let profile = if config.profiles.is_empty() {
         json!({"type": "string", "description": "Leave out: the sub-agent uses your own profile"})
     } else {
         json!({"type": "string", "enum": names, "description": "Leave out to use your own profile"})
@@ -186,7 +191,7 @@ type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// with its outcome. Boxed, because a child is an agent that may itself spawn children.
 fn run_child(
     child: Agent,
-    job: JobHandle,
+    mut job: JobHandle,
     task: String,
     spec: ChildSpec,
     slots: Reservation,
@@ -208,13 +213,18 @@ fn run_child(
             _ = child.cancel.cancelled() => None,
             permit = slots.wait() => Some(permit),
         };
-        let outcome = match (permit, remote) {
-            (Some(_permit), Some(backend)) => backend.run(&job, spec).await,
-            (Some(_permit), None) => {
+        let Some(permit) = permit else {
+            job.finish(AgentOutcome::cancelled_before_start());
+            return;
+        };
+        // The job gives its slots back once its end is published.
+        job.hold(permit);
+        let outcome = match remote {
+            Some(backend) => backend.run(&job, spec).await,
+            None => {
                 job.start();
                 child.run(task).await
             }
-            (None, _) => AgentOutcome::cancelled_before_start(),
         };
         job.finish(outcome);
     })
@@ -223,12 +233,25 @@ fn run_child(
 impl Agent {
     /// Runs spawn tool `name`; an `Err` is a tool error for the model.
     pub(crate) async fn spawn_tool(&self, name: &str, arguments: &str) -> Result<String, String> {
+        self.spawn_tool_placed(name, arguments, None).await
+    }
+
+    /// [`Agent::spawn_tool`], with a background spawn's answer saying it was queued
+    /// (or started) as `queued_as` says, when given: a replay tells the model the place
+    /// in the queue that the recorded run observed, whatever the timing is now.
+    pub(crate) async fn spawn_tool_placed(
+        &self,
+        name: &str,
+        arguments: &str,
+        queued_as: Option<bool>,
+    ) -> Result<String, String> {
         let args = arguments_object(arguments)?;
         match name {
             "spawn_agent" => {
                 let request = SpawnRequest::parse(&args)?;
                 let background = request.background;
-                let spawned = self.spawn(request)?;
+                let mut spawned = self.spawn(request)?;
+                spawned.queued = queued_as.unwrap_or(spawned.queued);
                 if background {
                     return Ok(spawned.background_answer(Delivery::Notified, &self.tree.limits));
                 }
@@ -274,9 +297,12 @@ impl Agent {
         // registered, so it cannot stay queued forever.
         let mut access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
-        let job = self
-            .place()
-            .child(&profile_name, &request.task, request.description.as_deref());
+        let job = self.place().child(
+            &profile_name,
+            &request.task,
+            request.description.as_deref(),
+            SpawnMode::of(request.background),
+        );
         // A fork's agent runs changed as the fork asks (its parent sees what it asked).
         if let Some(changed) = self.forked_child(job.id(), base, &ask) {
             (profile, limits) = changed?;
@@ -321,14 +347,18 @@ impl Agent {
     fn base_profile(&self, asked: Option<&str>) -> Result<Cow<'_, Profile>, String> {
         let config = &self.runtime.config;
         match asked {
-            None if self.profile.output_schema.is_some() => {
+            // A child that runs as its parent runs on its model too, here and on a
+            // worker alike (whose profile of that name may name another).
+            None => {
                 let mut profile = self.profile.clone();
-                profile.output_schema = config
-                    .find_profile(&profile.name)
-                    .and_then(|p| p.output_schema.clone());
+                profile.inherit_model = profile.model.is_some();
+                if profile.output_schema.is_some() {
+                    profile.output_schema = config
+                        .find_profile(&profile.name)
+                        .and_then(|p| p.output_schema.clone());
+                }
                 Ok(Cow::Owned(profile))
             }
-            None => Ok(Cow::Borrowed(&self.profile)),
             Some(name) => config.find_profile(name).map(Cow::Borrowed).ok_or_else(|| {
                 format!(
                     "unknown profile `{name}` (available: {}; or leave `profile` out to use your own)",

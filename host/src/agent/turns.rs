@@ -543,7 +543,7 @@ impl Agent {
         let profiles = &self.runtime.config.profiles;
         if self.can_spawn() && !profiles.is_empty() {
             parts.push(super::spawn_profiles::spawn_profiles_block(
-                profiles.values(),
+                self.runtime.config.each_profile(),
             ));
         }
         parts

@@ -243,11 +243,34 @@ pub(super) struct OutputArgs {
     pub(super) json: bool,
     /// Serve a live web view of the run (the agent tree, transcripts, a timeline,
     /// cancelling an agent) on ADDR, loopback with a free port by default
-    /// (`--web=ADDR` to choose); its address, with a random token, is printed on
+    /// (`--web ADDR` or `--web=ADDR` to choose); its address, with a random token, is printed on
     /// stderr. After the run it stays up until Ctrl-C.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
           default_missing_value = crate::web::DEFAULT_ADDR)]
     pub(super) web: Option<std::net::SocketAddr>,
+}
+
+/// The command line with `--web ADDR` (the space form people type) read as
+/// `--web=ADDR` when ADDR is a socket address: `--web` takes its value only with `=`,
+/// since `--web "task"` must leave the task alone.
+pub(super) fn joined_web_address(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut joined: Vec<std::ffi::OsString> = Vec::new();
+    for arg in args {
+        let is_address = arg
+            .to_str()
+            .is_some_and(|a| a.parse::<std::net::SocketAddr>().is_ok());
+        let after_web =
+            joined.last().is_some_and(|last| last == "--web") && !joined.iter().any(|a| a == "--");
+        match joined.last_mut() {
+            Some(last) if after_web && is_address => {
+                last.push(format!("={}", arg.to_string_lossy()))
+            }
+            _ => joined.push(arg),
+        }
+    }
+    joined
 }
 
 #[derive(Debug, Args)]

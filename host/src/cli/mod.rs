@@ -28,7 +28,7 @@ mod tools;
 /// Parses the command line, runs the command and reports its error, if any.
 pub(crate) fn main() -> ExitCode {
     lean_malloc();
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args::joined_web_address(std::env::args_os()));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

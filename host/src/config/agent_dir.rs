@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::agent_files::{self, AgentFile, ParseError};
 use super::defaults::{Inherited, Written};
 use super::names::profile_name_from;
-use super::profile::{description_too_long, Profile, ProfileNote, ProfileSource};
+use super::profile::{cut_description, Profile, ProfileNote, ProfileSource, INHERIT_MODEL};
 use super::text_file::read_text;
 use super::tool_selection::{resolve, ListKind, ToolSelection, WRITE_TOOLS};
 use crate::policy::FsMode;
@@ -94,10 +94,6 @@ pub(super) fn load(
                 continue;
             }
         };
-        if let Some(reason) = file.description.as_deref().and_then(description_too_long) {
-            skip(1, reason);
-            continue;
-        }
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -227,7 +223,7 @@ fn profile(
     }
     let (model, inherit_model) = match file.model.as_deref() {
         None => (None, false),
-        Some("inherit") => (None, true),
+        Some(INHERIT_MODEL) => (None, true),
         Some(written) => match defaults
             .models
             .get_key_value(written)
@@ -247,9 +243,14 @@ fn profile(
     if !file.ignored_keys.is_empty() {
         notes.push(ProfileNote::IgnoredKeys(file.ignored_keys));
     }
+    let description = file.description.map(|written| {
+        let (description, cut) = cut_description(written);
+        notes.extend(cut);
+        description
+    });
     defaults.profile(Written {
         name,
-        description: file.description,
+        description,
         tools,
         capabilities,
         prompt: file.prompt,

@@ -250,12 +250,13 @@ impl Config {
 
     /// Every profile, the implicit `main` included (first, when it is implicit).
     pub fn all_profiles(&self) -> Vec<Profile> {
-        let implicit =
-            (!self.profiles.contains_key(DEFAULT_PROFILE)).then(|| self.implicit.clone());
-        implicit
-            .into_iter()
-            .chain(self.profiles.values().cloned())
-            .collect()
+        self.each_profile().cloned().collect()
+    }
+
+    /// Every profile, borrowed, in the order of [`Config::all_profiles`].
+    pub(crate) fn each_profile(&self) -> impl Iterator<Item = &Profile> {
+        let implicit = (!self.profiles.contains_key(DEFAULT_PROFILE)).then_some(&self.implicit);
+        implicit.into_iter().chain(self.profiles.values())
     }
 }
 

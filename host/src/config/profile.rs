@@ -15,6 +15,10 @@ use crate::policy::CapabilitySet;
 /// description in its system prompt, on every request.
 pub const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
 
+/// The model name that means "the parent's model" (`model = "inherit"` in a
+/// `[profiles]` table, `model: inherit` in an agent file), as Claude Code writes it.
+pub(super) const INHERIT_MODEL: &str = "inherit";
+
 /// A named set of tools, capabilities, prompt, model and limits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -56,6 +60,26 @@ pub(super) fn description_too_long(description: &str) -> Option<String> {
             description.len()
         )
     })
+}
+
+/// The mark that ends a description cut to [`MAX_PROFILE_DESCRIPTION_BYTES`].
+const DESCRIPTION_CUT_MARK: &str = " […cut]";
+
+/// An agent file's `description` as other agents' prompts get it: whole when it fits
+/// [`MAX_PROFILE_DESCRIPTION_BYTES`], else cut at a character boundary so that with
+/// its mark it fits, and the note saying so (Claude Code loads such files whole, so a
+/// long description is no reason to skip one).
+pub(super) fn cut_description(description: String) -> (String, Option<ProfileNote>) {
+    let written = description.len();
+    if written <= MAX_PROFILE_DESCRIPTION_BYTES {
+        return (description, None);
+    }
+    let mut end = MAX_PROFILE_DESCRIPTION_BYTES - DESCRIPTION_CUT_MARK.len();
+    while !description.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = format!("{}{DESCRIPTION_CUT_MARK}", &description[..end]);
+    (cut, Some(ProfileNote::DescriptionCut { written }))
 }
 
 impl Profile {
@@ -117,6 +141,12 @@ pub enum ProfileNote {
     Lenient(String),
     /// `permissionMode: plan`: every file grant read-only, no write tools.
     PlanMode,
+    /// The description was longer than [`MAX_PROFILE_DESCRIPTION_BYTES`] and was cut
+    /// to it where other agents' prompts list it.
+    DescriptionCut {
+        /// Its length as written, in bytes.
+        written: usize,
+    },
 }
 
 impl ProfileNote {
@@ -157,6 +187,10 @@ impl fmt::Display for ProfileNote {
             ProfileNote::PlanMode => {
                 f.write_str("permissionMode: plan: every file grant read-only, no write tools")
             }
+            ProfileNote::DescriptionCut { written } => write!(
+                f,
+                "description is {written} bytes; cut to {MAX_PROFILE_DESCRIPTION_BYTES} where other agents' prompts list it"
+            ),
         }
     }
 }

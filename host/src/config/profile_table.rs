@@ -11,7 +11,9 @@ use super::error::ConfigError;
 use super::limits::{AgentSeconds, Turns};
 use super::models::model_name;
 use super::output_schema::{OutputSchema, MAX_OUTPUT_SCHEMA_BYTES};
-use super::profile::{description_too_long, join_prompt, Profile, ProfileNote, ProfileSource};
+use super::profile::{
+    description_too_long, join_prompt, Profile, ProfileNote, ProfileSource, INHERIT_MODEL,
+};
 use super::source::Source;
 use super::tool_selection::{resolve, ListKind, ToolSelection};
 use super::values::{Dollars, ToolPattern};
@@ -114,7 +116,13 @@ pub(super) fn profile(
         prompt.push(src.read_file(file, &format!("{key}.system_prompt_file"))?);
     }
     prompt.extend(raw.system_prompt.clone());
-    let model = match &raw.model {
+    // `inherit`, as agent files write it: a sub-agent runs on its parent's model (a
+    // root, on the default one).
+    let inherit_model = raw
+        .model
+        .as_ref()
+        .is_some_and(|m| m.get_ref() == INHERIT_MODEL);
+    let model = match raw.model.as_ref().filter(|_| !inherit_model) {
         Some(model) => Some(model_name(
             src,
             model,
@@ -131,7 +139,7 @@ pub(super) fn profile(
         capabilities,
         prompt: join_prompt(&prompt),
         model,
-        inherit_model: false,
+        inherit_model,
         max_turns: raw.max_turns.map(|v| v.0 as u32),
         max_turns_ceiling: raw.max_turns_ceiling.map(|v| v.0 as u32),
         timeout_s: raw.timeout_s.map(|v| v.0),

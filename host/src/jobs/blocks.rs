@@ -108,7 +108,14 @@ mod tests {
         let tree = Tree::new(RunLimits::default());
         let root = tree.add_for_tests();
         let child = tree
-            .insert(Some(&root), "coder", "t", None, CancellationToken::new())
+            .insert(
+                Some(&root),
+                "coder",
+                "t",
+                None,
+                None,
+                CancellationToken::new(),
+            )
             .0;
         let failed = |error: &str, text: &str| {
             tree.set_phase(

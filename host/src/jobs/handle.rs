@@ -11,8 +11,9 @@ use std::time::Instant;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::slots::Permit;
 use super::tree::{JobId, Phase, Tree};
-use crate::events::{AgentIntro, Event};
+use crate::events::{AgentIntro, Event, SpawnMode};
 use crate::journal::Record;
 use crate::outcome::{AgentOutcome, AgentState};
 
@@ -32,10 +33,23 @@ pub struct Placement {
 
 impl Placement {
     /// Registers a child of this job, queued, and announces it (`agent_queued`).
-    pub(crate) fn child(&self, profile: &str, task: &str, label: Option<&str>) -> JobHandle {
+    pub(crate) fn child(
+        &self,
+        profile: &str,
+        task: &str,
+        label: Option<&str>,
+        mode: SpawnMode,
+    ) -> JobHandle {
         let tree = &self.tree;
         let cancel = self.children_cancel.child_token();
-        let (id, done) = tree.insert(Some(&self.id), profile, task, label, cancel.clone());
+        let (id, done) = tree.insert(
+            Some(&self.id),
+            profile,
+            task,
+            label,
+            Some(mode),
+            cancel.clone(),
+        );
         let child = JobHandle::new(tree, id, cancel, done);
         child.registered(true);
         child
@@ -51,13 +65,17 @@ pub struct JobHandle {
     place: Placement,
     /// Flips the job's `done` flag; `None` once finished.
     done: Option<watch::Sender<bool>>,
+    /// The concurrency slots it runs in, once granted: given back only after its end
+    /// is published, so no observer ever sees more agents running than the limits
+    /// allow.
+    slots: Option<Permit>,
 }
 
 impl JobHandle {
     /// Registers the root job of `tree` (cancelled with the whole tree).
     pub(crate) fn root(tree: &Arc<Tree>, profile: &str, task: &str) -> JobHandle {
         let cancel = tree.cancel.clone();
-        let (id, done) = tree.insert(None, profile, task, None, cancel.clone());
+        let (id, done) = tree.insert(None, profile, task, None, None, cancel.clone());
         let root = JobHandle::new(tree, id, cancel, done);
         root.registered(false);
         root
@@ -77,6 +95,7 @@ impl JobHandle {
                 cancel,
             },
             done: Some(done),
+            slots: None,
         }
     }
 
@@ -88,6 +107,12 @@ impl JobHandle {
     /// Where the job sits.
     pub fn place(&self) -> &Placement {
         &self.place
+    }
+
+    /// Holds the job's concurrency slots until it ends ([`JobHandle::finish`] gives
+    /// them back after publishing the end).
+    pub(crate) fn hold(&mut self, slots: Permit) {
+        self.slots = Some(slots);
     }
 
     /// The job runs from now on (`agent_started`). Starting again (a worker's retry
@@ -119,6 +144,8 @@ impl JobHandle {
             .publish(Event::agent_finished(&self.place.id.0, &outcome));
         tree.set_phase(&self.place.id, Phase::Done(outcome));
         done.send_replace(true);
+        // Only now may the next child start.
+        self.slots = None;
     }
 
     /// Publishes the event that introduces the job as it stands.
@@ -145,6 +172,7 @@ impl JobHandle {
                 profile: job.profile,
                 task: job.task,
                 label: job.label,
+                mode: job.mode,
             })
         });
     }
@@ -166,6 +194,40 @@ impl Drop for JobHandle {
 mod tests {
     use super::*;
     use crate::config::RunLimits;
+    use crate::jobs::slots::{Reservation, RunSlots, SlotQueue};
+
+    /// One slot: the job holding it gives it back in `finish`, after its
+    /// `agent_finished` is published, so whoever gets the slot next finds that event
+    /// already on the bus.
+    #[test]
+    fn a_jobs_slots_pass_on_only_after_its_end_is_published() {
+        let tree = Tree::new(RunLimits::default());
+        let (queue, run) = (SlotQueue::new(1), RunSlots::new(1));
+        let Reservation::Granted(first) = queue.reserve(&run, true) else {
+            panic!("the first reservation waits")
+        };
+        let Reservation::Queued(next) = queue.reserve(&run, true) else {
+            panic!("the second reservation was granted at once")
+        };
+        let root = JobHandle::root(&tree, "main", "t");
+        let mut child = root
+            .place()
+            .child("worker", "c", None, SpawnMode::Background);
+        child.hold(first);
+        child.start();
+        let mut events = tree.events.subscribe();
+        let id = child.id().0.clone();
+        let waiter = std::thread::spawn(move || {
+            next.blocking_recv().expect("granted");
+            std::iter::from_fn(|| events.try_next())
+                .any(|r| matches!(r.event, Event::AgentFinished { ref agent, .. } if *agent == id))
+        });
+        child.finish(AgentOutcome::cancelled_before_start());
+        assert!(
+            waiter.join().unwrap(),
+            "the next job got the slot before this one's end was published"
+        );
+    }
 
     #[tokio::test]
     async fn every_transition_is_an_event_and_a_dropped_handle_ends_its_job() {
@@ -173,7 +235,9 @@ mod tests {
         let mut events = tree.events.subscribe();
         let root = JobHandle::root(&tree, "main", "t");
         root.start();
-        let child = root.place().child("worker", "c", Some("label"));
+        let child = root
+            .place()
+            .child("worker", "c", Some("label"), SpawnMode::Background);
         let id = child.id().clone();
         let mut done = tree.job(&id).unwrap().done;
         child.start();

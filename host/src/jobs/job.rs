@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{summarize, AgentIntro, Event};
+use crate::events::{summarize, AgentIntro, Event, SpawnMode};
 use crate::outcome::AgentOutcome;
 
 /// A job's id: six hex digits, unique within its run. Ids derive from the run's id
@@ -112,6 +112,8 @@ pub struct Job {
     pub delivered: bool,
     /// The short label its parent gave at spawn (`description`).
     pub label: Option<String>,
+    /// Whether its parent waits for it (`None` for a root).
+    pub mode: Option<SpawnMode>,
 }
 
 impl Job {
@@ -129,6 +131,7 @@ impl Job {
             profile: self.profile.clone(),
             task: summarize(&self.task),
             label: self.label.clone(),
+            mode: self.mode,
         };
         match self.phase {
             Phase::Queued => Event::AgentQueued(intro),

@@ -14,7 +14,7 @@ pub(crate) use super::job::random_id;
 pub use super::job::{title, CancelJob, Job, JobId, JobSelection, Phase};
 use super::slots;
 use crate::config::RunLimits;
-use crate::events::EventBus;
+use crate::events::{EventBus, SpawnMode};
 use crate::journal::resume::RecordedAgent;
 use crate::journal::{Journal, Record, Resume};
 
@@ -167,6 +167,7 @@ impl Tree {
         profile: &str,
         task: &str,
         label: Option<&str>,
+        mode: Option<SpawnMode>,
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
@@ -211,6 +212,7 @@ impl Tree {
                 done,
                 delivered: false,
                 label: label.map(str::to_string),
+                mode,
             },
         );
         (id, sender)
@@ -221,7 +223,7 @@ impl Tree {
     /// it ([`Tree::with_run_id`]).
     #[doc(hidden)]
     pub fn add_for_tests(&self) -> JobId {
-        self.insert(None, "test", "test", None, CancellationToken::new())
+        self.insert(None, "test", "test", None, None, CancellationToken::new())
             .0
     }
 
@@ -498,13 +500,13 @@ mod tests {
         let tree = Tree::new(RunLimits::default());
         let root = tree.add_for_tests();
         let a = tree
-            .insert(Some(&root), "p", "a", None, CancellationToken::new())
+            .insert(Some(&root), "p", "a", None, None, CancellationToken::new())
             .0;
         let b = tree
-            .insert(Some(&root), "p", "b", None, CancellationToken::new())
+            .insert(Some(&root), "p", "b", None, None, CancellationToken::new())
             .0;
         let c = tree
-            .insert(Some(&a), "p", "c", None, CancellationToken::new())
+            .insert(Some(&a), "p", "c", None, None, CancellationToken::new())
             .0;
         let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
         assert_eq!(ids(tree.children(&root)), [a.clone(), b.clone()]);
@@ -523,7 +525,7 @@ mod tests {
         let tree = Tree::new(RunLimits::default());
         let root = tree.add_for_tests();
         let child = |task| {
-            tree.insert(Some(&root), "p", task, None, CancellationToken::new())
+            tree.insert(Some(&root), "p", task, None, None, CancellationToken::new())
                 .0
         };
         let (a, b, c, d) = (child("a"), child("b"), child("c"), child("d"));
@@ -570,7 +572,7 @@ mod tests {
         let tree = Tree::new(RunLimits::default());
         let ids: std::collections::BTreeSet<JobId> = (0..1000)
             .map(|_| {
-                tree.insert(None, "p", "t", None, CancellationToken::new())
+                tree.insert(None, "p", "t", None, None, CancellationToken::new())
                     .0
             })
             .collect();

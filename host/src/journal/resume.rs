@@ -405,6 +405,7 @@ mod tests {
             profile: "p".into(),
             task: task.into(),
             label: None,
+            mode: None,
         }))
     }
 

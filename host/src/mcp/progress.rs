@@ -132,6 +132,7 @@ mod tests {
                 profile: "researcher".into(),
                 task: "t".into(),
                 label: None,
+                mode: None,
             }),
             Event::TurnStarted {
                 agent: agent(),

@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 
 use super::mirror::Mirror;
 use super::wire::{
-    heartbeat_every, process_name, progress_events, JobData, JobOutcome, CANCEL_GRACE, JOB_NAME,
-    PARENT_POLL,
+    heartbeat_every, process_name, progress_events, JobData, JobOutcome, StopRequest, CANCEL_GRACE,
+    JOB_NAME, PARENT_POLL,
 };
 use crate::config::QueueConfig;
 use crate::events::Event;
@@ -285,6 +285,30 @@ impl RemoteQueue {
         self.exists(&self.config.cancel_key(id)).await == Some(true)
     }
 
+    /// Why running job `id` must stop, if it must: its parent set the cancel key, or
+    /// another client finished or removed the job (a producer's BullMQ
+    /// `job.moveToFailed(error, "0")`: a job some other client has ended is not the
+    /// worker's to finish). `None` also when Redis does not answer (asked again).
+    pub(crate) async fn stop_requested(&self, id: &str) -> Option<StopRequest> {
+        let mut conn = self.queue.connection().connection();
+        let job_key = self.config.job_key(id);
+        let (cancel, exists, (finished_on, failed_reason)): (
+            bool,
+            bool,
+            (Option<String>, Option<String>),
+        ) = redis::pipe()
+            .exists(self.config.cancel_key(id))
+            .exists(&job_key)
+            .cmd("HMGET")
+            .arg(&job_key)
+            .arg("finishedOn")
+            .arg("failedReason")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        StopRequest::of(cancel, exists, finished_on.is_some(), failed_reason)
+    }
+
     /// Whether the parent process with heartbeat `id` is gone (its key expired).
     /// Unknown (Redis unreachable) counts as not gone.
     pub(crate) async fn parent_gone(&self, id: &str) -> bool {
@@ -337,6 +361,15 @@ impl RemoteQueue {
             .get_job_logs(id, 0, 50, true)
             .await
             .unwrap_or_default();
+        // A cancelled job fails; its worker left the agent's outcome in its log.
+        let (newest, _) = self
+            .queue
+            .get_job_logs(id, 0, 4, false)
+            .await
+            .unwrap_or_default();
+        if let Some(outcome) = JobOutcome::from_log(&newest) {
+            return Ok(Some(outcome.into_outcome()));
+        }
         let mut error = format!(
             "job {id} failed after {} attempt(s): {}",
             job.attempts_made().max(1),

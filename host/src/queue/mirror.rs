@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::events::{AgentIntro, Event};
+use crate::events::{AgentIntro, Event, SpawnMode};
 use crate::jobs::{JobHandle, JobId};
 use crate::outcome::AgentOutcome;
 
@@ -75,13 +75,15 @@ impl<'a> Mirror<'a> {
                     profile,
                     task,
                     label,
+                    mode,
                 } = intro;
                 let under = parent.as_ref().and_then(|p| self.ids.get(p));
                 let place = match under.and_then(|id| self.descendants.get(id)) {
                     Some(parent) => parent.place(),
                     None => self.job.place(),
                 };
-                let child = place.child(profile, task, label.as_deref());
+                let mode = mode.unwrap_or(SpawnMode::Background);
+                let child = place.child(profile, task, label.as_deref(), mode);
                 self.ids.insert(std::mem::take(agent), child.id().clone());
                 self.descendants.insert(child.id().clone(), child);
                 return None;

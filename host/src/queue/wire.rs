@@ -96,6 +96,12 @@ pub fn process_name() -> String {
 /// The BullMQ job name warren's jobs carry (Node producers may use any name).
 pub const JOB_NAME: &str = "agent";
 
+/// What starts the log line in which a worker leaves a cancelled job's outcome
+/// ([`JobOutcome`] as JSON): BullMQ keeps no return value for a failed job, and a
+/// cancelled job fails (unrecoverably, so it is not retried), as BullMQ's consumers
+/// expect; warren's parent reads the agent's turns, usage and cost from this line.
+pub const OUTCOME_LOG_PREFIX: &str = "warren outcome: ";
+
 fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
     Some(bullmq::types::RemoveOnFinish::Options(
         bullmq::types::KeepJobs {
@@ -143,6 +149,11 @@ impl QueueConfig {
         self.keep_results_s.max(3600)
     }
 
+    /// The hash of job `id` (BullMQ's layout).
+    pub(crate) fn job_key(&self, id: &str) -> String {
+        format!("bull:{}:{id}", self.name)
+    }
+
     /// The key a parent sets to cancel job `id`.
     pub(crate) fn cancel_key(&self, id: &str) -> String {
         format!("bull:{}:warren:cancel:{id}", self.name)
@@ -171,12 +182,17 @@ pub struct JobData {
     /// A subset of the profile's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
-    /// The parent's model (a `[models]` name), sent when the child's profile says
-    /// `model: inherit`: the worker runs the child on its model of that name, as a
-    /// child in the parent's process would (ignored when the worker's profile names
-    /// its own model).
+    /// The parent's model (a `[models]` name), sent when the child takes it: its
+    /// profile says `model: inherit`, or the spawn named no profile and the child runs
+    /// as its parent. With `inherit_model` the worker runs the child on its model of
+    /// that name, as a child in the parent's process would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Whether the child runs on `model` whatever the worker's profile names (a warren
+    /// parent sets it with `model`; without it, `model` is used only when the worker's
+    /// own profile says `model: inherit`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_model: bool,
     /// The JSON Schema the sub-agent's answer must match (its return value's
     /// `output` is then that JSON); checked by the worker as a spawn's argument is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,8 +206,10 @@ pub struct JobData {
     /// The spawning agent's job id (for the record and the worker's logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
-    /// How deep the agent is (0: a root, as for a job from a Node producer).
-    #[serde(default)]
+    /// How deep the agent is in its tree (0: a root). A job from another producer,
+    /// which sends none, is a sub-agent handed work: depth 1, so it gets the sub-agent
+    /// prompt and spawns only where `max_depth` allows a child to.
+    #[serde(default = "handed_work_depth")]
     pub depth: u32,
     /// W3C trace context of the parent's `execute_tool spawn_agent` span.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,7 +276,49 @@ pub struct JobOutcome {
     pub worker: String,
 }
 
+/// Why a worker stops a running job (`RemoteQueue::stop_requested`).
+#[derive(Debug, PartialEq)]
+pub(crate) enum StopRequest {
+    /// The parent asked (its cancel key is set).
+    Parent,
+    /// Another client ended or removed the job; why, in words.
+    EndedElsewhere(String),
+}
+
+impl StopRequest {
+    /// What a worker reads of a running job: whether its cancel key is set, whether
+    /// its hash still exists, whether it has a `finishedOn`, and its `failedReason`.
+    pub(crate) fn of(
+        cancel: bool,
+        exists: bool,
+        finished: bool,
+        failed_reason: Option<String>,
+    ) -> Option<StopRequest> {
+        if cancel {
+            return Some(StopRequest::Parent);
+        }
+        if !exists {
+            let why = "the job was removed from the queue";
+            return Some(StopRequest::EndedElsewhere(why.into()));
+        }
+        finished.then(|| {
+            StopRequest::EndedElsewhere(match failed_reason {
+                Some(reason) => format!("another client moved the job to failed: {reason}"),
+                None => "another client finished the job".into(),
+            })
+        })
+    }
+}
+
 impl JobOutcome {
+    /// The outcome a worker left in a job's log (`OUTCOME_LOG_PREFIX`), if a line of
+    /// `lines` is one.
+    pub(crate) fn from_log(lines: &[String]) -> Option<JobOutcome> {
+        lines
+            .iter()
+            .find_map(|line| serde_json::from_str(line.strip_prefix(OUTCOME_LOG_PREFIX)?).ok())
+    }
+
     /// The return value for `outcome`; `cost_usd` is the whole subtree's.
     pub fn new(outcome: &AgentOutcome, cost_usd: f64, worker: &str) -> JobOutcome {
         JobOutcome {
@@ -296,6 +356,11 @@ impl JobOutcome {
     }
 }
 
+/// The depth of a job that names none: a sub-agent's (see [`JobData::depth`]).
+fn handed_work_depth() -> u32 {
+    1
+}
+
 impl JobData {
     /// The job that runs `spec` on a worker.
     pub fn from_spec(spec: ChildSpec) -> JobData {
@@ -306,6 +371,7 @@ impl JobData {
             constraints: spec.constraints,
             system_prompt: spec.system_prompt,
             tools: spec.tools,
+            inherit_model: spec.model.is_some(),
             model: spec.model,
             output_schema: spec.output_schema.map(|schema| schema.value().clone()),
             limits: JobLimits {

@@ -55,7 +55,8 @@ pub(super) fn run_summary(info: &RunInfo, state: &RunState) -> Value {
         tokens = tokens.saturating_add(agent.tokens());
         first_ms = first_ms.min(agent.queued_ms.unwrap_or(u64::MAX));
     }
-    let resume = format!("warren resume {}", info.id);
+    // Resuming continues a run whose end was never recorded; a finished one has none.
+    let resume = (!info.finished).then(|| format!("warren resume {}", info.id));
     json!({
         "id": info.id,
         "task": info.task,

@@ -6,6 +6,8 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
+  // The shortest timeline row that gets its agent's name beside it.
+  const TIMELINE_NAMED_ROW_PX = 10;
   const FINAL = new Set(['ok', 'error', 'cancelled', 'timed_out', 'max_turns',
     'budget_exceeded', 'truncated', 'refused', 'interrupted']);
 
@@ -65,7 +67,11 @@
     events.addEventListener('lagged', () => status('fell behind; reloading the snapshot…'));
     events.onopen = () => { if ($('status').dataset.lost) { status(''); delete $('status').dataset.lost; } };
     events.onerror = () => {
-      if (events.readyState === EventSource.CONNECTING) {
+      // A finished run's stream ends with it: nothing more will come, so nothing is lost.
+      if (run && run.finished) {
+        events.close();
+        status('');
+      } else if (events.readyState === EventSource.CONNECTING) {
         $('status').dataset.lost = '1';
         status('connection lost; retrying…');
       } else if (!run) {
@@ -246,7 +252,9 @@
     $('commands').hidden = !finished;
     if (finished) {
       $('cmd-show').textContent = run.commands.show;
-      $('cmd-resume').textContent = run.commands.resume;
+      // Only a run whose end was never recorded can be resumed.
+      $('resume-command').hidden = !run.commands.resume;
+      $('cmd-resume').textContent = run.commands.resume || '';
     }
     document.body.dataset.runState = run.state;
   }
@@ -459,6 +467,40 @@
       for (const [from, to] of a.waits || []) g.fillRect(x(from), y, Math.max(1, x(to || ended) - x(from)), h);
     });
     canvas.setAttribute('aria-label', `Timeline of ${order.length} agents over ${secs(end - start)}; ${peakQueued} waiting for a slot now`);
+    drawTimelineNames(rowHeight);
+    drawTimelineAxis(width, end - start);
+  }
+
+  // Each bar's agent, beside it, while the rows are tall enough to read.
+  function drawTimelineNames(rowHeight) {
+    const names = $('timeline-names');
+    if (rowHeight < TIMELINE_NAMED_ROW_PX) {
+      names.replaceChildren(el('div', 'note', order.length + ' agents, in tree order: select one in the tree to see it'));
+      return;
+    }
+    names.replaceChildren(...order.map((id) => {
+      const a = agents.get(id);
+      const name = el('div', '', a.profile + (a.description ? ' (' + a.description + ')' : '') + ' ' + id);
+      name.style.height = name.style.lineHeight = rowHeight + 'px';
+      return name;
+    }));
+  }
+
+  // Seconds from the run's start, at a round step that gives at most eight ticks.
+  function drawTimelineAxis(width, spanMs) {
+    const steps = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
+      60, 120, 300, 600, 1800, 3600, 7200];
+    const seconds = Math.max(spanMs, 1) / 1000;
+    const step = steps.find((s) => seconds / s <= 8) || Math.ceil(seconds / 8);
+    const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+    const ticks = [];
+    for (let i = 0; i * step <= seconds + 1e-9; i++) {
+      const t = i * step;
+      const tick = el('span', '', t.toFixed(decimals) + ' s');
+      tick.style.left = (t / seconds) * width + 'px';
+      ticks.push(tick);
+    }
+    $('timeline-axis').replaceChildren(...ticks);
   }
 
   // Running agents' clocks and idle times move without events.
