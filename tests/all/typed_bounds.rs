@@ -26,7 +26,7 @@ fn doubling(levels: usize) -> Value {
         let next = format!("#/$defs/d{}", level + 1);
         defs.insert(
             format!("d{level}"),
-            json!({"anyOf": [{"$ref": next}, {"$ref": next, "minLength": 1}]}),
+            json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
         );
     }
     defs.insert(format!("d{levels}"), json!({"type": "string"}));
@@ -139,7 +139,11 @@ async fn a_schema_branching_two_to_the_fortieth_is_refused_at_spawn() {
     let world = World::new();
     project(&world, &server);
     let schema = doubling(40);
-    assert!(schema.to_string().len() < 3000);
+    assert!(
+        schema.to_string().len() < 2700,
+        "{}",
+        schema.to_string().len()
+    );
     script(&server, schema, "{}".into());
     let report = run(&world).await;
     assert_eq!(report["agents"].as_array().unwrap().len(), 1, "{report:#}");
