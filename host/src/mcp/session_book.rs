@@ -174,25 +174,31 @@ impl SessionBook {
                 .filter(|entry| entry.owner == owner)
                 .count()
         };
-        let mut evicted = false;
-        if held >= self.limits.max_sessions_per_token {
-            let Some(victim) = self.least_recently_used(Some(owner)) else {
-                return Err(format!(
-                    "this credential holds {held} sessions, the most one token may (--max-sessions-per-token), and none has been idle for {} s (--session-evict-after): delete one, or retry once one is idle",
-                    self.limits.evict_after.as_secs()
-                ));
-            };
-            self.evict(&victim, sessions).await;
-            evicted = true;
-        }
-        if let Ok(place) = self.places.clone().try_acquire_owned() {
-            return Ok(place);
-        }
         let full = format!(
             "warren mcp serves at most {} sessions at once (--max-sessions) and all are open, none idle for {} s (--session-evict-after): retry once a session ends (a client deletes its session, or it ends after --session-idle) or is idle that long",
             self.limits.max_sessions,
             self.limits.evict_after.as_secs()
         );
+        let mut evicted = false;
+        if held >= self.limits.max_sessions_per_token {
+            match self.least_recently_used(Some(owner)) {
+                Some(victim) => {
+                    self.evict(&victim, sessions).await;
+                    evicted = true;
+                }
+                // Full for everyone: that is the limit to name.
+                None if self.places.available_permits() == 0 => return Err(full),
+                None => {
+                    return Err(format!(
+                        "this credential holds {held} sessions, the most one token may (--max-sessions-per-token), and none has been idle for {} s (--session-evict-after): delete one, or retry once one is idle",
+                        self.limits.evict_after.as_secs()
+                    ))
+                }
+            }
+        }
+        if let Ok(place) = self.places.clone().try_acquire_owned() {
+            return Ok(place);
+        }
         if !evicted {
             let victim = self.least_recently_used(None).ok_or_else(|| full.clone())?;
             self.evict(&victim, sessions).await;
