@@ -235,7 +235,7 @@ impl Gate {
     fn admit(
         &self,
         request: &hyper::Request<hyper::body::Incoming>,
-    ) -> Result<Owner, hyper::Response<Body>> {
+    ) -> Result<Owner, Box<hyper::Response<Body>>> {
         if request.uri().path() != MCP_PATH {
             let mut response = hyper::Response::new(
                 http_body_util::Full::new(bytes::Bytes::from(format!(
@@ -244,19 +244,19 @@ impl Gate {
                 .boxed(),
             );
             *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-            return Err(response);
+            return Err(Box::new(response));
         }
         if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes());
             if !origin_allowed(&origin, self.local) {
-                return Err(refusal(
+                return Err(Box::new(refusal(
                     hyper::StatusCode::FORBIDDEN,
                     &format!(
                         "Origin `{}` is not this server's: warren mcp accepts requests from loopback origins and http://{} only",
                         crate::events::bounded(&origin, 200),
                         self.local
                     ),
-                ));
+                )));
             }
         }
         let HttpAuth::Bearer(tokens) = &self.auth else {
@@ -273,7 +273,7 @@ impl Gate {
                     hyper::header::WWW_AUTHENTICATE,
                     hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
                 );
-                response
+                Box::new(response)
             },
         )
     }
@@ -285,7 +285,7 @@ impl Gate {
     ) -> hyper::Response<Body> {
         let owner = match self.admit(&request) {
             Ok(owner) => owner,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         let session_id = request
             .headers()
