@@ -290,7 +290,7 @@ async fn idle_sessions_make_room_least_recently_used_first() {
     let world = project(&model);
     let server = two_credentials(
         &world,
-        &["--max-sessions", "3", "--session-evict-after", "2"],
+        &["--max-sessions", "3", "--session-evict-after", "4"],
     );
     let (hog, newcomer) = (Client::new(&server, TOKEN), Client::new(&server, OTHER));
     let mut held = Vec::new();
@@ -300,13 +300,13 @@ async fn idle_sessions_make_room_least_recently_used_first() {
     let refused = newcomer.open().await;
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert!(refused.body.contains("--max-sessions"), "{}", refused.body);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     // The first session is now the least recently used.
     for session in &held[1..] {
         let listed = hog.call(session, "tools/list", json!({})).await;
         assert_eq!(listed.status, 200, "{}", listed.body);
     }
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     let admitted = newcomer.open().await;
     assert_eq!(admitted.status, 200, "{}", admitted.body);
     let gone = hog.call(&held[0], "tools/list", json!({})).await;
@@ -332,7 +332,7 @@ async fn one_credential_holds_at_most_its_share_of_sessions() {
             "--max-sessions-per-token",
             "2",
             "--session-evict-after",
-            "2",
+            "4",
         ],
     );
     let (hog, other) = (Client::new(&server, TOKEN), Client::new(&server, OTHER));
@@ -346,7 +346,7 @@ async fn one_credential_holds_at_most_its_share_of_sessions() {
         refused.body
     );
     assert_eq!(other.open().await.status, 200);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     let listed = hog.call(&second, "tools/list", json!({})).await;
     assert_eq!(listed.status, 200, "{}", listed.body);
     let third = hog.open().await;
