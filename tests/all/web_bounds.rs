@@ -4,6 +4,7 @@
 //! growing journal. Each test checks the server stayed within its bounds (log,
 //! memory) and still served the next request.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -275,4 +276,107 @@ async fn clients_of_a_growing_journal_share_one_incremental_read() {
         peak < MOST_KB,
         "warren view peaked at {peak} KiB serving eight clients of a 68 MiB journal"
     );
+}
+
+/// A run's own tool call and model requests go on while its web view is flooded with
+/// 2,100 half-sent requests without the token (`ulimit -n 2048`): the view holds at
+/// most `web::MAX_CONNECTIONS` of them and closes the rest at once, so the run keeps
+/// the descriptors it needs and answers. Before, every descriptor went to the flood:
+/// the run's `read_file` and model requests failed with "Too many open files".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_keeps_its_descriptors_while_its_web_view_is_flooded() {
+    const MOST_LOG_BYTES: usize = 1 << 20;
+    let world = World::new();
+    let model = FakeLlm::start().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let read = Reply::tool_calls(
+        &[("read_file", serde_json::json!({"path": "/docs/notes.md"}))],
+        (100, 50),
+    );
+    model.route("ROOT-TASK", Reply::Gated(gate.clone(), Box::new(read)));
+    model.route(
+        "quick brown fox",
+        Reply::answer("ROOT DONE: a fox", (100, 50)),
+    );
+    std::fs::write(
+        world.path("warren.toml"),
+        format!(
+            r#"
+[plugins]
+cache_dir = {:?}
+
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+max_retries = 0
+
+[profiles.main]
+tools = ["read_file"]
+[profiles.main.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
+"#,
+            crate::support::cache_dir(),
+            model.base_url
+        ),
+    )
+    .unwrap();
+    let mut served = Served::start_with(
+        world.dir.path(),
+        &["run", "--progress", "plain", "--web", "ROOT-TASK"],
+        Some(2048),
+    );
+    let (answer, answered) = std::sync::mpsc::channel();
+    let stdout = served.child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = answer.send(line);
+        }
+    });
+    let (base, _) = base_and_token(&served);
+    let address = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut flood = Vec::new();
+    for _ in 0..2100 {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        stream.write_all(HALF_SENT).await.unwrap();
+        flood.push(stream);
+    }
+    gate.add_permits(1);
+    let started = Instant::now();
+    let mut printed = String::new();
+    while !printed.contains("ROOT DONE") {
+        let log = served.stderr.lock().unwrap().len();
+        assert!(log < MOST_LOG_BYTES, "{log} bytes of log during the flood");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the run never answered: {printed}\n{}",
+            served
+                .stderr
+                .lock()
+                .unwrap()
+                .chars()
+                .take(3000)
+                .collect::<String>()
+        );
+        if let Ok(line) = answered.recv_timeout(Duration::from_millis(200)) {
+            printed.push_str(&line);
+        }
+    }
+    let log = served.stderr.lock().unwrap().clone();
+    assert!(!log.contains("Too many open files"), "{log}");
+    assert_eq!(
+        log.matches("closing new ones until one ends").count(),
+        1,
+        "{log}"
+    );
+    drop(flood);
 }
