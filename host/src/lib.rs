@@ -7,7 +7,8 @@
 //! - L0: [`policy`] (what a profile's tools may touch and use, as plain data: the
 //!   per-call limits declared once, grants, [`CapabilitySet`], the queue's ceiling),
 //!   [`builtin`] (the embedded plugins), [`llm`] (providers with streaming, usage,
-//!   cost and retries), `term`;
+//!   cost and retries), `term`, `listener` (the bounded TCP listener of the HTTP
+//!   servers);
 //! - L1: [`sandbox`] (the wasmtime engine, a fresh store per call, capabilities
 //!   enforced);
 //! - L2: [`outcome`] (how an agent ended) and [`telemetry`] (logs and OTLP traces);
@@ -55,6 +56,7 @@ pub mod host;
 mod init;
 pub mod jobs;
 pub mod journal;
+mod listener;
 pub mod llm;
 pub mod mcp;
 pub mod outcome;

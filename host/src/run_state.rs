@@ -366,15 +366,22 @@ impl RunState {
     pub fn from_journal(lines: &[Line]) -> RunState {
         let mut state = RunState::default();
         for line in lines {
-            for event in state.events_of(&line.record) {
-                state.apply(&EventRecord {
-                    ts_ms: line.ts_ms,
-                    run: "".into(),
-                    event,
-                });
-            }
+            state.apply_line(line);
         }
         state
+    }
+
+    /// Folds in one journal record, read as the events it stands for: what
+    /// [`RunState::from_journal`] does with each, for a reader that takes a journal
+    /// a line at a time (the web view follows a growing journal so).
+    pub fn apply_line(&mut self, line: &Line) {
+        for event in self.events_of(&line.record) {
+            self.apply(&EventRecord {
+                ts_ms: line.ts_ms,
+                run: "".into(),
+                event,
+            });
+        }
     }
 
     /// The events a journal record stands for, given the state so far.

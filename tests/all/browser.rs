@@ -29,7 +29,7 @@ fn playwright() -> (PathBuf, PathBuf) {
 
 /// A warren process serving a web view, its stderr collected.
 pub(crate) struct Served {
-    child: Child,
+    pub(crate) child: Child,
     /// The page's address, token included.
     pub(crate) url: String,
     /// What warren wrote on stderr so far.
@@ -39,7 +39,24 @@ pub(crate) struct Served {
 impl Served {
     /// Starts `warren ARGS` in `world` and waits for the address it prints.
     pub(crate) fn start(dir: &Path, args: &[&str]) -> Served {
-        let mut child = Command::new(WARREN)
+        Served::start_with(dir, args, None)
+    }
+
+    /// As [`Served::start`], with at most `descriptors` open files (`ulimit -n`)
+    /// when given.
+    pub(crate) fn start_with(dir: &Path, args: &[&str], descriptors: Option<u32>) -> Served {
+        let mut command = match descriptors {
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(WARREN);
+                shell
+            }
+            None => Command::new(WARREN),
+        };
+        let mut child = command
             .args(args)
             .current_dir(dir)
             .env_remove("WARREN_CONFIG")

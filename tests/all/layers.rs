@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 /// crate). A module may name only modules of lower layers.
 const LAYERS: &[(&str, u8)] = &[
     // L0: vocabularies that know nothing of the rest of the crate: capability
-    // policy as plain data, model providers, embedded plugins, the terminal.
+    // policy as plain data, model providers, embedded plugins, the terminal, the
+    // bounded listener of the HTTP servers.
     ("builtin", 0),
     ("llm", 0),
     ("policy", 0),
     ("term", 0),
+    ("listener", 0),
     // L1: the wasmtime engine.
     ("sandbox", 1),
     // L2: how an agent ended; logs and traces.

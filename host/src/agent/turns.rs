@@ -441,7 +441,7 @@ impl Agent {
         progress: &mut Progress,
     ) -> Finish {
         if let Some(typed) = typed {
-            match typed.settle(calls, &progress.text, request) {
+            match typed.settle(calls, &progress.text, request).await {
                 Settled::Valid(value) => {
                     progress.text = value.to_string();
                     progress.output = Some(value);

@@ -104,8 +104,10 @@ impl TypedAnswer {
     /// Checks the answer of a turn that made no calls but `calls`' report call (if
     /// any): its arguments, else `text`. Every call of the turn gets its result in
     /// `request` (the others are not run: a report ends the turn); an answer that
-    /// does not match is sent back once with the errors.
-    pub(super) fn settle(
+    /// does not match is sent back once with the errors. The check runs on a
+    /// blocking thread (its cost is bounded by `MAX_SCHEMA_CHECK_STEPS`), so the
+    /// agent's `timeout_s` and cancellation stop the wait for it.
+    pub(super) async fn settle(
         &mut self,
         calls: &[ToolCall],
         text: &str,
@@ -113,12 +115,20 @@ impl TypedAnswer {
     ) -> Settled {
         let report = self.report(calls);
         let raw = report.map_or(text, |call| call.arguments.as_str());
-        let checked = self.parse(raw, report.is_some()).and_then(|value| {
-            self.schema
-                .check(&value)
-                .map(|()| value)
-                .map_err(|errors| errors.join("\n"))
-        });
+        let checked = match self.parse(raw, report.is_some()) {
+            Ok(value) => {
+                let schema = self.schema.clone();
+                tokio::task::spawn_blocking(move || {
+                    schema
+                        .check(&value)
+                        .map(|()| value)
+                        .map_err(|errors| errors.join("\n"))
+                })
+                .await
+                .unwrap_or_else(|error| Err(format!("checking the answer failed: {error}")))
+            }
+            Err(error) => Err(error),
+        };
         let again = checked.is_err() && !self.reasked;
         for call in calls {
             let (content, is_error) = match (&checked, call.name == REPORT_TOOL) {

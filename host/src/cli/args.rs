@@ -368,6 +368,16 @@ pub(super) struct McpArgs {
     /// agents are cancelled [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) session_idle: Option<u64>,
+    /// With --http: sessions one credential (bearer token) may hold at once; past it
+    /// an `initialize` ends that credential's least recently used idle session, or
+    /// gets 503 [default: 64].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) max_sessions_per_token: Option<u32>,
+    /// With --http: seconds a session must have had no request under way before a
+    /// new session may end it to take its place (least recently used first) when a
+    /// session limit is reached [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) session_evict_after: Option<u64>,
     /// Seconds an `await_agents` call without `timeout_s` waits at most before it
     /// returns the blocks of agents still running (the client calls it again);
     /// keep it under the client's own tool timeout [default: 4].

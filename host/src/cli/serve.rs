@@ -144,6 +144,12 @@ impl McpArgs {
                 .map_or(default.max_connections, |n| n as usize),
             header_timeout: self.header_timeout.map_or(default.header_timeout, seconds),
             session_idle: self.session_idle.map_or(default.session_idle, seconds),
+            max_sessions_per_token: self
+                .max_sessions_per_token
+                .map_or(default.max_sessions_per_token, |n| n as usize),
+            evict_after: self
+                .session_evict_after
+                .map_or(default.evict_after, seconds),
         }
     }
 }

@@ -37,6 +37,7 @@ mod queue;
 mod raw;
 #[cfg(test)]
 mod reference;
+mod schema_cost;
 mod secrets;
 mod source;
 mod text_file;
@@ -61,7 +62,8 @@ pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::output_schema::{
-    OutputSchema, MAX_OUTPUT_SCHEMA_BYTES, MAX_OUTPUT_SCHEMA_DEPTH, MAX_REPORTED_ERRORS,
+    OutputSchema, MAX_OUTPUT_SCHEMA_BRANCHES, MAX_OUTPUT_SCHEMA_BYTES, MAX_OUTPUT_SCHEMA_DEPTH,
+    MAX_REPORTED_ERRORS, MAX_SCHEMA_CHECK_STEPS,
 };
 pub use self::plugin_tables::{PluginTable, ToolHints};
 pub use self::plugins::default_cache_dir;
@@ -70,6 +72,7 @@ pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
 use self::source::Source;
+pub(crate) use self::text_file::read_text;
 pub use self::text_file::MAX_PROMPT_FILE_BYTES;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};

@@ -1,12 +1,16 @@
 //! An output schema: the JSON Schema an agent's final answer must match (a profile's
 //! `output_schema` or `output_schema_file`, an agent file's `output_schema`, a
-//! `spawn_agent` argument, `warren run --output-schema`). Bounded in size and depth
-//! and checked as a JSON Schema when given, so a bad one fails where it is written
-//! rather than at the end of an agent's work.
+//! `spawn_agent` argument, `warren run --output-schema`). Bounded in size, depth and
+//! what checking an answer may cost ([`super::schema_cost`]), and checked as a JSON
+//! Schema when given, so a bad one fails where it is written rather than at the end
+//! of an agent's work.
 
 use std::sync::Arc;
 
 use serde_json::Value;
+
+use super::schema_cost::{self, Unbounded};
+pub use super::schema_cost::{MAX_OUTPUT_SCHEMA_BRANCHES, MAX_SCHEMA_CHECK_STEPS};
 
 /// Most bytes of an output schema's compact JSON: it goes into the prompt and the
 /// request of every turn of every agent that has it.
@@ -74,6 +78,7 @@ impl OutputSchema {
         }
         let validator = jsonschema::validator_for(&schema)
             .map_err(|error| format!("not a usable JSON Schema: {error}"))?;
+        bounded_cost(&schema)?;
         Ok(OutputSchema {
             schema: Arc::new(schema),
             validator: Arc::new(validator),
@@ -109,7 +114,20 @@ impl OutputSchema {
 
     /// Why `answer` does not match, one line per error (at most
     /// [`MAX_REPORTED_ERRORS`], the rest counted), each naming where in the answer.
+    /// An answer whose check would take more than [`MAX_SCHEMA_CHECK_STEPS`] is not
+    /// checked: that is its one error.
     pub fn check(&self, answer: &Value) -> Result<(), Vec<String>> {
+        if let Err(unbounded) = schema_cost::steps(&self.schema, answer, MAX_SCHEMA_CHECK_STEPS) {
+            let why = match unbounded {
+                Unbounded::Over(limit) => format!(
+                    "checking this answer against the schema would take more than {limit} steps (MAX_SCHEMA_CHECK_STEPS), so it was not checked: answer with less data"
+                ),
+                Unbounded::Cycle(reference) | Unbounded::Reference(reference) => {
+                    format!("the answer was not checked: the schema's {reference} cannot be followed")
+                }
+            };
+            return Err(vec![format!("at /: {why}")]);
+        }
         let mut errors: Vec<String> = Vec::new();
         let mut more = 0usize;
         for error in self.validator.iter_errors(answer) {
@@ -130,6 +148,30 @@ impl OutputSchema {
         } else {
             Err(errors)
         }
+    }
+}
+
+/// Whether checking a value against `schema` is bounded: its references point into it
+/// by JSON pointer, none of its subschemas sets its own base, none refers to itself
+/// without descending into the value, and one value meets at most
+/// [`MAX_OUTPUT_SCHEMA_BRANCHES`] of its subschemas.
+fn bounded_cost(schema: &Value) -> Result<(), String> {
+    if let Some(base) = schema_cost::nested_base(schema) {
+        return Err(format!(
+            "a subschema sets its own base ({base}); an output schema refers within itself by JSON pointer from its root only"
+        ));
+    }
+    match schema_cost::steps(schema, &Value::Null, MAX_OUTPUT_SCHEMA_BRANCHES) {
+        Ok(_) => Ok(()),
+        Err(Unbounded::Over(limit)) => Err(format!(
+            "the schema applies more than {limit} subschemas to one value (its allOf, anyOf, oneOf, not, if/then/else, dependentSchemas and $refs unfolded), so checking an answer could take for ever; an output schema applies at most {limit} (MAX_OUTPUT_SCHEMA_BRANCHES)"
+        )),
+        Err(Unbounded::Cycle(reference)) => Err(format!(
+            "the schema refers to itself ({reference}) without descending into the value: checking an answer would never end"
+        )),
+        Err(Unbounded::Reference(reference)) => Err(format!(
+            "{reference} does not point into the schema: an output schema refers within itself by JSON pointer only (`#/$defs/NAME`)"
+        )),
     }
 }
 

@@ -16,7 +16,7 @@ pub const MAX_PROMPT_FILE_BYTES: usize = 1024 * 1024;
 /// The UTF-8 text of the regular file at `path`, at most `max` bytes; when `inside` is
 /// given, `path` must resolve (symlinks followed) to a file under that directory. The
 /// error says why, without the path.
-pub(super) fn read_text(path: &Path, max: usize, inside: Option<&Path>) -> Result<String, String> {
+pub(crate) fn read_text(path: &Path, max: usize, inside: Option<&Path>) -> Result<String, String> {
     let resolved = match inside {
         Some(dir) => {
             let resolved = path

@@ -111,9 +111,14 @@ impl BearerToken {
     }
 }
 
+/// A credential: the SHA-256 of the bearer token a request carried (all zeros on a
+/// `--no-auth` server and over stdio, where every client is the same one). Tasks,
+/// their log records and the sessions a credential may hold are its.
+pub(super) type Owner = [u8; 32];
+
 /// The digest of the token among `tokens` that an `Authorization` header value
 /// carries (every token is compared, in constant time each).
-pub(super) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<[u8; 32]> {
+pub(super) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<Owner> {
     tokens.iter().fold(None, |found, token| {
         let admits = token.admits(authorization);
         found.or(admits.then_some(token.digest))

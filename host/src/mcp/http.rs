@@ -7,8 +7,9 @@
 //! client can make it hold is bounded ([`HttpLimits`]): sessions (a new one over the
 //! limit is refused with 503 before anything is made for it), connections (one over
 //! the limit is closed at once), the time to send a request's headers, and a session's
-//! idle time. A failing `accept` (no descriptors left) is retried with a growing
-//! pause, and each burst of failures is logged twice, not once per try.
+//! idle time. Connections are accepted through [`crate::listener`], as the web view's
+//! are: a failing `accept` (no descriptors left) is retried with a growing pause, and
+//! each burst of failures is logged twice, not once per try.
 //!
 //! Only `Host` headers naming a loopback name, or the address listened on, are
 //! accepted (rmcp's DNS-rebinding guard), a request whose `Origin` names another host
@@ -18,35 +19,29 @@
 //! and the tasks capability is added to rmcp's `initialize` and `tools/list` answers.
 
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::HttpAuth;
+use super::auth::{HttpAuth, Owner};
 use super::server::WarrenServer;
-use super::tasks::{Owner, TaskLimits, Tasks};
+use super::session_book::{SessionBook, SessionLimits};
+use super::tasks::{TaskLimits, Tasks};
 use crate::host::{Host, Session};
+use crate::listener::{ListenLimits, ServerName};
 
 /// The largest request body read (a JSON-RPC message).
 const MAX_BODY: usize = 4 << 20;
 /// The path MCP is served at.
 const MCP_PATH: &str = "/mcp";
-/// The first pause after a failed `accept`; it doubles up to [`ACCEPT_PAUSE_MAX`].
-const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(10);
-/// The longest pause between tries of a failing `accept`.
-const ACCEPT_PAUSE_MAX: Duration = Duration::from_millis(1000);
 
 /// What one Streamable HTTP server lets its clients hold (`warren mcp` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +62,15 @@ pub struct HttpLimits {
     /// that vanished without deleting its session gives its place back then. A call
     /// that reports progress keeps its session alive.
     pub session_idle: Duration,
+    /// Sessions one credential may hold at once (`--max-sessions-per-token`, default
+    /// 64): past it, an `initialize` ends that credential's least recently used idle
+    /// session, or is refused with 503 naming the flag.
+    pub max_sessions_per_token: usize,
+    /// How long a session must have had no request under way (its event stream
+    /// included) before a new session may end it to take its place, least recently
+    /// used first, when a limit is reached (`--session-evict-after`, default 60 s):
+    /// a client that never closes its sessions cannot lock the others out.
+    pub evict_after: Duration,
 }
 
 impl Default for HttpLimits {
@@ -76,6 +80,8 @@ impl Default for HttpLimits {
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
             session_idle: Duration::from_secs(15 * 60),
+            max_sessions_per_token: 64,
+            evict_after: Duration::from_secs(60),
         }
     }
 }
@@ -86,7 +92,8 @@ tokio::task_local! {
     /// asks the factory for a service to look up a tool's schema on every
     /// `tools/call`; with no slot to take, that look-up finds nothing (as warren's
     /// handler would) instead of opening and closing a whole session.
-    static OPENING: RefCell<Option<OwnedSemaphorePermit>>;
+    /// The slot comes with the credential of the client opening the session.
+    static OPENING: RefCell<Option<(OwnedSemaphorePermit, Owner)>>;
     /// The warren session the factory made for the request being handled, for the
     /// gate to know it by its `Mcp-Session-Id` (an `await_agents` task awaits its
     /// agents).
@@ -94,7 +101,7 @@ tokio::task_local! {
 }
 
 /// A response body.
-type Body = BoxBody<bytes::Bytes, Infallible>;
+type Body = crate::listener::BoxBody;
 
 /// rmcp's Streamable HTTP service of warren sessions.
 type McpService = StreamableHttpService<WarrenServer, LocalSessionManager>;
@@ -115,67 +122,37 @@ pub(super) async fn serve(
     let local = listener.local_addr()?;
     let stop = CancellationToken::new();
     let (service, gate) = service_and_gate(host, session, local, &limits, task_limits, auth, &stop);
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
     // stderr, as every message of warren mcp: stdout is never used.
     eprintln!("warren mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}");
     tracing::info!(%local, ?limits, "MCP over HTTP: listening");
-    tokio::pin!(shutdown);
-    let mut failed_accepts = Burst::default();
-    let mut refused = Burst::default();
-    let mut pause = ACCEPT_PAUSE_MIN;
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
-        };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                if failed_accepts.hit() {
-                    tracing::warn!(
-                        %error,
-                        "MCP over HTTP: accepting a connection failed; retrying every {} ms at most (logged again when it works)",
-                        ACCEPT_PAUSE_MAX.as_millis()
-                    );
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = &mut shutdown => break,
-                }
-                pause = (pause * 2).min(ACCEPT_PAUSE_MAX);
-                continue;
-            }
-        };
-        pause = ACCEPT_PAUSE_MIN;
-        if let Some(failures) = failed_accepts.end() {
-            tracing::warn!(
-                "MCP over HTTP: accepting connections works again after {failures} failed tries"
-            );
-        }
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            if refused.hit() {
-                tracing::warn!(
-                    "MCP over HTTP: {} connections are open, the limit (--max-connections); closing new ones until one ends",
-                    limits.max_connections
-                );
-            }
-            drop(stream);
-            continue;
-        };
-        if let Some(count) = refused.end() {
-            tracing::warn!(
-                "MCP over HTTP: {count} connections were closed over the limit (--max-connections)"
-            );
-        }
-        tokio::spawn(serve_connection(
-            service.clone(),
-            gate.clone(),
-            stream,
-            peer,
-            limits.header_timeout,
-            permit,
-        ));
-    }
+    let header_timeout = limits.header_timeout;
+    crate::listener::accept_loop(
+        listener,
+        ListenLimits {
+            max_connections: limits.max_connections,
+            header_timeout,
+        },
+        ServerName {
+            server: "MCP over HTTP",
+            limit: "--max-connections",
+        },
+        shutdown,
+        |stream, peer, permit| {
+            let (service, gate) = (service.clone(), gate.clone());
+            crate::listener::serve_http1(
+                stream,
+                peer,
+                header_timeout,
+                permit,
+                "MCP over HTTP",
+                move |request| {
+                    let (service, gate) = (service.clone(), gate.clone());
+                    async move { gate.handle(&service, request).await }
+                },
+            )
+        },
+    )
+    .await;
     stop.cancel();
     Ok(())
 }
@@ -208,12 +185,13 @@ fn service_and_gate(
     let tasks = Tasks::new(host.clone(), session.clone(), task_limits);
     let service = StreamableHttpService::new(
         move || {
-            let slot = OPENING
+            let (slot, owner) = OPENING
                 .try_with(|slot| slot.borrow_mut().take())
                 .ok()
                 .flatten()
                 .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
-            let server = WarrenServer::new(&host, &session).map_err(std::io::Error::other)?;
+            let server =
+                WarrenServer::new(&host, &session, owner).map_err(std::io::Error::other)?;
             let _ =
                 MADE.try_with(|made| *made.borrow_mut() = Some(Arc::downgrade(&server.session)));
             Ok(server.holding(slot))
@@ -226,36 +204,13 @@ fn service_and_gate(
         auth,
         tasks,
         open_sessions: sessions,
-        sessions: Arc::new(Semaphore::new(limits.max_sessions)),
-        max_sessions: limits.max_sessions,
+        book: SessionBook::new(SessionLimits {
+            max_sessions: limits.max_sessions,
+            max_sessions_per_token: limits.max_sessions_per_token,
+            evict_after: limits.evict_after,
+        }),
     });
     (service, gate)
-}
-
-/// Serves one accepted connection (HTTP/1.1, each request through `gate`), holding
-/// its `permit` of `--max-connections` until it ends.
-async fn serve_connection(
-    service: McpService,
-    gate: Arc<Gate>,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    header_timeout: std::time::Duration,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) {
-    let handle = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let service = service.clone();
-        let gate = gate.clone();
-        async move { Ok::<_, Infallible>(gate.handle(&service, request).await) }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(TokioIo::new(stream), handle)
-        .await;
-    if let Err(error) = connection {
-        tracing::debug!(%peer, %error, "MCP over HTTP: connection ended");
-    }
-    drop(permit);
 }
 
 /// What every request passes before rmcp sees it: the path, the `Origin`, the bearer
@@ -269,18 +224,18 @@ struct Gate {
     tasks: Tasks,
     /// The sessions open, to check a task request's `Mcp-Session-Id`.
     open_sessions: Arc<LocalSessionManager>,
-    /// Free session slots; a session holds one until it ends.
-    sessions: Arc<Semaphore>,
-    /// `--max-sessions`, for the refusal.
-    max_sessions: usize,
+    /// The sessions' places, owners and use.
+    book: Arc<SessionBook>,
 }
 
 impl Gate {
-    async fn handle(
+    /// The credential of a request that may be served: its path is MCP's, its
+    /// `Origin` (if any) this server's, and it carries a token (when one is needed);
+    /// else the refusal.
+    fn admit(
         &self,
-        service: &StreamableHttpService<WarrenServer, LocalSessionManager>,
-        request: hyper::Request<hyper::body::Incoming>,
-    ) -> hyper::Response<Body> {
+        request: &hyper::Request<hyper::body::Incoming>,
+    ) -> Result<Owner, Box<hyper::Response<Body>>> {
         if request.uri().path() != MCP_PATH {
             let mut response = hyper::Response::new(
                 http_body_util::Full::new(bytes::Bytes::from(format!(
@@ -289,29 +244,27 @@ impl Gate {
                 .boxed(),
             );
             *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-            return response;
+            return Err(Box::new(response));
         }
         if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes());
             if !origin_allowed(&origin, self.local) {
-                return refusal(
+                return Err(Box::new(refusal(
                     hyper::StatusCode::FORBIDDEN,
                     &format!(
                         "Origin `{}` is not this server's: warren mcp accepts requests from loopback origins and http://{} only",
                         crate::events::bounded(&origin, 200),
                         self.local
                     ),
-                );
+                )));
             }
         }
-        let mut owner = [0; 32];
-        if let HttpAuth::Bearer(tokens) = &self.auth {
-            let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-            let admitted =
-                super::auth::admitted(tokens, authorization.map(|value| value.as_bytes()));
-            if let Some(digest) = admitted {
-                owner = digest;
-            } else {
+        let HttpAuth::Bearer(tokens) = &self.auth else {
+            return Ok([0; 32]);
+        };
+        let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+        super::auth::admitted(tokens, authorization.map(|value| value.as_bytes())).ok_or_else(
+            || {
                 let mut response = refusal(
                     hyper::StatusCode::UNAUTHORIZED,
                     "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
@@ -320,27 +273,36 @@ impl Gate {
                     hyper::header::WWW_AUTHENTICATE,
                     hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
                 );
-                return response;
-            }
-        }
+                Box::new(response)
+            },
+        )
+    }
+
+    async fn handle(
+        &self,
+        service: &StreamableHttpService<WarrenServer, LocalSessionManager>,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Body> {
+        let owner = match self.admit(&request) {
+            Ok(owner) => owner,
+            Err(refused) => return *refused,
+        };
+        let session_id = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_string);
+        // The session is in use until the response (an event stream, maybe) ends.
+        let in_use = session_id.as_deref().and_then(|id| self.book.in_use(id));
         let (request, method) = match self.tasks_first(owner, request).await {
             Ok(response) => return response,
             Err(passed) => passed,
         };
-        let opens_session = request.method() == hyper::Method::POST
-            && !request.headers().contains_key("mcp-session-id");
+        let opens_session = request.method() == hyper::Method::POST && session_id.is_none();
         let slot = if opens_session {
-            match self.sessions.clone().try_acquire_owned() {
-                Ok(slot) => Some(slot),
-                Err(_) => {
-                    return refusal(
-                        hyper::StatusCode::SERVICE_UNAVAILABLE,
-                        &format!(
-                            "warren mcp serves at most {} sessions at once (--max-sessions) and all are open: retry once a session ends (a client deletes its session, or it ends after --session-idle)",
-                            self.max_sessions
-                        ),
-                    );
-                }
+            match self.book.admit(owner, &self.open_sessions).await {
+                Ok(slot) => Some((slot, owner)),
+                Err(full) => return refusal(hyper::StatusCode::SERVICE_UNAVAILABLE, &full),
             }
         } else {
             None
@@ -359,6 +321,7 @@ impl Gate {
         let (mut response, made) = (response.0, response.1);
         if let (Some(made), Some(id)) = (made, response.headers().get("mcp-session-id")) {
             if let Ok(id) = id.to_str() {
+                self.book.opened(id, owner, made.clone());
                 self.tasks.opened(id, made);
             }
         }
@@ -366,12 +329,19 @@ impl Gate {
         // but 200 and 204 as a failed termination.
         if delete && response.status() == hyper::StatusCode::ACCEPTED {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+            if let Some(id) = &session_id {
+                self.book.closed(id);
+            }
         }
-        match method.as_deref() {
+        let response = match method.as_deref() {
             Some(method @ ("initialize" | "tools/list")) => {
                 super::task_capability::advertise(method, response).await
             }
             _ => response,
+        };
+        match in_use {
+            Some(in_use) => in_use.hold(response),
+            None => response,
         }
     }
 }
@@ -503,27 +473,6 @@ fn origin_allowed(origin: &str, local: SocketAddr) -> bool {
     }
 }
 
-/// Failures in a row of one kind, so that a burst is logged when it begins and when
-/// it ends, with its count, instead of once per failure.
-#[derive(Default)]
-struct Burst {
-    /// Failures since the last success.
-    count: u64,
-}
-
-impl Burst {
-    /// Counts a failure; true for the first of a burst.
-    fn hit(&mut self) -> bool {
-        self.count += 1;
-        self.count == 1
-    }
-
-    /// A success: the burst's count, if one was going on.
-    fn end(&mut self) -> Option<u64> {
-        (self.count > 0).then(|| std::mem::take(&mut self.count))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,16 +501,5 @@ mod tests {
         ] {
             assert!(!origin_allowed(origin, local), "{origin}");
         }
-    }
-
-    #[test]
-    fn a_burst_is_reported_at_its_start_and_end() {
-        let mut burst = Burst::default();
-        assert_eq!(burst.end(), None);
-        assert!(burst.hit());
-        assert!(!burst.hit());
-        assert!(!burst.hit());
-        assert_eq!(burst.end(), Some(3));
-        assert!(burst.hit());
     }
 }

@@ -4,7 +4,9 @@
 //! until it chooses).
 //!
 //! A record made while a session's tool call (or an agent it started) runs goes to
-//! that session only; a record made outside every session (loading, the HTTP server)
+//! that session only; one made while an MCP task runs (its agents' denials name
+//! paths, hosts and the task) goes only to the sessions of the credential that owns
+//! the task; a record made outside every session and task (loading, the HTTP server)
 //! goes to every session. What is sent: warren's own records (agents, the sandbox and
 //! its denials, the plugins' logs) at the client's level, and other crates' warnings
 //! and errors, never their debug chatter. rmcp's own records stay on stderr: sending
@@ -29,11 +31,16 @@ use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use super::auth::Owner;
+
 /// Records queued for one session before newer ones are dropped.
 const QUEUE_RECORDS: usize = 512;
 /// The span every tool call of a session runs in; its `mcp.session` field names the
 /// session whose client gets the records made inside it.
 pub(crate) const CALL_SPAN: &str = "mcp.call";
+/// The span an MCP task's call runs in; its `mcp.owner` field (the credential, hex)
+/// names whose sessions get the records made inside it.
+pub(crate) const TASK_SPAN: &str = "mcp.task";
 
 /// Every connected session's sink.
 static SINKS: Mutex<Vec<Arc<SinkState>>> = Mutex::new(Vec::new());
@@ -44,6 +51,9 @@ static LOWEST_THRESHOLD: AtomicU8 = AtomicU8::new(u8::MAX);
 struct SinkState {
     /// The session.
     session: u64,
+    /// The credential its client holds: the records of that credential's tasks are
+    /// its too.
+    owner: Owner,
     /// The least severe rank sent (see [`rank`]).
     threshold: AtomicU8,
     /// Where its records go (to the task that sends them to the client).
@@ -59,14 +69,16 @@ pub(crate) struct LogSink {
 }
 
 impl LogSink {
-    /// Registers `session` at the default level (warning); its records arrive on the
-    /// receiver.
+    /// Registers `session` of a client holding `owner` at the default level
+    /// (warning); its records arrive on the receiver.
     pub(crate) fn register(
         session: u64,
+        owner: Owner,
     ) -> (LogSink, mpsc::Receiver<LoggingMessageNotificationParam>) {
         let (sender, receiver) = mpsc::channel(QUEUE_RECORDS);
         let state = Arc::new(SinkState {
             session,
+            owner,
             threshold: AtomicU8::new(level_rank(LoggingLevel::Warning)),
             sender,
             dropped: AtomicU64::new(0),
@@ -165,19 +177,43 @@ where
     ))
 }
 
-/// The session a call span belongs to, kept in the span's extensions.
-struct SessionTag(u64);
+/// Whose client gets the records made in a span, kept in its extensions.
+#[derive(Clone, Copy, PartialEq)]
+enum Route {
+    /// A call span's session.
+    Session(u64),
+    /// A task span's credential: each of its sessions.
+    Owner(Owner),
+}
 
-/// Reads `mcp.session` from a call span's fields.
-struct SessionField(Option<u64>);
+/// Reads `mcp.session` from a call span's fields, or `mcp.owner` from a task span's.
+#[derive(Default)]
+struct RouteField(Option<Route>);
 
-impl Visit for SessionField {
+impl Visit for RouteField {
     fn record_u64(&mut self, field: &Field, value: u64) {
         if field.name() == "mcp.session" {
-            self.0 = Some(value);
+            self.0 = Some(Route::Session(value));
         }
     }
-    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut owner = [0; 32];
+        if field.name() == "mcp.owner"
+            && hex::decode_to_slice(format!("{value:?}"), &mut owner).is_ok()
+        {
+            self.0 = Some(Route::Owner(owner));
+        }
+    }
+}
+
+impl Route {
+    /// Whether `sink` gets the records routed so.
+    fn reaches(self, sink: &SinkState) -> bool {
+        match self {
+            Route::Session(session) => sink.session == session,
+            Route::Owner(owner) => sink.owner == owner,
+        }
+    }
 }
 
 /// A record as one line: the message, then `key=value` for each other field.
@@ -212,13 +248,13 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attributes: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attributes.metadata().name() != CALL_SPAN {
+        if ![CALL_SPAN, TASK_SPAN].contains(&attributes.metadata().name()) {
             return;
         }
-        let mut field = SessionField(None);
+        let mut field = RouteField::default();
         attributes.record(&mut field);
-        if let (Some(session), Some(span)) = (field.0, ctx.span(id)) {
-            span.extensions_mut().insert(SessionTag(session));
+        if let (Some(route), Some(span)) = (field.0, ctx.span(id)) {
+            span.extensions_mut().insert(route);
         }
     }
 
@@ -226,16 +262,17 @@ where
         let metadata = event.metadata();
         let level = mcp_level(metadata.level());
         let rank = level_rank(level);
-        let session = ctx.event_scope(event).and_then(|scope| {
+        // The innermost tagged span routes it (a task's agents run inside its span).
+        let route = ctx.event_scope(event).and_then(|scope| {
             scope
                 .into_iter()
-                .find_map(|span| span.extensions().get::<SessionTag>().map(|tag| tag.0))
+                .find_map(|span| span.extensions().get::<Route>().copied())
         });
         let mut line = Line::default();
         event.record(&mut line);
         let data = format!("{}{}", line.message, line.fields);
         for sink in sinks().iter() {
-            let for_it = session.is_none_or(|session| session == sink.session);
+            let for_it = route.is_none_or(|route| route.reaches(sink));
             if for_it && rank >= sink.threshold.load(Ordering::Relaxed) {
                 let record = LoggingMessageNotificationParam::new(level, data.clone().into())
                     .with_logger(metadata.target());

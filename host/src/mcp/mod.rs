@@ -19,7 +19,8 @@
 //!
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
 //! `logging` (records to clients), `progress` (progress messages), `http` (the
-//! Streamable HTTP listener), `auth` (its bearer tokens), `tasks` (MCP tasks over
+//! Streamable HTTP listener), `session_book` (its sessions' places, owners and use:
+//! idle ones make room), `auth` (its bearer tokens), `tasks` (MCP tasks over
 //! HTTP: spawns that outlive their session), `task_capability` (the tasks support
 //! added to rmcp's answers); this file serves stdio or HTTP.
 
@@ -32,6 +33,7 @@ mod http;
 mod logging;
 mod progress;
 mod server;
+mod session_book;
 mod task_capability;
 mod tasks;
 
@@ -103,7 +105,8 @@ async fn serve_stdio(
     options: &SessionOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let server = WarrenServer::new(&host, options)?;
+    // One client, the process that started warren: the one credential.
+    let server = WarrenServer::new(&host, options, [0; 32])?;
     let session = server.session.clone();
     let served = async {
         let running = server

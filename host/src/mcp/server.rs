@@ -16,6 +16,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument as _;
 
+use super::auth::Owner;
 use super::logging::LogSink;
 use super::progress::CallProgress;
 use crate::host::{Host, Session};
@@ -56,13 +57,19 @@ pub(super) struct WarrenServer {
 }
 
 impl WarrenServer {
-    pub(super) fn new(host: &Host, options: &SessionOptions) -> anyhow::Result<WarrenServer> {
+    /// A session for a client holding credential `owner`: its log records include
+    /// those of `owner`'s tasks.
+    pub(super) fn new(
+        host: &Host,
+        options: &SessionOptions,
+        owner: Owner,
+    ) -> anyhow::Result<WarrenServer> {
         let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
         let session = host
             .session(options.profile.as_deref())?
             .with_await_limit(options.await_limit);
         let session = Arc::new(session);
-        let (logs, receiver) = LogSink::register(id);
+        let (logs, receiver) = LogSink::register(id, owner);
         tracing::info!(
             session = id,
             profile = session.profile(),

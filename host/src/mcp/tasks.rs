@@ -28,21 +28,22 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
+use super::auth::Owner;
 use super::progress::CallProgress;
 use super::server::tool_result;
 use super::server::SessionOptions;
 use crate::host::{Host, Session};
+use saved::TASK_FILE_PREFIX;
 use stamps::{epoch_ms, iso8601, task_id};
 
+mod saved;
 mod stamps;
 
 /// How long an `await_agents` task without `timeout_s` waits at most: its agents'
 /// session ends first.
 const AWAIT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
-/// The files beside a task's run journal that keep its ended tasks:
-/// `mcp-task-ID.json`.
-const TASK_FILE_PREFIX: &str = "mcp-task-";
 /// How often a client is told to poll `tasks/get`, in milliseconds.
 const POLL_INTERVAL_MS: u64 = 500;
 
@@ -69,10 +70,6 @@ impl Default for TaskLimits {
         }
     }
 }
-
-/// Whose a task is: the SHA-256 of the bearer token its creating request carried
-/// (all zeros on a `--no-auth` server, where every client is the same owner).
-pub(super) type Owner = [u8; 32];
 
 /// A JSON-RPC error: its code and message.
 pub(super) type RpcError = (i64, String);
@@ -123,7 +120,13 @@ impl Tasks {
             .config()
             .journal_dir
             .as_deref()
-            .map(|dir| load(dir, limits.retention))
+            .map(|dir| {
+                load(
+                    dir,
+                    limits.retention,
+                    limits.max_result_bytes + saved::TASK_FILE_SLACK_BYTES,
+                )
+            })
             .unwrap_or_default();
         if !kept.is_empty() {
             tracing::info!(
@@ -186,12 +189,20 @@ impl Tasks {
             Value::Null => serde_json::Map::new(),
             _ => return Err((-32602, "`arguments` must be an object".into())),
         };
-        let session = self.session_for(&name, mcp_session, &mut arguments)?;
+        if !matches!(name.as_str(), "spawn_agent" | "await_agents") {
+            return Err(not_a_task(&name));
+        }
         let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
         let (done_sender, done) = watch::channel(false);
         let cancel = CancellationToken::new();
+        // The limit first: a refused task makes nothing (no session, no journaled run).
         self.register(&id, owner, cancel.clone(), done)?;
-        tracing::info!(task = %id, tool = %name, "MCP task started");
+        let session = self
+            .session_for(&name, mcp_session, &mut arguments)
+            .inspect_err(|_| drop(self.lock().remove(&id)))?;
+        // Its records (its agents' included) go to its credential's sessions only.
+        let span = tracing::info_span!(super::logging::TASK_SPAN, mcp.owner = %hex::encode(owner));
+        span.in_scope(|| tracing::info!(task = %id, tool = %name, "MCP task started"));
         let saved_at = self.host.config().journal_dir.as_ref().map(|dir| {
             dir.join(&session.tree().run_id)
                 .join(format!("{TASK_FILE_PREFIX}{id}.json"))
@@ -205,7 +216,7 @@ impl Tasks {
             arguments: Value::Object(arguments).to_string(),
             saved_at,
         };
-        tokio::spawn(run.run(session, cancel, done_sender));
+        tokio::spawn(run.run(session, cancel, done_sender).instrument(span));
         let task = self
             .describe(&id)
             .ok_or((-32603, "the task vanished".into()))?;
@@ -245,10 +256,7 @@ impl Tasks {
                     .and_then(Weak::upgrade)
                     .ok_or((-32602, "this MCP session has ended".to_string()))
             }
-            _ => Err((
-                -32601,
-                format!("tool `{name}` does not run as a task: only spawn_agent and await_agents do (their execution.taskSupport is optional; call the others without `task`)"),
-            )),
+            _ => Err(not_a_task(name)),
         }
     }
 
@@ -402,6 +410,14 @@ impl Tasks {
     }
 }
 
+/// The error for a task asked of tool `name`, which does not run as one.
+fn not_a_task(name: &str) -> RpcError {
+    (
+        -32601,
+        format!("tool `{name}` does not run as a task: only spawn_agent and await_agents do (their execution.taskSupport is optional; call the others without `task`)"),
+    )
+}
+
 /// One task's call, run in the background: its progress and its end recorded in
 /// the task table.
 struct TaskRun {
@@ -533,50 +549,32 @@ fn save(path: &std::path::Path, id: &str, task: &Task) {
 }
 
 /// The ended tasks kept in the runs of journal `dir` that ended less than
-/// `retention` ago.
-fn load(dir: &std::path::Path, retention: Duration) -> HashMap<String, Task> {
+/// `retention` ago (each file at most `max_bytes`).
+fn load(dir: &std::path::Path, retention: Duration, max_bytes: usize) -> HashMap<String, Task> {
     let now = SystemTime::now();
     let mut kept = HashMap::new();
-    let files = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|run| {
-            std::fs::read_dir(run.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .filter(|file| {
-            let name = file.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with(TASK_FILE_PREFIX) && name.ends_with(".json")
-        });
-    for file in files {
-        let Ok(text) = std::fs::read(file.path()) else {
-            continue;
-        };
-        let Ok(saved) = serde_json::from_slice::<Saved>(&text) else {
+    for text in saved::task_files(dir, max_bytes) {
+        let Ok(stored) = serde_json::from_str::<Saved>(&text) else {
             continue;
         };
         let mut owner = [0; 32];
-        if hex::decode_to_slice(&saved.owner, &mut owner).is_err() {
+        if hex::decode_to_slice(&stored.owner, &mut owner).is_err() {
             continue;
         }
-        let updated = UNIX_EPOCH + Duration::from_millis(saved.updated_ms);
+        let updated = UNIX_EPOCH + Duration::from_millis(stored.updated_ms);
         let age = now.duration_since(updated).unwrap_or_default();
-        if age >= retention || matches!(saved.state, State::Working) {
+        if age >= retention || matches!(stored.state, State::Working) {
             continue;
         }
         let (_, done) = watch::channel(true);
         kept.insert(
-            saved.task_id,
+            stored.task_id,
             Task {
                 owner,
-                created: UNIX_EPOCH + Duration::from_millis(saved.created_ms),
+                created: UNIX_EPOCH + Duration::from_millis(stored.created_ms),
                 updated,
-                state: saved.state,
-                message: saved.message,
+                state: stored.state,
+                message: stored.message,
                 ended: Some(Instant::now().checked_sub(age).unwrap_or_else(Instant::now)),
                 cancel: CancellationToken::new(),
                 done,

@@ -9,10 +9,12 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::journal::record::Line;
 use crate::journal::{read, Record};
 use crate::run_state::{AgentProgress, RunState};
 
 /// What a snapshot says about the run itself.
+#[derive(Clone)]
 pub(super) struct RunInfo {
     /// Its id.
     pub(super) id: String,
@@ -94,54 +96,16 @@ pub(super) fn snapshot<'a>(
     json!({"run": run_summary(info, state), "agents": agents})
 }
 
-/// A journaled run's snapshot, read from its journal.
-pub(super) fn journaled(path: &Path) -> anyhow::Result<Value> {
-    let lines = read::records(path)?;
-    let record = read::run(path)?;
-    let state = RunState::from_journal(&lines);
-    let info = RunInfo {
-        id: record.id.clone(),
-        task: record.task.clone(),
-        profile: record.profile.clone(),
-        live: false,
-        finished: record.finished,
-        state: record.state.clone(),
-        budget_usd: record.limits.and_then(|l| l.budget_usd),
-        max_concurrent: record.limits.map(|l| l.max_concurrent),
-        cost_usd: record.cost_usd,
-    };
-    // A run with no end: its unended agents are as the journal reader judges them
-    // (`interrupted`, unless it is still being written).
-    let judged: BTreeMap<&str, &str> = record
-        .agents
-        .iter()
-        .map(|a| (a.id.as_str(), a.state.as_str()))
-        .collect();
-    Ok(snapshot(&info, &state, |agent| {
-        (!record.finished && agent.finished_ms.is_none())
-            .then(|| judged.get(agent.id.as_str()).copied())
-            .flatten()
-    }))
-}
-
-/// Agent `agent`'s records in the journal at `path` (what it was given, each model
+/// Agent `agent`'s `records` in run `run_id`'s journal (what it was given, each model
 /// response, each tool call and result, how it ended), as `warren show --agent
 /// --json` prints them, each tool result with `denied`; `None` when the run has no
 /// such agent.
 pub(super) fn transcript(
-    path: &Path,
+    run_id: &str,
     agent: &str,
+    records: &[Line],
     row: Option<Value>,
-) -> anyhow::Result<Option<Value>> {
-    let lines = read::records(path)?;
-    let run_id = match lines.first().map(|l| &l.record) {
-        Some(Record::RunStarted { run, .. }) => run.clone(),
-        _ => String::new(),
-    };
-    let records: Vec<_> = lines
-        .into_iter()
-        .filter(|line| line.record.agent() == Some(agent))
-        .collect();
+) -> Option<Value> {
     // Each tool result says whether it was a denial, by the one rule the tree counts.
     let marked: Vec<Value> = records
         .iter()
@@ -157,21 +121,19 @@ pub(super) fn transcript(
         })
         .collect();
     if records.is_empty() {
-        return Ok(None);
+        return None;
     }
     let row = match row {
         Some(row) => row,
         None => {
-            let state = RunState::from_journal(&records);
+            let state = RunState::from_journal(records);
             match state.agent(agent) {
                 Some(found) => agent_row(found, None),
                 None => Value::Null,
             }
         }
     };
-    Ok(Some(
-        json!({"run_id": run_id, "agent": row, "records": marked}),
-    ))
+    Some(json!({"run_id": run_id, "agent": row, "records": marked}))
 }
 
 /// Every journaled run in `dir`, newest first, as `warren runs --json` lists them.

@@ -15,10 +15,12 @@
 //! Layout: [`live`] (the served run: the shared fold of its events, and the frames
 //! sent to event-stream clients), `source` (what a server shows), `access` (token, `Host` and `Origin` checks, the
 //! response headers), `api` (the JSON the endpoints answer), `server` (the listener
-//! and routes).
+//! and routes), `feed` (journaled runs, each journal read once, incrementally, for
+//! all its clients).
 
 mod access;
 mod api;
+mod feed;
 pub mod live;
 mod server;
 mod source;
@@ -26,7 +28,9 @@ mod source;
 use std::future::Future;
 use std::net::SocketAddr;
 
+pub use self::feed::MAX_JOURNAL_LINE_BYTES;
 pub use self::live::LiveRun;
+pub use self::server::{HEADER_TIMEOUT, MAX_CONNECTIONS};
 pub use self::source::Source;
 
 /// The address `--web` listens on when given none: loopback, a free port.

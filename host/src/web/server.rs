@@ -1,4 +1,5 @@
-//! The listener and its routes. Every request passes the [`Gate`] first; every
+//! The listener and its routes. Connections are accepted through
+//! [`crate::listener`] within [`MAX_CONNECTIONS`] and [`HEADER_TIMEOUT`]; every request passes the [`Gate`] first; every
 //! response carries the protective headers ([`access::protect`]).
 //!
 //! Routes (`?run=RUN` picks a journaled run: an id, a unique prefix, or `last`;
@@ -20,18 +21,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use super::access::{self, Gate, Pass, Refusal};
 use super::api;
+use super::feed::{self, Feed, Feeds};
 use super::live::{push_frame, LiveRun};
 use super::source::Source;
 use crate::jobs::CancelJob;
 use crate::journal::read;
+use crate::listener::{ListenLimits, ServerName};
+
+/// Connections a web server holds at once; one over it is closed as soon as it is
+/// accepted. A page holds a few (its event stream, a fetch or two); the cap keeps a
+/// flood of connections, with or without the token, from taking the descriptors the
+/// run's own tool calls and model requests need (warren keeps 1,024 for itself).
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Longest a connection may take to send a request's headers, or stay idle between
+/// requests, before it is closed: a half-sent request gives its descriptor back.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often an event stream of a journaled run looks for new records.
 const JOURNAL_POLL: Duration = Duration::from_secs(1);
@@ -40,12 +52,14 @@ const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 
-type Body = BoxBody<Bytes, Infallible>;
+type Body = crate::listener::BoxBody;
 
 /// What every connection shares.
 struct Shared {
     gate: Gate,
     source: Source,
+    /// The journals clients follow, each read once for all of them.
+    feeds: Feeds,
 }
 
 /// The run a request is about.
@@ -69,33 +83,31 @@ pub(super) async fn serve(
     let shared = Arc::new(Shared {
         gate: Gate::new(token, local),
         source,
+        feeds: Feeds::default(),
     });
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "web view: accepting a connection failed");
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
+    let limits = ListenLimits {
+        max_connections: MAX_CONNECTIONS,
+        header_timeout: HEADER_TIMEOUT,
+    };
+    let name = ServerName {
+        server: "web view",
+        limit: "web::MAX_CONNECTIONS",
+    };
+    crate::listener::accept_loop(listener, limits, name, shutdown, |stream, peer, permit| {
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
+        crate::listener::serve_http1(
+            stream,
+            peer,
+            limits.header_timeout,
+            permit,
+            name.server,
+            move |request| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(&shared, request).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(error) = connection {
-                tracing::debug!(%peer, %error, "web view: connection ended");
-            }
-        });
-    }
+                async move { handle(&shared, request).await }
+            },
+        )
+    })
+    .await;
 }
 
 async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
@@ -211,8 +223,27 @@ fn target(shared: &Shared, run: Option<&str>) -> Result<Target, Failure> {
 async fn snapshot(shared: &Shared, run: Option<&str>) -> Result<Value, Failure> {
     match target(shared, run)? {
         Target::Live(live) => Ok(live.snapshot()),
-        Target::Journal(path) => blocking(move || api::journaled(&path)).await,
+        Target::Journal(path) => {
+            let (_, snapshot) = journal_snapshot(shared.feeds.of(&path)).await?;
+            Ok(now(&snapshot))
+        }
     }
+}
+
+/// The snapshot of a journaled run from its shared `feed`, with the journal bytes it
+/// covers.
+async fn journal_snapshot(feed: Arc<Feed>) -> Result<(u64, Arc<Value>), Failure> {
+    tokio::task::spawn_blocking(move || feed.snapshot())
+        .await
+        .map_err(|error| (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?
+        .map_err(|error| (StatusCode::INTERNAL_SERVER_ERROR, error))
+}
+
+/// A shared snapshot as sent now: its `now_ms` is this moment's.
+fn now(snapshot: &Value) -> Value {
+    let mut snapshot = snapshot.clone();
+    snapshot["run"]["now_ms"] = crate::events::now_ms().into();
+    snapshot
 }
 
 async fn runs(shared: &Shared) -> Result<Value, Failure> {
@@ -257,9 +288,12 @@ async fn transcript(shared: &Shared, run: Option<&str>, agent: &str) -> Result<V
         Target::Journal(path) => (path, None),
     };
     let agent_id = agent.to_string();
-    let found =
-        blocking(move || Ok(api::transcript(&path, &agent_id, row)?.unwrap_or(Value::Null)))
-            .await?;
+    let found = blocking(move || {
+        let (run_id, records) =
+            feed::agent_records(&path, &agent_id).map_err(anyhow::Error::msg)?;
+        Ok(api::transcript(&run_id, &agent_id, &records, row).unwrap_or(Value::Null))
+    })
+    .await?;
     Some(found).filter(|found| !found.is_null()).ok_or_else(|| {
         (
             StatusCode::NOT_FOUND,
@@ -317,26 +351,25 @@ fn events(shared: &Shared, run: Option<&str>) -> Result<Response<Body>, Failure>
             stream_body(frames)
         }
         Target::Journal(path) => {
+            let feed = shared.feeds.of(&path);
             let frames = futures_util::stream::unfold(
-                (path, None::<u64>, true),
-                |(path, seen, first)| async move {
+                (feed, None::<u64>, true),
+                |(feed, seen, first)| async move {
                     let mut first = first;
                     loop {
                         if !first {
                             tokio::time::sleep(JOURNAL_POLL).await;
                         }
                         first = false;
-                        let size = std::fs::metadata(&path).map(|m| m.len()).ok();
-                        if size == seen {
-                            continue;
-                        }
-                        let read = path.clone();
-                        let Ok(snapshot) = blocking(move || api::journaled(&read)).await else {
+                        let Ok((read, snapshot)) = journal_snapshot(feed.clone()).await else {
                             continue;
                         };
+                        if Some(read) == seen {
+                            continue;
+                        }
                         let mut frame = String::new();
-                        push_frame(&mut frame, "snapshot", &snapshot.to_string());
-                        return Some((Bytes::from(frame), (path, size, false)));
+                        push_frame(&mut frame, "snapshot", &now(&snapshot).to_string());
+                        return Some((Bytes::from(frame), (feed, Some(read), false)));
                     }
                 },
             );
