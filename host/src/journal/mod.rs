@@ -6,9 +6,13 @@
 //! any earlier process, finished or not.
 //!
 //! Layout: [`record`] (the format, versioned), [`writer`] (appending, with group
-//! commit and what is durable when), [`read`] (reading back, a torn last line
-//! ignored).
+//! commit and what is durable when), [`file`] (journal files: created owner-only,
+//! opened without following links, read as bounded lines), [`check`] (what every
+//! record read must hold: ids, figures, a tree), [`read`] (reading back, a torn last
+//! line ignored).
 
+pub mod check;
+pub mod file;
 pub mod prune;
 pub mod read;
 pub mod record;
@@ -123,10 +127,16 @@ pub fn take_over(
         );
     };
     let path = read::find(dir, name)?;
-    let journal = Journal::append(&path, config.journal_max_run_bytes)
-        .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
-    let resume = Resume::new(read::records(&path)?)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+    let cannot = |error: anyhow::Error| anyhow::anyhow!("cannot resume run `{name}`: {error:#}");
+    // Nothing is changed before the file is known to be the user's own journal,
+    // whole, and resumable.
+    let opened = file::open(&path, true).map_err(cannot)?;
+    opened.own("resume").map_err(cannot)?;
+    writer::lock(&opened.file, &path).map_err(|e| cannot(e.into()))?;
+    let appending = opened.file.try_clone()?;
+    let (lines, whole) = read::records_to_resume(opened, &path)?;
+    let resume =
+        Resume::new(lines).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
     if let Some(state) = resume.finished {
         anyhow::bail!(
             "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it)",
@@ -149,6 +159,8 @@ pub fn take_over(
             changed.join("; ")
         );
     }
+    let journal = Journal::append(appending, &path, whole, config.journal_max_run_bytes)
+        .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
     journal.record(Record::RunResumed {
         warren: env!("CARGO_PKG_VERSION").to_string(),
         forced_over: changed,
@@ -176,6 +188,22 @@ fn changes(resume: &Resume, config: &str, plugins: &BTreeMap<String, String>) ->
         }
     }
     changed
+}
+
+/// The latest journal time shown as a date, in ms since the Unix epoch: the last
+/// instant JavaScript's `Date` holds (year 275760), so the web page can show every
+/// time `warren runs` does. A later one reads as invalid, alone, not as an error of
+/// the list it is in.
+pub const MAX_TIME_MS: u64 = 8_640_000_000_000_000;
+
+/// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC), or `invalid time` past
+/// [`MAX_TIME_MS`]: how every report and page shows a journal's time.
+pub fn utc_text(ms: u64) -> String {
+    if ms > MAX_TIME_MS {
+        return "invalid time".into();
+    }
+    let (year, month, day, hour, minute, second, _) = civil_utc(ms);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}")
 }
 
 /// `ms` since the Unix epoch in UTC as (year, month, day, hour, minute, second,

@@ -27,8 +27,7 @@ use tokio::sync::oneshot;
 
 use super::record::Record;
 
-/// The file of a run's journal inside its directory.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub use super::file::JOURNAL_FILE;
 
 /// How long the writer lets a batch gather after its first record when someone waits
 /// for it to be durable.
@@ -89,6 +88,9 @@ pub struct Journal {
     shared: Arc<Shared>,
     /// The writer thread, joined on drop.
     writer: Option<std::thread::JoinHandle<()>>,
+    /// The journal file: readers of the run (the web view's transcripts) open it
+    /// here, never at a path made from a recorded id.
+    path: std::path::PathBuf,
 }
 
 impl Drop for Journal {
@@ -103,40 +105,38 @@ impl Drop for Journal {
 }
 
 impl Journal {
-    /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`); a
-    /// journal of that id must not exist yet.
+    /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`), the
+    /// directories 0700 and the file 0600; a journal of that id must not exist yet.
     pub fn create(dir: &Path, run_id: &str, max_bytes: u64) -> std::io::Result<Journal> {
+        if !super::check::is_valid_id(run_id) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("`{run_id}` is not a run id"),
+            ));
+        }
         let run_dir = dir.join(run_id);
-        std::fs::create_dir_all(&run_dir)?;
+        super::file::create_dir(&run_dir)?;
         let path = run_dir.join(JOURNAL_FILE);
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&path)?;
+        let file = super::file::create_file(&path)?;
         // Held while the run's process lives, so no `warren resume` takes it over.
         lock(&file, &path)?;
         Journal::start(file, path, 0, max_bytes)
     }
 
-    /// Opens the existing journal at `path` to append to it (a resumed run), first
-    /// cutting a torn last line left by a crash. Fails with `WouldBlock` while another
-    /// process holds it (the run is still going, or being resumed).
-    pub fn append(path: &Path, max_bytes: u64) -> std::io::Result<Journal> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)?;
-        lock(&file, path)?;
-        let bytes = std::fs::read(path)?;
-        let whole = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |at| at + 1);
-        if whole < bytes.len() {
-            file.set_len(whole as u64)?;
+    /// Continues the journal at `path`, open in `file` (for appending, locked, and
+    /// read: `whole` is the size of its whole lines), first cutting a torn last line
+    /// left by a crash.
+    pub(super) fn append(
+        file: File,
+        path: &Path,
+        whole: u64,
+        max_bytes: u64,
+    ) -> std::io::Result<Journal> {
+        if whole < file.metadata()?.len() {
+            file.set_len(whole)?;
             file.sync_data()?;
         }
-        Journal::start(file, path.to_path_buf(), whole as u64, max_bytes)
+        Journal::start(file, path.to_path_buf(), whole, max_bytes)
     }
 
     fn start(
@@ -147,6 +147,7 @@ impl Journal {
     ) -> std::io::Result<Journal> {
         let shared = Arc::new(Shared::default());
         let writer_shared = shared.clone();
+        let writer_path = path.clone();
         let writer = std::thread::Builder::new()
             .name("warren-journal".into())
             .spawn(move || {
@@ -155,12 +156,18 @@ impl Journal {
                     written,
                     max_bytes,
                 };
-                write_batches(&mut out, &writer_shared, &path);
+                write_batches(&mut out, &writer_shared, &writer_path);
             })?;
         Ok(Journal {
             shared,
             writer: Some(writer),
+            path,
         })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Appends `record` with the next batch, without waiting.
@@ -228,8 +235,9 @@ impl Journal {
 }
 
 /// Takes the journal's lock (advisory, released when the file closes: when the
-/// process ends, however it ends).
-fn lock(file: &File, path: &Path) -> std::io::Result<()> {
+/// process ends, however it ends). Fails with `WouldBlock` while another process
+/// holds it (the run is still going, or being resumed).
+pub(super) fn lock(file: &File, path: &Path) -> std::io::Result<()> {
     file.try_lock().map_err(|error| match error {
         std::fs::TryLockError::WouldBlock => std::io::Error::new(
             std::io::ErrorKind::WouldBlock,
