@@ -96,7 +96,7 @@ impl RunRecord {
         serde_json::json!({
             "run_id": self.id,
             "started_ms": self.started_ms,
-            "started_utc": super::utc_text(self.started_ms),
+            "started_utc": super::time::utc_text(self.started_ms),
             "last_ms": self.last_ms,
             "task": self.task,
             "profile": self.profile,
