@@ -219,8 +219,12 @@ fn a_run_another_user_owns_is_not_resumed_and_is_shown_with_a_warning() {
         "planted",
         &[started("planted", 1), queued("a", None)],
     );
-    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
-    std::os::unix::fs::chown(path.parent().unwrap(), Some(65534), Some(65534)).unwrap();
+    let give = |path: &std::path::Path| {
+        std::os::unix::fs::chown(path, Some(65534), Some(65534))
+            .expect("giving a file to uid 65534 needs root: the suite runs as root")
+    };
+    give(&path);
+    give(path.parent().unwrap());
 
     let out = warren(&world, &["resume", "last"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
@@ -239,7 +243,7 @@ fn a_run_another_user_owns_is_not_resumed_and_is_shown_with_a_warning() {
 
     // A run directory another user owns, holding a journal of the user's own.
     let path = journal(&world, "hosted", &[started("hosted", 2), queued("a", None)]);
-    std::os::unix::fs::chown(path.parent().unwrap(), Some(65534), Some(65534)).unwrap();
+    give(path.parent().unwrap());
     let out = warren(&world, &["resume", "hosted"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(

@@ -321,3 +321,43 @@ pub fn head_and_tail(
     let found = lines.collect::<anyhow::Result<Vec<_>>>()?;
     Ok((head, found))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_window_gives_the_whole_lines_after_the_head_wherever_it_begins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, "head\naaaa\nbbbb\ncccc\n").unwrap();
+        for (tail, expected) in [
+            (5, &["cccc"][..]),
+            (6, &["cccc"]),
+            (10, &["bbbb", "cccc"]),
+            (14, &["bbbb", "cccc"]),
+            (15, &["aaaa", "bbbb", "cccc"]),
+            (100, &["aaaa", "bbbb", "cccc"]),
+        ] {
+            let (head, lines) = head_and_tail(open(&path, false).unwrap(), &path, tail).unwrap();
+            assert_eq!(head.unwrap().text, "head");
+            let texts: Vec<String> = lines.into_iter().map(|line| line.text).collect();
+            assert_eq!(texts, expected, "the last {tail} bytes");
+        }
+    }
+
+    #[test]
+    fn a_line_past_its_bound_is_refused_before_more_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, format!("ok\n{}\n", "x".repeat(100))).unwrap();
+        let opened = open(&path, false).unwrap();
+        let mut lines = Lines::new(opened.file, &path, 64, 1 << 20);
+        assert_eq!(lines.next().unwrap().unwrap().text, "ok");
+        let error = lines.next().unwrap().unwrap_err().to_string();
+        assert!(
+            error.contains("run.jsonl:2: a line longer than 64 bytes"),
+            "{error}"
+        );
+    }
+}
