@@ -142,6 +142,7 @@ pub fn open(path: &Path, append: bool) -> anyhow::Result<Opened> {
 
 /// One line of a journal: its 1-based number, its text, and whether a newline ended
 /// it (a last line without one may be a write the crash cut short).
+#[derive(Debug)]
 pub struct RawLine {
     /// 1-based.
     pub number: usize,
