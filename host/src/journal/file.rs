@@ -20,7 +20,8 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// The longest journal line read, in bytes: past it the journal is refused naming
 /// the line, before more of it is held. Tool results are bounded by their
 /// `max_output_kb` and model responses by `max_response_mib` (64 MiB by default),
-/// so only a configuration raising those past this makes such a line.
+/// so only a configuration raising those past this makes such a record, and the
+/// writer ends the journal with `journal_full` in its place rather than write it.
 pub const MAX_LINE_BYTES: usize = 128 << 20;
 
 /// The largest journal read whole (`show`, `replay`, `diff`, the view), in bytes:

@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 use super::record::Record;
 
 pub use super::file::JOURNAL_FILE;
+use super::file::MAX_LINE_BYTES;
 
 /// How long the writer lets a batch gather after its first record when someone waits
 /// for it to be durable.
@@ -61,6 +62,10 @@ struct Batch {
     failed: bool,
     /// Set when the journal is dropped: the writer writes what is left and ends.
     closed: bool,
+    /// Set, to the record's size, when a record was longer than a journal line may
+    /// be: the batch ends with `journal_full` in its place, and nothing more is
+    /// recorded.
+    oversized: Option<usize>,
     /// Set while the writer sleeps until rung (nothing came while it lingered after
     /// its last write): the record that begins a batch rings it.
     idle: bool,
@@ -91,6 +96,11 @@ pub struct Journal {
     /// The journal file: readers of the run (the web view's transcripts) open it
     /// here, never at a path made from a recorded id.
     path: std::path::PathBuf,
+    /// The longest line written ([`MAX_LINE_BYTES`]): a longer record ends the
+    /// journal, since no reader would read past it.
+    max_line: usize,
+    /// The size bound, in MiB, that `journal_full` names.
+    max_run_mib: u64,
 }
 
 impl Drop for Journal {
@@ -162,6 +172,8 @@ impl Journal {
             shared,
             writer: Some(writer),
             path,
+            max_line: MAX_LINE_BYTES,
+            max_run_mib: max_bytes / (1024 * 1024),
         })
     }
 
@@ -204,7 +216,7 @@ impl Journal {
     /// begins, or someone starts waiting on it.
     fn send(&self, record: Option<&Record>, waiter: Option<oneshot::Sender<()>>, sync: bool) {
         let mut batch = self.shared.lock();
-        if batch.failed {
+        if batch.failed || batch.oversized.is_some() {
             drop(batch);
             if let Some(waiter) = waiter {
                 let _ = waiter.send(());
@@ -216,7 +228,18 @@ impl Journal {
             batch.since = Some(Instant::now());
         }
         if let Some(record) = record {
+            let start = batch.bytes.len();
             append_line(&mut batch.bytes, now_ms(), record);
+            let len = batch.bytes.len() - start;
+            if len > self.max_line {
+                batch.bytes.truncate(start);
+                let full = Record::JournalFull {
+                    max_run_mib: self.max_run_mib,
+                };
+                append_line(&mut batch.bytes, now_ms(), &full);
+                batch.oversized = Some(len);
+                batch.sync = true;
+            }
         }
         let hurried = match waiter {
             Some(waiter) => {
@@ -341,9 +364,16 @@ fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
         let sync = std::mem::take(&mut batch.sync);
         batch.since = None;
         let failed = batch.failed;
+        let oversized = batch.oversized;
         drop(batch);
         if !failed && (sync || !writing.is_empty()) {
-            if let Err(error) = out.write(&writing, sync) {
+            let written = out.write(&writing, sync).and_then(|()| match oversized {
+                Some(len) => Err(std::io::Error::other(format!(
+                    "a record of {len} bytes is longer than a journal line may be ({MAX_LINE_BYTES} bytes, journal::MAX_LINE_BYTES), so it ends there and cannot be resumed"
+                ))),
+                None => Ok(()),
+            });
+            if let Err(error) = written {
                 shared.lock().failed = true;
                 tracing::error!(
                     "cannot write the run journal {}: {error}; the run goes on without it",
@@ -477,6 +507,25 @@ mod tests {
         journal.record(started("c"));
         drop(journal);
         assert_eq!(agents_in(&path), ["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn a_record_longer_than_a_line_may_be_ends_the_journal_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), "r", 3 << 20).unwrap();
+        journal.max_line = 100;
+        let path = dir.path().join("r").join(JOURNAL_FILE);
+        journal.record(started("a"));
+        journal.record_written(started(&"b".repeat(200))).await;
+        journal.record_written(started("c")).await;
+        let lines: Vec<Line> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0].record, started("a"));
+        assert_eq!(lines[1].record, Record::JournalFull { max_run_mib: 3 });
     }
 
     #[tokio::test]
