@@ -16,20 +16,20 @@ pub const MAX_TREE_DEPTH: u32 = crate::config::MAX_DEPTH;
 
 /// Whether `id` may be a recorded run or agent id: 1 to 64 letters, digits, `_` and
 /// `-` (the rule `--run-id` is held to), so no `/`, `.` or control character.
-pub fn is_valid_id(id: &str) -> bool {
+pub(crate) fn is_valid_id(id: &str) -> bool {
     crate::config::is_valid_name(id)
 }
 
 /// The tree the records read so far describe: each queued agent's parent and depth.
 #[derive(Debug, Default)]
-pub struct TreeCheck {
+pub(crate) struct TreeCheck {
     agents: HashMap<String, (Option<String>, u32)>,
 }
 
 impl TreeCheck {
     /// Checks `record`, read after every record this has seen; the error says what
     /// is wrong with it.
-    pub fn check(&mut self, record: &Record) -> Result<(), String> {
+    pub(crate) fn check(&mut self, record: &Record) -> Result<(), String> {
         self::record(record)?;
         let Record::AgentQueued(intro) = record else {
             return Ok(());
@@ -72,7 +72,7 @@ impl TreeCheck {
 }
 
 /// Checks what `record` holds by itself (its ids and figures), the tree aside.
-pub fn record(record: &Record) -> Result<(), String> {
+pub(crate) fn record(record: &Record) -> Result<(), String> {
     figures(record)?;
     ids(record)
 }

@@ -64,19 +64,19 @@ pub(crate) fn create_file(path: &Path) -> std::io::Result<File> {
 
 /// A journal file opened to read, or to continue.
 #[derive(Debug)]
-pub struct Opened {
+pub(crate) struct Opened {
     /// The file.
-    pub file: File,
+    pub(crate) file: File,
     /// Its size when opened.
-    pub len: u64,
+    pub(crate) len: u64,
     /// The path and owner of the journal or run directory another user owns, when
     /// one does.
-    pub foreign: Option<(PathBuf, u32)>,
+    pub(crate) foreign: Option<(PathBuf, u32)>,
 }
 
 impl Opened {
     /// Refuses a journal another user owns, for `action`.
-    pub fn own(&self, action: &str) -> anyhow::Result<()> {
+    pub(crate) fn own(&self, action: &str) -> anyhow::Result<()> {
         match &self.foreign {
             Some((path, uid)) => anyhow::bail!(
                 "{} is owned by uid {uid}, not by you (uid {}): warren does not {action} a run another user wrote",
@@ -88,7 +88,7 @@ impl Opened {
     }
 
     /// Warns, once, that what follows was written by another user.
-    pub fn warn_if_foreign(&self) {
+    pub(crate) fn warn_if_foreign(&self) {
         if let Some((path, uid)) = &self.foreign {
             tracing::warn!(
                 "{} is owned by uid {uid}, not by you: what it shows was written by another user",
@@ -101,7 +101,7 @@ impl Opened {
 /// Opens the journal at `path` without following a symlink (`append`: to continue
 /// it); it must be a regular file. Its owner and its run directory's are checked
 /// against the user's, not enforced: see [`Opened::own`].
-pub fn open(path: &Path, append: bool) -> anyhow::Result<Opened> {
+pub(crate) fn open(path: &Path, append: bool) -> anyhow::Result<Opened> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .append(append)
@@ -144,19 +144,19 @@ pub fn open(path: &Path, append: bool) -> anyhow::Result<Opened> {
 /// One line of a journal: its 1-based number, its text, and whether a newline ended
 /// it (a last line without one may be a write the crash cut short).
 #[derive(Debug)]
-pub struct RawLine {
+pub(crate) struct RawLine {
     /// 1-based.
-    pub number: usize,
+    pub(crate) number: usize,
     /// The line, without its newline.
-    pub text: String,
+    pub(crate) text: String,
     /// Whether a newline followed it.
-    pub ended: bool,
+    pub(crate) ended: bool,
 }
 
 /// The lines of a journal, read as a stream: split as bytes, each decoded by itself,
 /// at most [`MAX_LINE_BYTES`] each and `max_bytes` in all. A last line that is not
 /// UTF-8 and has no newline after it (a crash cut inside a character) is left out.
-pub struct Lines {
+pub(crate) struct Lines {
     reader: BufReader<std::io::Take<File>>,
     path: PathBuf,
     number: usize,
@@ -169,7 +169,7 @@ pub struct Lines {
 
 impl Lines {
     /// The lines of `file` (the journal at `path`) from where it stands.
-    pub fn new(file: File, path: &Path, max_line: usize, max_bytes: u64) -> Lines {
+    pub(crate) fn new(file: File, path: &Path, max_line: usize, max_bytes: u64) -> Lines {
         Lines {
             reader: BufReader::with_capacity(64 << 10, file.take(max_bytes.saturating_add(1))),
             path: path.to_path_buf(),
@@ -183,7 +183,7 @@ impl Lines {
 
     /// The lines of the journal `opened` at `path`, refused up front when it is
     /// larger than [`MAX_JOURNAL_BYTES`].
-    pub fn whole(opened: Opened, path: &Path) -> anyhow::Result<Lines> {
+    pub(crate) fn whole(opened: Opened, path: &Path) -> anyhow::Result<Lines> {
         anyhow::ensure!(
             opened.len <= MAX_JOURNAL_BYTES,
             "{} is {} bytes: warren reads journals of at most {} MiB (journal::MAX_JOURNAL_BYTES)",
@@ -201,7 +201,7 @@ impl Lines {
 
     /// Bytes from where reading began to the end of the last whole line read: where
     /// a torn last line begins.
-    pub fn whole_bytes(&self) -> u64 {
+    pub(crate) fn whole_bytes(&self) -> u64 {
         self.whole
     }
 
@@ -293,7 +293,7 @@ impl Iterator for Lines {
 /// The first line of the journal at `path` (at most [`MAX_HEAD_BYTES`]), and the
 /// whole lines of its last `tail` bytes after it (numbered from the window's start,
 /// since their place in the file is not known).
-pub fn head_and_tail(
+pub(crate) fn head_and_tail(
     opened: Opened,
     path: &Path,
     tail: u64,

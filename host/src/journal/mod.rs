@@ -6,13 +6,13 @@
 //! any earlier process, finished or not.
 //!
 //! Layout: [`record`] (the format, versioned), [`writer`] (appending, with group
-//! commit and what is durable when), [`file`] (journal files: created owner-only,
-//! opened without following links, read as bounded lines), [`check`] (what every
+//! commit and what is durable when), `file` (journal files: created owner-only,
+//! opened without following links, read as bounded lines), `check` (what every
 //! record read must hold: ids, figures, a tree), [`read`] (reading back, a torn last
 //! line ignored), [`time`] (how journal times are shown).
 
-pub mod check;
-pub mod file;
+pub(crate) mod check;
+pub(crate) mod file;
 pub mod prune;
 pub mod read;
 pub mod record;
@@ -20,6 +20,10 @@ pub mod resume;
 pub mod time;
 pub mod writer;
 
+pub use self::check::MAX_TREE_DEPTH;
+pub use self::file::{
+    LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES, MAX_JOURNAL_BYTES, MAX_LINE_BYTES,
+};
 pub use self::record::{
     Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
 };

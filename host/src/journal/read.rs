@@ -113,8 +113,8 @@ impl RunRecord {
     }
 }
 
-/// The records of the journal at `path`, in order, each checked
-/// ([`TreeCheck`]). A last line with no newline after it that does not parse (torn
+/// The records of the journal at `path`, in order, each checked (ids, figures, the
+/// tree: see `journal::check`). A last line with no newline after it that does not parse (torn
 /// by a crash, even inside a character) is left out; any other bad line is an error
 /// naming it. A journal another user owns is read with a warning.
 pub fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
@@ -137,8 +137,8 @@ pub fn each_record(
     read_lines(Lines::whole(opened, path)?, path, each).map(|_| ())
 }
 
-/// The records of the journal open in `file` at `path` (a run to resume: its owner
-/// is checked by the caller), and the bytes of its whole lines (where a torn last
+/// The records of the journal `opened` at `path` (a run to resume: its owner is
+/// checked by the caller), and the bytes of its whole lines (where a torn last
 /// line begins).
 pub(super) fn records_to_resume(
     opened: file::Opened,
