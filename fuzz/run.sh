@@ -9,12 +9,12 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(sse openai_stream anthropic_stream config agent_file spawn_args)
+    targets=(sse openai_stream anthropic_stream config agent_file spawn_args journal)
 fi
 # Longest input libFuzzer may make: room for a long stream, config or agent file.
 declare -A max_len=(
     [sse]=8192 [openai_stream]=8192 [anthropic_stream]=8192
-    [config]=8192 [agent_file]=16384 [spawn_args]=2048
+    [config]=8192 [agent_file]=16384 [spawn_args]=2048 [journal]=32768
 )
 
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

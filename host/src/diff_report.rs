@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::journal::read::{AgentRecord, RunRecord};
-use crate::term::outln;
+use crate::term::reportln;
 
 /// One agent's place: its ancestors' and its own profile and task.
 fn keys(run: &RunRecord) -> Vec<String> {
@@ -42,18 +42,19 @@ fn shown(agent: &AgentRecord, depth: usize) -> String {
     format!("{}{} ({what})", "  ".repeat(depth), agent.profile)
 }
 
-fn depth(run: &RunRecord, agent: &AgentRecord) -> usize {
-    let mut depth = 0;
-    let mut at = agent.parent.clone();
-    while let Some(parent) = at {
-        depth += 1;
-        at = run
-            .agents
-            .iter()
-            .find(|a| a.id == parent)
-            .and_then(|a| a.parent.clone());
+/// Each agent's depth, by id: in one pass, since the reader puts every parent
+/// before its children.
+fn depths(run: &RunRecord) -> HashMap<&str, usize> {
+    let mut depths: HashMap<&str, usize> = HashMap::new();
+    for agent in &run.agents {
+        let depth = agent
+            .parent
+            .as_deref()
+            .and_then(|p| depths.get(p))
+            .map_or(0, |d| d + 1);
+        depths.insert(agent.id.as_str(), depth);
     }
-    depth
+    depths
 }
 
 fn figures(agent: &AgentRecord) -> (String, u32, u64, f64, String) {
@@ -85,7 +86,7 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
         Some(from) => format!("{} (fork of {} from {})", run.id, from.run, from.agent),
         None => run.id.clone(),
     };
-    outln!("- {}\n+ {}", describe(a), describe(b))?;
+    reportln!("- {}\n+ {}", describe(a), describe(b))?;
     let (keys_a, keys_b) = (keys(a), keys(b));
     let in_b: HashMap<&str, usize> = keys_b
         .iter()
@@ -97,7 +98,7 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
         .enumerate()
         .map(|(i, k)| (k.as_str(), i))
         .collect();
-    outln!(
+    reportln!(
         "  {:<40} {:<22} {:>7} {:>17} {:>21} {:>9}",
         "agent",
         "state",
@@ -106,15 +107,16 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
         "cost",
         "tools"
     )?;
+    let (depths_a, depths_b) = (depths(a), depths(b));
     let mut differs = false;
     let mut answers = Vec::new();
     for (i, agent) in a.agents.iter().enumerate() {
-        let label = shown(agent, depth(a, agent));
+        let label = shown(agent, depths_a[agent.id.as_str()]);
         let (state, turns, tokens, cost, tools) = figures(agent);
         match in_b.get(keys_a[i].as_str()) {
             None => {
                 differs = true;
-                outln!(
+                reportln!(
                     "- {label:<40} {state:<22} {turns:>7} {tokens:>17} {:>21} {tools:>9}",
                     format!("${cost:.4}")
                 )?;
@@ -129,7 +131,7 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
                     && agent.text == other.text;
                 differs |= !same;
                 let mark = if same { ' ' } else { '~' };
-                outln!(
+                reportln!(
                     "{mark} {label:<40} {:<22} {:>7} {:>17} {:>21} {:>9}",
                     pair(state, state_b),
                     pair(turns, turns_b),
@@ -149,21 +151,21 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
         }
         differs = true;
         let (state, turns, tokens, cost, tools) = figures(agent);
-        outln!(
+        reportln!(
             "+ {:<40} {state:<22} {turns:>7} {tokens:>17} {:>21} {tools:>9}",
-            shown(agent, depth(b, agent)),
+            shown(agent, depths_b[agent.id.as_str()]),
             format!("${cost:.4}")
         )?;
     }
-    outln!(
+    reportln!(
         "  total: {} agents, {} tokens, {}",
         pair(a.agents.len(), b.agents.len()),
         pair(a.tokens(), b.tokens()),
         pair(format!("${:.4}", a.cost_usd), format!("${:.4}", b.cost_usd))
     )?;
     for (label, was, now) in answers {
-        outln!("\nanswer of {label}:")?;
-        outln!("{}", crate::agent::line_diff(was, now).trim_end())?;
+        reportln!("\nanswer of {label}:")?;
+        reportln!("{}", crate::agent::line_diff(was, now).trim_end())?;
     }
     Ok(differs)
 }

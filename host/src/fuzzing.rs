@@ -159,3 +159,58 @@ fn assemble(
     }
     StreamOutcome { result, events }
 }
+
+/// Reads `bytes` as a journal file, as every command reads one (lines, records, the
+/// tree), and checks what a journal read promises: the run and the records agree on
+/// whether it is readable; every agent's parent comes before it and none is deeper
+/// than the bound; every id keeps the id rule and every figure is finite and not
+/// negative; a resume's spending too; and a cut inside a character at the end, as a
+/// crash leaves, changes nothing read. Returns whether the journal was readable.
+pub fn journal(bytes: &[u8]) -> bool {
+    use crate::journal::check::{is_valid_id, MAX_TREE_DEPTH};
+    use crate::journal::read;
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("warren-fuzz-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        dir
+    });
+    let path = dir.join("input.jsonl");
+    std::fs::write(&path, bytes).expect("writing the input");
+    let records = read::records(&path);
+    let run = read::run(&path);
+    assert_eq!(records.is_ok(), run.is_ok(), "{records:?} {run:?}");
+    let (Ok(records), Ok(run)) = (records, run) else {
+        return false;
+    };
+    let mut depths: std::collections::HashMap<&str, u32> = Default::default();
+    for agent in &run.agents {
+        assert!(is_valid_id(&agent.id));
+        let depth = match &agent.parent {
+            None => 0,
+            Some(parent) => depths.get(parent.as_str()).expect("a parent comes first") + 1,
+        };
+        assert!(depth <= MAX_TREE_DEPTH);
+        depths.insert(&agent.id, depth);
+        assert!(agent.cost_usd.is_finite() && agent.cost_usd >= 0.0);
+    }
+    assert!(is_valid_id(&run.id));
+    assert!(run.cost_usd.is_finite() && run.cost_usd >= 0.0);
+    if let Ok(resume) = crate::journal::Resume::new(records.clone()) {
+        assert!(resume.spent_usd.is_finite() && resume.spent_usd >= 0.0);
+    }
+    if bytes.ends_with(b"\n") {
+        let mut torn = bytes.to_vec();
+        torn.extend_from_slice(
+            "{\"ts_ms\":1,\"text\":\"é"
+                .as_bytes()
+                .split_last()
+                .expect("not empty")
+                .1,
+        );
+        std::fs::write(&path, &torn).expect("writing the input");
+        let again = read::records(&path).expect("a torn last line is left out");
+        assert_eq!(again, records);
+    }
+    true
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::host::{Host, RunReport};
 use crate::jobs::{Divergence, Phase, ReplayTools, StopKind};
 use crate::outcome::AgentState;
-use crate::term::outln;
+use crate::term::reportln;
 
 /// What one replay found.
 pub(crate) enum Verdict {
@@ -93,13 +93,13 @@ pub(crate) async fn fork(
         recording.run
     );
     let report = run.wait().await;
-    outln!(
+    reportln!(
         "fork {id} of run {} from agent {from}: the root ended {}",
         recording.run,
         report.root.state.as_str()
     )?;
-    outln!("{}", tree(&report))?;
-    outln!("{}", report.root.text)?;
+    reportln!("{}", tree(&report))?;
+    reportln!("{}", report.root.text)?;
     eprintln!(
         "compare it with the recorded run: warren diff {} {id}",
         recording.run
@@ -117,20 +117,20 @@ pub(crate) async fn fork(
 pub(crate) fn print(name: &str, verdict: &Verdict) -> anyhow::Result<()> {
     match verdict {
         Verdict::Same(report) => {
-            outln!(
+            reportln!(
                 "replay of {name}: the same ({} agent(s), every request and tool result as recorded)",
                 report.agents.len()
             )?;
-            outln!("{}", tree(report))
+            reportln!("{}", tree(report))
         }
-        Verdict::RecordingEnds(divergence) => outln!(
+        Verdict::RecordingEnds(divergence) => reportln!(
             "replay of {name}: the same as far as the recording goes; at {} turn {}: {}",
             divergence.path,
             divergence.turn,
             divergence.what
         ),
         Verdict::Differs(divergence) => {
-            outln!(
+            reportln!(
                 "replay of {name}: differs at {} turn {}: {}",
                 divergence.path,
                 divergence.turn,
@@ -139,7 +139,7 @@ pub(crate) fn print(name: &str, verdict: &Verdict) -> anyhow::Result<()> {
             if divergence.detail.is_empty() {
                 Ok(())
             } else {
-                outln!("{}", divergence.detail.trim_end())
+                reportln!("{}", divergence.detail.trim_end())
             }
         }
     }

@@ -1,6 +1,7 @@
 //! `warren runs` and `warren show`: journaled runs as tables, trees and transcripts,
 //! or JSON, read from the journal directory by any process after the run's own.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::json;
@@ -8,7 +9,7 @@ use serde_json::json;
 use crate::jobs::{thousands, title};
 use crate::journal::read::{self, AgentRecord, RunRecord};
 use crate::journal::record::{Line, Record};
-use crate::term::outln;
+use crate::term::{outln, reportln};
 
 /// Prints every run journaled in `dir`, newest first.
 pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
@@ -25,10 +26,10 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     if runs.is_empty() {
-        outln!("no runs journaled in {}", dir.display())?;
+        reportln!("no runs journaled in {}", dir.display())?;
         return Ok(());
     }
-    outln!(
+    reportln!(
         "{:<16}  {:<19}  {:<15}  {:>6}  {:>10}  {:>9}  {:>8}  task",
         "run",
         "started (UTC)",
@@ -39,13 +40,21 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
         "time"
     )?;
     for run in &runs {
-        outln!(
+        reportln!(
             "{:<16}  {:<19}  {:<15}  {:>6}  {:>10}  {:>9}  {:>8}  {}",
             run.id,
             utc(run.started_ms),
             state(run),
-            run.agents.len(),
-            thousands(run.tokens()),
+            if run.counted {
+                run.agents.len().to_string()
+            } else {
+                "?".into()
+            },
+            if run.counted {
+                thousands(run.tokens())
+            } else {
+                "?".into()
+            },
             format!("${:.4}", run.cost_usd),
             format!(
                 "{:.1} s",
@@ -91,9 +100,9 @@ pub(crate) fn prune(
         "deleted"
     };
     for run in &pruned {
-        outln!("{verb} {} ({} bytes)", run.run_id, thousands(run.bytes))?;
+        reportln!("{verb} {} ({} bytes)", run.run_id, thousands(run.bytes))?;
     }
-    outln!(
+    reportln!(
         "{verb} {} run(s), {} bytes, in {}",
         pruned.len(),
         thousands(bytes),
@@ -134,7 +143,7 @@ fn tree(run: &RunRecord) -> anyhow::Result<()> {
         Some(budget) => format!(" of ${budget:.4} budget"),
         None => String::new(),
     };
-    outln!(
+    reportln!(
         "run {} · {} · {} agents · {} tokens · ${:.4}{budget} · started {} UTC",
         run.id,
         state(run),
@@ -143,22 +152,39 @@ fn tree(run: &RunRecord) -> anyhow::Result<()> {
         run.cost_usd,
         utc(run.started_ms)
     )?;
-    outln!("task: {}", one_line(&run.task, 200))?;
-    let roots: Vec<&AgentRecord> = run.agents.iter().filter(|a| a.parent.is_none()).collect();
-    for root in roots {
-        agent_lines(run, root, 0)?;
+    reportln!("task: {}", one_line(&run.task, 200))?;
+    // Walked with a stack, children in order under their parent: no recursion, so
+    // no tree can overflow the stack.
+    let mut children: HashMap<&str, Vec<&AgentRecord>> = HashMap::new();
+    for agent in &run.agents {
+        if let Some(parent) = &agent.parent {
+            children.entry(parent.as_str()).or_default().push(agent);
+        }
+    }
+    let mut stack: Vec<(usize, &AgentRecord)> = run
+        .agents
+        .iter()
+        .rev()
+        .filter(|a| a.parent.is_none())
+        .map(|a| (0, a))
+        .collect();
+    while let Some((depth, agent)) = stack.pop() {
+        agent_lines(agent, depth)?;
+        for child in children.get(agent.id.as_str()).into_iter().flatten().rev() {
+            stack.push((depth + 1, child));
+        }
     }
     Ok(())
 }
 
-fn agent_lines(run: &RunRecord, agent: &AgentRecord, depth: usize) -> anyhow::Result<()> {
+fn agent_lines(agent: &AgentRecord, depth: usize) -> anyhow::Result<()> {
     let indent = "  ".repeat(depth);
     let mark = match agent.state.as_str() {
         "ok" => '✓',
         "queued" | "running" => '…',
         _ => '✗',
     };
-    outln!(
+    reportln!(
         "{indent}{mark} {} {} · {} · {} turns · {} tok · ${:.4}",
         agent.id,
         title(&agent.profile, agent.label.as_deref()),
@@ -172,14 +198,7 @@ fn agent_lines(run: &RunRecord, agent: &AgentRecord, depth: usize) -> anyhow::Re
         None => agent.text.clone(),
     };
     if !said.trim().is_empty() {
-        outln!("{indent}  {}", one_line(&said, 200))?;
-    }
-    for child in run
-        .agents
-        .iter()
-        .filter(|a| a.parent.as_deref() == Some(agent.id.as_str()))
-    {
-        agent_lines(run, child, depth + 1)?;
+        reportln!("{indent}  {}", one_line(&said, 200))?;
     }
     Ok(())
 }
@@ -209,7 +228,7 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
         )?;
         return Ok(());
     }
-    outln!(
+    reportln!(
         "agent {} of run {} · {} · {}",
         found.id,
         run.id,
@@ -225,12 +244,12 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 max_turns,
                 ..
             } => {
-                outln!(
+                reportln!(
                     "── given (model {}, max_turns {max_turns}, tools: {})",
                     model.as_deref().unwrap_or("-"),
                     tools.join(", ")
                 )?;
-                outln!("{message}")?;
+                reportln!("{message}")?;
             }
             Record::ModelResponse {
                 turn,
@@ -241,16 +260,16 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 output_tokens,
                 ..
             } => {
-                outln!(
+                reportln!(
                     "── turn {turn} ({finish}; {} + {} tokens)",
                     thousands(input_tokens),
                     thousands(output_tokens)
                 )?;
                 if !text.is_empty() {
-                    outln!("{text}")?;
+                    reportln!("{text}")?;
                 }
                 for call in tool_calls {
-                    outln!("→ {} {}", call.name, call.arguments)?;
+                    reportln!("→ {} {}", call.name, call.arguments)?;
                 }
             }
             Record::ToolFinished {
@@ -262,15 +281,15 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 output_bytes,
                 ..
             } => {
-                outln!(
+                reportln!(
                     "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes)",
                     fuel_used.map_or("—".to_string(), thousands),
                     thousands(output_bytes)
                 )?;
-                outln!("{content}")?;
+                reportln!("{content}")?;
             }
             Record::AgentFinished { state, error, .. } => {
-                outln!(
+                reportln!(
                     "── finished {state}{}",
                     error.map(|e| format!(": {e}")).unwrap_or_default()
                 )?;
@@ -288,8 +307,7 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
 fn utc(ms: u64) -> String {
-    let (year, month, day, hour, minute, second, _) = crate::journal::civil_utc(ms);
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}")
+    crate::journal::utc_text(ms)
 }
 
 #[cfg(test)]
@@ -301,5 +319,6 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00");
         assert_eq!(utc(1_795_999_999_000), "2026-11-30 00:53:19");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(u64::MAX), "invalid time");
     }
 }

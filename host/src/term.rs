@@ -84,3 +84,59 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+/// [`outln!`] for reports people read (`warren runs`, `show`, `diff`, `replay`): the
+/// line with its control characters escaped ([`visible`]), since it quotes what
+/// models, tools and journals said.
+macro_rules! reportln {
+    ($($arg:tt)*) => {
+        $crate::term::write_line(format_args!(
+            "{}",
+            $crate::term::visible(&format!($($arg)*))
+        ))
+    };
+}
+pub(crate) use reportln;
+
+/// `text` with every control character but line ends and tabs shown escaped (`\x1b`,
+/// `\u{9b}`), and the bidirectional overrides that reorder what is shown: text a
+/// model, a tool or a journal gave cannot drive the terminal it is printed on (OSC 52
+/// writes the clipboard, others retitle the window or rewrite what was printed).
+pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        let code = u32::from(c);
+        if !hidden(c) {
+            shown.push(c);
+        } else if code < 0x80 {
+            write!(shown, "\\x{code:02x}").expect("writing to a String");
+        } else {
+            write!(shown, "\\u{{{code:x}}}").expect("writing to a String");
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
+/// Whether `c` is not printed as it is by [`visible`].
+fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible;
+
+    #[test]
+    fn control_characters_are_shown_escaped_and_lines_kept() {
+        assert_eq!(visible("plain\ttext\nnext"), "plain\ttext\nnext");
+        assert_eq!(
+            visible("\x1b]52;c;aGk=\x07 \u{9b}2J \r\u{202e}"),
+            "\\x1b]52;c;aGk=\\x07 \\u{9b}2J \\x0d\\u{202e}"
+        );
+    }
+}

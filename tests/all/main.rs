@@ -14,6 +14,8 @@ mod fake_llm;
 mod guests;
 mod hostile;
 mod journal;
+mod journal_data;
+mod journal_files;
 mod languages;
 mod layers;
 mod library;

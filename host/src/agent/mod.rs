@@ -15,9 +15,11 @@
 //! `spawn_tools` (the four spawn tools and how a child is spawned),
 //! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
-//! is kept), `typed_output` (an answer asked for and checked against an output schema).
+//! is kept), `typed_output` (an answer asked for and checked against an output schema),
+//! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
 mod children;
+mod line_diff;
 mod replay;
 mod runtime;
 mod spawn_profiles;
@@ -27,7 +29,8 @@ mod turn_limits;
 mod turns;
 mod typed_output;
 
-pub(crate) use self::replay::{fork_profile, line_diff};
+pub(crate) use self::line_diff::line_diff;
+pub(crate) use self::replay::fork_profile;
 pub(crate) use self::runtime::{Agent, Role, Runtime};
 pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{

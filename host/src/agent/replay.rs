@@ -17,6 +17,7 @@ use crate::llm::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, Prov
 use crate::outcome::AgentState;
 use crate::sandbox::ToolOutcome;
 
+use super::line_diff::line_diff;
 use super::runtime::Agent;
 
 /// What a turn's request was given besides the last turn's tool results: children's
@@ -449,23 +450,4 @@ fn request_diff(
 /// One line per tool: its name, description and schema.
 fn tool_line(name: &str, description: &str, schema: &serde_json::Value) -> String {
     format!("{name}: {description} {schema}\n")
-}
-
-/// A unified line diff from `was` (recorded, `-`) to `now` (`+`), three lines of
-/// context.
-pub(crate) fn line_diff(was: &str, now: &str) -> String {
-    // Both end with a line end, so a last line's missing one is no difference.
-    let ended = |text: &str| {
-        let mut text = text.to_string();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text
-    };
-    let (was, now) = (ended(was), ended(now));
-    similar::TextDiff::from_lines(&was, &now)
-        .unified_diff()
-        .context_radius(3)
-        .header("recorded", "now")
-        .to_string()
 }

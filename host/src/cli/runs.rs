@@ -126,7 +126,7 @@ async fn replay_runs(
         let name = journal_name(journal);
         let verdict = report::replay(host, journal, tools).await;
         if one_line {
-            outln!("{}", report::line(&name, &verdict))?;
+            crate::term::reportln!("{}", report::line(&name, &verdict))?;
             if !verdict.as_ref().is_ok_and(report::Verdict::matched) {
                 differ += 1;
             }

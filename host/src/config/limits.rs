@@ -15,8 +15,10 @@ pub(super) type AgentSeconds = Bounded<1, 86_400>;
 pub(super) type RunConcurrency = Bounded<1, 256>;
 /// `[defaults] max_concurrent_total`.
 pub(super) type HostConcurrency = Bounded<1, 4096>;
+/// The most `[defaults] max_depth` may be: no run's tree is deeper.
+pub const MAX_DEPTH: u32 = 16;
 /// `[defaults] max_depth`.
-pub(super) type Depth = Bounded<0, 16>;
+pub(super) type Depth = Bounded<0, { MAX_DEPTH as u64 }>;
 /// `[plugins] max_tools`.
 pub(super) type ToolCount = Bounded<1, 100_000>;
 /// `[plugins] max_*_kb`.

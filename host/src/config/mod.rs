@@ -58,7 +58,7 @@ pub use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
 pub use self::error::ConfigError;
 pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
-pub use self::limits::{AgentLimits, PluginLimits, RunLimits};
+pub use self::limits::{AgentLimits, PluginLimits, RunLimits, MAX_DEPTH};
 pub(crate) use self::names::names_or_none;
 pub use self::names::{is_valid_name, is_valid_pattern};
 pub use self::output_schema::{

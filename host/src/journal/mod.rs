@@ -6,19 +6,29 @@
 //! any earlier process, finished or not.
 //!
 //! Layout: [`record`] (the format, versioned), [`writer`] (appending, with group
-//! commit and what is durable when), [`read`] (reading back, a torn last line
-//! ignored).
+//! commit and what is durable when), `file` (journal files: created owner-only,
+//! opened without following links, read as bounded lines), `check` (what every
+//! record read must hold: ids, figures, a tree), [`read`] (reading back, a torn last
+//! line ignored), [`time`] (how journal times are shown).
 
+pub(crate) mod check;
+pub(crate) mod file;
 pub mod prune;
 pub mod read;
 pub mod record;
 pub mod resume;
+pub mod time;
 pub mod writer;
 
+pub use self::check::MAX_TREE_DEPTH;
+pub use self::file::{
+    LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES, MAX_JOURNAL_BYTES, MAX_LINE_BYTES,
+};
 pub use self::record::{
     Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
 };
 pub use self::resume::Resume;
+pub use self::time::{civil_utc, utc_text, MAX_TIME_MS};
 pub use self::writer::Journal;
 
 use std::collections::BTreeMap;
@@ -123,10 +133,16 @@ pub fn take_over(
         );
     };
     let path = read::find(dir, name)?;
-    let journal = Journal::append(&path, config.journal_max_run_bytes)
-        .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
-    let resume = Resume::new(read::records(&path)?)
-        .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+    let cannot = |error: anyhow::Error| anyhow::anyhow!("cannot resume run `{name}`: {error:#}");
+    // Nothing is changed before the file is known to be the user's own journal,
+    // whole, and resumable.
+    let opened = file::open(&path, true).map_err(cannot)?;
+    opened.own("resume").map_err(cannot)?;
+    writer::lock(&opened.file, &path).map_err(|e| cannot(e.into()))?;
+    let appending = opened.file.try_clone()?;
+    let (lines, whole) = read::records_to_resume(opened, &path)?;
+    let resume =
+        Resume::new(lines).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
     if let Some(state) = resume.finished {
         anyhow::bail!(
             "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it)",
@@ -149,6 +165,8 @@ pub fn take_over(
             changed.join("; ")
         );
     }
+    let journal = Journal::append(appending, &path, whole, config.journal_max_run_bytes)
+        .map_err(|error| anyhow::anyhow!("cannot resume run `{name}`: {error}"))?;
     journal.record(Record::RunResumed {
         warren: env!("CARGO_PKG_VERSION").to_string(),
         forced_over: changed,
@@ -176,30 +194,4 @@ fn changes(resume: &Resume, config: &str, plugins: &BTreeMap<String, String>) ->
         }
     }
     changed
-}
-
-/// `ms` since the Unix epoch in UTC as (year, month, day, hour, minute, second,
-/// millisecond): the one calendar of journal times (`warren runs`, MCP task times).
-pub fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        year,
-        month,
-        day,
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        ms % 1000,
-    )
 }

@@ -1,14 +1,20 @@
-//! Reading journals back: a run's records (a torn last line, left by a crash in the
-//! middle of a write, is ignored), the tree they describe, every run in a directory
-//! newest first, and a run named by its id, a unique prefix of it, or `last`.
+//! Reading journals back: a run's records, streamed line by line within bounds and
+//! each checked (a torn last line, left by a crash in the middle of a write, is
+//! ignored), the tree they describe, every run in a directory newest first (a large
+//! journal listed from its ends), and a run named by its id, a unique prefix of it,
+//! or `last`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::Serialize;
 
+use super::check::{self, TreeCheck};
+use super::file::{self, Lines, LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES};
 use super::record::{Line, Record, RecordedLimits, VERSION};
 use super::writer::JOURNAL_FILE;
+use crate::outcome::AgentState;
 
 /// One agent of a journaled run, as far as its records go.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -67,8 +73,12 @@ pub struct RunRecord {
     /// The run's limits (budget, concurrency, depth), as last recorded: at its
     /// start, or at its last resume. `None` in journals from before they were.
     pub limits: Option<RecordedLimits>,
-    /// Every agent, in the order they were registered (the root first).
+    /// Every agent, in the order they were registered (the root first); none when
+    /// not [`counted`](RunRecord::counted).
     pub agents: Vec<AgentRecord>,
+    /// Whether every record was read, so its agents and tokens are known: false for
+    /// a journal listed from its ends (larger than [`LIST_SCAN_BYTES`]).
+    pub counted: bool,
     /// The journal file.
     pub path: PathBuf,
     /// When the run is a fork: the run and agent it was forked from.
@@ -86,13 +96,14 @@ impl RunRecord {
         serde_json::json!({
             "run_id": self.id,
             "started_ms": self.started_ms,
+            "started_utc": super::time::utc_text(self.started_ms),
             "last_ms": self.last_ms,
             "task": self.task,
             "profile": self.profile,
             "state": self.state,
             "finished": self.finished,
-            "agents": self.agents.len(),
-            "tokens": self.tokens(),
+            "agents": self.counted.then_some(self.agents.len()),
+            "tokens": self.counted.then(|| self.tokens()),
             "cost_usd": self.cost_usd,
             "budget_usd": self.limits.and_then(|l| l.budget_usd),
             "max_concurrent": self.limits.map(|l| l.max_concurrent),
@@ -102,37 +113,95 @@ impl RunRecord {
     }
 }
 
-/// The records of the journal at `path`, in order. A last line that does not parse
-/// (torn by a crash) is left out; any other bad line is an error naming it.
+/// The records of the journal at `path`, in order, each checked (ids, figures, the
+/// tree: see `journal::check`). A last line with no newline after it that does not parse (torn
+/// by a crash, even inside a character) is left out; any other bad line is an error
+/// naming it. A journal another user owns is read with a warning.
 pub fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read the journal {}: {e}", path.display()))?;
-    let lines: Vec<&str> = text.split('\n').collect();
     let mut records = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+    each_record(path, |line| {
+        records.push(line);
+        Ok(())
+    })?;
+    Ok(records)
+}
+
+/// Hands each record of the journal at `path` to `each`, in order, as it is read:
+/// what [`records`] reads, without holding every record at once.
+pub fn each_record(
+    path: &Path,
+    each: impl FnMut(Line) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let opened = file::open(path, false)?;
+    warn_once(&opened);
+    read_lines(Lines::whole(opened, path)?, path, each).map(|_| ())
+}
+
+/// The records of the journal `opened` at `path` (a run to resume: its owner is
+/// checked by the caller), and the bytes of its whole lines (where a torn last
+/// line begins).
+pub(super) fn records_to_resume(
+    opened: file::Opened,
+    path: &Path,
+) -> anyhow::Result<(Vec<Line>, u64)> {
+    let mut records = Vec::new();
+    let whole = read_lines(Lines::whole(opened, path)?, path, |line| {
+        records.push(line);
+        Ok(())
+    })?;
+    Ok((records, whole))
+}
+
+/// Parses and checks each of `lines`, handing the records to `each`; returns the
+/// bytes of the whole lines.
+fn read_lines(
+    mut lines: Lines,
+    path: &Path,
+    mut each: impl FnMut(Line) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut tree = TreeCheck::default();
+    let mut first = true;
+    for raw in &mut lines {
+        let raw = raw?;
+        if raw.text.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Line>(line) {
-            Ok(record) => records.push(record),
+        let line = match serde_json::from_str::<Line>(&raw.text) {
+            Ok(line) => line,
             // The last line, with no newline after it: a write the crash cut short.
-            Err(_) if index + 1 == lines.len() => {}
+            Err(_) if !raw.ended => continue,
             Err(error) => anyhow::bail!(
                 "{}:{}: not a journal record: {error}",
                 path.display(),
-                index + 1
+                raw.number
             ),
+        };
+        if first {
+            first = false;
+            check_head(&line, path)?;
         }
+        tree.check(&line.record).map_err(|error| {
+            anyhow::anyhow!(
+                "{}:{}: an unreadable record: {error}",
+                path.display(),
+                raw.number
+            )
+        })?;
+        each(line)?;
     }
-    match records.first() {
-        Some(Line {
-            record: Record::RunStarted { v, .. },
-            ..
-        }) if *v <= VERSION => Ok(records),
-        Some(Line {
-            record: Record::RunStarted { v, .. },
-            ..
-        }) => anyhow::bail!(
+    anyhow::ensure!(
+        !first,
+        "{}: does not start with run_started",
+        path.display()
+    );
+    Ok(lines.whole_bytes())
+}
+
+/// The first record must be `run_started`, of a format this warren reads.
+fn check_head(line: &Line, path: &Path) -> anyhow::Result<()> {
+    match &line.record {
+        Record::RunStarted { v, .. } if *v <= VERSION => Ok(()),
+        Record::RunStarted { v, .. } => anyhow::bail!(
             "{}: journal format {v} is newer than this warren reads ({VERSION}); use a newer warren",
             path.display()
         ),
@@ -140,87 +209,129 @@ pub fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
     }
 }
 
-/// The run the journal at `path` describes.
+/// Warns that the journal `opened` belongs to another user, once per journal and
+/// process (a command may read one journal twice).
+fn warn_once(opened: &file::Opened) {
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    if let Some((path, _)) = &opened.foreign {
+        let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(path.clone()) {
+            opened.warn_if_foreign();
+        }
+    }
+}
+
+/// The run the journal at `path` describes, its records folded as they are read.
 pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
-    let lines = records(path)?;
-    let Some(Line {
-        ts_ms: started_ms,
-        record:
-            Record::RunStarted {
-                run,
-                task,
-                profile,
-                limits,
-                forked_from,
-                ..
-            },
-    }) = lines.first().cloned()
-    else {
-        unreachable!("records() checks the first line");
-    };
-    let mut agents: BTreeMap<String, AgentRecord> = BTreeMap::new();
-    let mut order = Vec::new();
-    let mut finished = None;
-    let mut limits = limits;
-    let mut last_ms = started_ms;
-    for line in &lines {
-        last_ms = last_ms.max(line.ts_ms);
-        match &line.record {
+    let mut fold = Fold::default();
+    each_record(path, |line| {
+        fold.add(line);
+        Ok(())
+    })?;
+    Ok(fold.finish(path))
+}
+
+/// A run as its records so far describe it.
+#[derive(Default)]
+struct Fold {
+    /// The run's start: its time and record.
+    head: Option<(u64, Record)>,
+    agents: BTreeMap<String, AgentRecord>,
+    order: Vec<String>,
+    finished: Option<(AgentState, f64)>,
+    limits: Option<RecordedLimits>,
+    last_ms: u64,
+}
+
+impl Fold {
+    fn add(&mut self, line: Line) {
+        self.last_ms = self.last_ms.max(line.ts_ms);
+        match line.record {
+            record @ Record::RunStarted { .. } if self.head.is_none() => {
+                if let Record::RunStarted { limits, .. } = &record {
+                    self.limits = *limits;
+                }
+                self.head = Some((line.ts_ms, record));
+            }
             Record::AgentQueued(intro) => {
-                order.push(intro.agent.clone());
-                agents.insert(
+                if self.agents.contains_key(&intro.agent) {
+                    return;
+                }
+                self.order.push(intro.agent.clone());
+                self.agents.insert(
                     intro.agent.clone(),
                     AgentRecord {
-                        id: intro.agent.clone(),
-                        parent: intro.parent.clone(),
-                        profile: intro.profile.clone(),
-                        label: intro.label.clone(),
-                        task: intro.task.clone(),
+                        id: intro.agent,
+                        parent: intro.parent,
+                        profile: intro.profile,
+                        label: intro.label,
+                        task: intro.task,
                         state: "queued".into(),
                         ..AgentRecord::default()
                     },
                 );
             }
-            Record::RunFinished { state, cost_usd } => finished = Some((*state, *cost_usd)),
+            Record::RunFinished { state, cost_usd } => self.finished = Some((state, cost_usd)),
             Record::RunResumed {
                 limits: Some(resumed),
                 ..
-            } => limits = Some(*resumed),
-            record => update_agent(&mut agents, record),
+            } => self.limits = Some(resumed),
+            record => update_agent(&mut self.agents, &record),
         }
     }
-    let mut agents: Vec<AgentRecord> = order.iter().filter_map(|id| agents.remove(id)).collect();
-    if finished.is_none() {
-        // Not ended: still being written, or its process died. An agent left running
-        // or queued in a finished run was ended with it.
-        for agent in &mut agents {
-            if agent.state == "running" || agent.state == "queued" {
-                agent.state = "interrupted".into();
+
+    fn finish(mut self, path: &Path) -> RunRecord {
+        let Some((
+            started_ms,
+            Record::RunStarted {
+                run,
+                task,
+                profile,
+                forked_from,
+                ..
+            },
+        )) = self.head.take()
+        else {
+            unreachable!("every journal read starts with run_started");
+        };
+        let order = std::mem::take(&mut self.order);
+        let mut agents: Vec<AgentRecord> = order
+            .iter()
+            .filter_map(|id| self.agents.remove(id))
+            .collect();
+        if self.finished.is_none() {
+            // Not ended: still being written, or its process died. An agent left running
+            // or queued in a finished run was ended with it.
+            for agent in &mut agents {
+                if agent.state == "running" || agent.state == "queued" {
+                    agent.state = "interrupted".into();
+                }
             }
         }
+        let root_state = agents.first().map(|a| a.state.clone()).unwrap_or_default();
+        let cost_usd = match self.finished {
+            Some((_, cost)) => cost,
+            None => agents.iter().map(|a| a.cost_usd).sum(),
+        };
+        RunRecord {
+            id: run,
+            started_ms,
+            last_ms: self.last_ms.max(started_ms),
+            task,
+            profile,
+            state: match self.finished {
+                Some((state, _)) => state.as_str().into(),
+                None => root_state,
+            },
+            finished: self.finished.is_some(),
+            cost_usd,
+            limits: self.limits,
+            agents,
+            counted: true,
+            path: path.to_path_buf(),
+            forked_from,
+        }
     }
-    let root_state = agents.first().map(|a| a.state.clone()).unwrap_or_default();
-    let cost_usd = match finished {
-        Some((_, cost)) => cost,
-        None => agents.iter().map(|a| a.cost_usd).sum(),
-    };
-    Ok(RunRecord {
-        id: run,
-        started_ms,
-        last_ms,
-        task,
-        profile,
-        state: match finished {
-            Some((state, _)) => state.as_str().into(),
-            None => root_state,
-        },
-        finished: finished.is_some(),
-        cost_usd,
-        limits,
-        agents,
-        path: path.to_path_buf(),
-        forked_from,
-    })
 }
 
 /// `record`'s change to the agent it concerns, in `agents` (none for a record of the
@@ -295,28 +406,32 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
     }
 }
 
-/// The journals in `dir`, each with its run's id (its directory's name).
+/// The journals in `dir`, each with its run's id (its directory's name): one in each
+/// directory that is not a symlink (the journal itself is checked when opened).
 fn journals(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     entries
         .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
         .map(|entry| {
             let id = entry.file_name().to_string_lossy().into_owned();
             (id, entry.path().join(JOURNAL_FILE))
         })
-        .filter(|(_, path)| path.is_file())
+        .filter(|(_, path)| std::fs::symlink_metadata(path).is_ok())
         .collect()
 }
 
 /// Every run journaled in `dir`, newest first. A journal that cannot be read is
-/// reported in the second list, not fatal.
+/// reported in the second list, not fatal. A journal of up to [`LIST_SCAN_BYTES`] is
+/// read whole; a larger one only from its first line and its last
+/// [`LIST_TAIL_BYTES`] ([`RunRecord::counted`] false).
 pub fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     let mut runs = Vec::new();
     let mut problems = Vec::new();
     for (_, path) in journals(dir) {
-        match run(&path) {
+        match listed(&path) {
             Ok(record) => runs.push(record),
             Err(error) => problems.push(format!("{error:#}")),
         }
@@ -325,15 +440,56 @@ pub fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     (runs, problems)
 }
 
+/// The run of the journal at `path` as the list shows it.
+fn listed(path: &Path) -> anyhow::Result<RunRecord> {
+    let opened = file::open(path, false)?;
+    if opened.len <= LIST_SCAN_BYTES {
+        return run(path);
+    }
+    warn_once(&opened);
+    let (head, tail) = file::head_and_tail(opened, path, LIST_TAIL_BYTES)?;
+    let head = match head {
+        Some(raw) if raw.ended => serde_json::from_str::<Line>(&raw.text)
+            .map_err(|e| anyhow::anyhow!("{}:1: not a journal record: {e}", path.display()))?,
+        _ => anyhow::bail!("{}: does not start with run_started", path.display()),
+    };
+    check_head(&head, path)?;
+    let unreadable =
+        |error: String| anyhow::anyhow!("{}: an unreadable record: {error}", path.display());
+    check::record(&head.record).map_err(unreadable)?;
+    let mut fold = Fold::default();
+    fold.add(head);
+    for raw in tail {
+        let line = match serde_json::from_str::<Line>(&raw.text) {
+            Ok(line) => line,
+            Err(_) if !raw.ended => continue,
+            Err(error) => anyhow::bail!(
+                "{}: a line near its end is not a journal record: {error}",
+                path.display()
+            ),
+        };
+        // Only ids and figures: the agents, and so the tree, are not read here.
+        check::record(&line.record).map_err(unreadable)?;
+        match line.record {
+            Record::RunFinished { .. } | Record::RunResumed { .. } => fold.add(line),
+            _ => fold.last_ms = fold.last_ms.max(line.ts_ms),
+        }
+    }
+    let mut record = fold.finish(path);
+    record.counted = false;
+    if !record.finished {
+        record.state = "interrupted".into();
+    }
+    Ok(record)
+}
+
 /// When the run of the journal at `path` started: its first line's time, read
-/// without reading the rest.
+/// without reading the rest (at most [`MAX_HEAD_BYTES`]).
 fn started_ms(path: &Path) -> Option<u64> {
-    use std::io::BufRead as _;
-    let mut first = String::new();
-    std::io::BufReader::new(std::fs::File::open(path).ok()?)
-        .read_line(&mut first)
-        .ok()?;
-    serde_json::from_str::<Line>(&first)
+    let opened = file::open(path, false).ok()?;
+    let mut lines = Lines::new(opened.file, path, MAX_HEAD_BYTES, MAX_HEAD_BYTES as u64 + 1);
+    let first = lines.next()?.ok()?;
+    serde_json::from_str::<Line>(&first.text)
         .ok()
         .map(|line| line.ts_ms)
 }

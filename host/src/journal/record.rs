@@ -232,8 +232,9 @@ pub enum Record {
         /// Wall time.
         duration_ms: u64,
     },
-    /// The journal reached its size bound (`[journal] max_run_mib`): nothing after
-    /// this was recorded, and the run cannot be resumed.
+    /// The journal reached its size bound (`[journal] max_run_mib`), or a record
+    /// was longer than a journal line may be (`journal::MAX_LINE_BYTES`): nothing
+    /// after this was recorded, and the run cannot be resumed.
     JournalFull {
         /// The bound, in MiB.
         max_run_mib: u64,

@@ -27,8 +27,8 @@ use tokio::sync::oneshot;
 
 use super::record::Record;
 
-/// The file of a run's journal inside its directory.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub use super::file::JOURNAL_FILE;
+use super::file::MAX_LINE_BYTES;
 
 /// How long the writer lets a batch gather after its first record when someone waits
 /// for it to be durable.
@@ -62,6 +62,10 @@ struct Batch {
     failed: bool,
     /// Set when the journal is dropped: the writer writes what is left and ends.
     closed: bool,
+    /// Set, to the record's size, when a record was longer than a journal line may
+    /// be: the batch ends with `journal_full` in its place, and nothing more is
+    /// recorded.
+    oversized: Option<usize>,
     /// Set while the writer sleeps until rung (nothing came while it lingered after
     /// its last write): the record that begins a batch rings it.
     idle: bool,
@@ -89,6 +93,14 @@ pub struct Journal {
     shared: Arc<Shared>,
     /// The writer thread, joined on drop.
     writer: Option<std::thread::JoinHandle<()>>,
+    /// The journal file: readers of the run (the web view's transcripts) open it
+    /// here, never at a path made from a recorded id.
+    path: std::path::PathBuf,
+    /// The longest line written ([`MAX_LINE_BYTES`]): a longer record ends the
+    /// journal, since no reader would read past it.
+    max_line: usize,
+    /// The size bound, in MiB, that `journal_full` names.
+    max_run_mib: u64,
 }
 
 impl Drop for Journal {
@@ -103,40 +115,38 @@ impl Drop for Journal {
 }
 
 impl Journal {
-    /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`); a
-    /// journal of that id must not exist yet.
+    /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`), the
+    /// directories 0700 and the file 0600; a journal of that id must not exist yet.
     pub fn create(dir: &Path, run_id: &str, max_bytes: u64) -> std::io::Result<Journal> {
+        if !super::check::is_valid_id(run_id) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("`{run_id}` is not a run id"),
+            ));
+        }
         let run_dir = dir.join(run_id);
-        std::fs::create_dir_all(&run_dir)?;
+        super::file::create_dir(&run_dir)?;
         let path = run_dir.join(JOURNAL_FILE);
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&path)?;
+        let file = super::file::create_file(&path)?;
         // Held while the run's process lives, so no `warren resume` takes it over.
         lock(&file, &path)?;
         Journal::start(file, path, 0, max_bytes)
     }
 
-    /// Opens the existing journal at `path` to append to it (a resumed run), first
-    /// cutting a torn last line left by a crash. Fails with `WouldBlock` while another
-    /// process holds it (the run is still going, or being resumed).
-    pub fn append(path: &Path, max_bytes: u64) -> std::io::Result<Journal> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)?;
-        lock(&file, path)?;
-        let bytes = std::fs::read(path)?;
-        let whole = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |at| at + 1);
-        if whole < bytes.len() {
-            file.set_len(whole as u64)?;
+    /// Continues the journal at `path`, open in `file` (for appending, locked, and
+    /// read: `whole` is the size of its whole lines), first cutting a torn last line
+    /// left by a crash.
+    pub(super) fn append(
+        file: File,
+        path: &Path,
+        whole: u64,
+        max_bytes: u64,
+    ) -> std::io::Result<Journal> {
+        if whole < file.metadata()?.len() {
+            file.set_len(whole)?;
             file.sync_data()?;
         }
-        Journal::start(file, path.to_path_buf(), whole as u64, max_bytes)
+        Journal::start(file, path.to_path_buf(), whole, max_bytes)
     }
 
     fn start(
@@ -147,6 +157,7 @@ impl Journal {
     ) -> std::io::Result<Journal> {
         let shared = Arc::new(Shared::default());
         let writer_shared = shared.clone();
+        let writer_path = path.clone();
         let writer = std::thread::Builder::new()
             .name("warren-journal".into())
             .spawn(move || {
@@ -155,12 +166,20 @@ impl Journal {
                     written,
                     max_bytes,
                 };
-                write_batches(&mut out, &writer_shared, &path);
+                write_batches(&mut out, &writer_shared, &writer_path);
             })?;
         Ok(Journal {
             shared,
             writer: Some(writer),
+            path,
+            max_line: MAX_LINE_BYTES,
+            max_run_mib: max_bytes / (1024 * 1024),
         })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Appends `record` with the next batch, without waiting.
@@ -197,7 +216,7 @@ impl Journal {
     /// begins, or someone starts waiting on it.
     fn send(&self, record: Option<&Record>, waiter: Option<oneshot::Sender<()>>, sync: bool) {
         let mut batch = self.shared.lock();
-        if batch.failed {
+        if batch.failed || batch.oversized.is_some() {
             drop(batch);
             if let Some(waiter) = waiter {
                 let _ = waiter.send(());
@@ -209,7 +228,18 @@ impl Journal {
             batch.since = Some(Instant::now());
         }
         if let Some(record) = record {
+            let start = batch.bytes.len();
             append_line(&mut batch.bytes, now_ms(), record);
+            let len = batch.bytes.len() - start;
+            if len > self.max_line {
+                batch.bytes.truncate(start);
+                let full = Record::JournalFull {
+                    max_run_mib: self.max_run_mib,
+                };
+                append_line(&mut batch.bytes, now_ms(), &full);
+                batch.oversized = Some(len);
+                batch.sync = true;
+            }
         }
         let hurried = match waiter {
             Some(waiter) => {
@@ -228,8 +258,9 @@ impl Journal {
 }
 
 /// Takes the journal's lock (advisory, released when the file closes: when the
-/// process ends, however it ends).
-fn lock(file: &File, path: &Path) -> std::io::Result<()> {
+/// process ends, however it ends). Fails with `WouldBlock` while another process
+/// holds it (the run is still going, or being resumed).
+pub(super) fn lock(file: &File, path: &Path) -> std::io::Result<()> {
     file.try_lock().map_err(|error| match error {
         std::fs::TryLockError::WouldBlock => std::io::Error::new(
             std::io::ErrorKind::WouldBlock,
@@ -333,9 +364,16 @@ fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
         let sync = std::mem::take(&mut batch.sync);
         batch.since = None;
         let failed = batch.failed;
+        let oversized = batch.oversized;
         drop(batch);
         if !failed && (sync || !writing.is_empty()) {
-            if let Err(error) = out.write(&writing, sync) {
+            let written = out.write(&writing, sync).and_then(|()| match oversized {
+                Some(len) => Err(std::io::Error::other(format!(
+                    "a record of {len} bytes is longer than a journal line may be ({MAX_LINE_BYTES} bytes, journal::MAX_LINE_BYTES), so it ends there and cannot be resumed"
+                ))),
+                None => Ok(()),
+            });
+            if let Err(error) = written {
                 shared.lock().failed = true;
                 tracing::error!(
                     "cannot write the run journal {}: {error}; the run goes on without it",
@@ -469,6 +507,25 @@ mod tests {
         journal.record(started("c"));
         drop(journal);
         assert_eq!(agents_in(&path), ["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn a_record_longer_than_a_line_may_be_ends_the_journal_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), "r", 3 << 20).unwrap();
+        journal.max_line = 100;
+        let path = dir.path().join("r").join(JOURNAL_FILE);
+        journal.record(started("a"));
+        journal.record_written(started(&"b".repeat(200))).await;
+        journal.record_written(started("c")).await;
+        let lines: Vec<Line> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0].record, started("a"));
+        assert_eq!(lines[1].record, Record::JournalFull { max_run_mib: 3 });
     }
 
     #[tokio::test]

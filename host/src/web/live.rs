@@ -65,9 +65,10 @@ impl LiveRun {
         &self.tree.run_id
     }
 
-    /// Whether the run is journaled (its transcripts are read from the journal).
-    pub(super) fn journaled(&self) -> bool {
-        self.tree.journal.is_some()
+    /// The run's journal file, when it is journaled (its transcripts are read from
+    /// it).
+    pub(super) fn journal_path(&self) -> Option<std::path::PathBuf> {
+        self.tree.journal.as_ref().map(|j| j.path().to_path_buf())
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -267,24 +267,15 @@ async fn runs(shared: &Shared) -> Result<Value, Failure> {
 
 async fn transcript(shared: &Shared, run: Option<&str>, agent: &str) -> Result<Value, Failure> {
     let (path, row) = match target(shared, run)? {
-        Target::Live(live) => {
-            let dir =
-                match &shared.source {
-                    Source::Live {
-                        journal_dir: Some(dir),
-                        ..
-                    } if live.journaled() => dir,
-                    _ => return Err((
-                        StatusCode::NOT_FOUND,
-                        "transcripts come from the run's journal, and this run is not journaled"
-                            .into(),
-                    )),
-                };
-            let path = dir
-                .join(live.run_id())
-                .join(crate::journal::writer::JOURNAL_FILE);
-            (path, live.agent(agent))
-        }
+        Target::Live(live) => match live.journal_path() {
+            Some(path) => (path, live.agent(agent)),
+            None => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    "transcripts come from the run's journal, and this run is not journaled".into(),
+                ))
+            }
+        },
         Target::Journal(path) => (path, None),
     };
     let agent_id = agent.to_string();

@@ -43,6 +43,12 @@
   let pendingEventMs = 0;
 
   const now = () => Date.now() + clockOffset;
+  // A record's time of day (UTC); one outside Date's range reads as invalid rather
+  // than throwing, which would leave the rest of a transcript unshown.
+  const clock = (ms) => {
+    const date = new Date(ms);
+    return Number.isNaN(date.getTime()) ? 'invalid time' : date.toISOString().slice(11, 23);
+  };
   const fmt = new Intl.NumberFormat('en');
   const secs = (ms) => (ms / 1000).toFixed(1) + ' s';
   const usd = (v) => '$' + (v || 0).toFixed(4);
@@ -392,7 +398,7 @@
         break;
       default: head.textContent = r.type;
     }
-    const time = el('time', '', new Date(r.ts_ms).toISOString().slice(11, 23));
+    const time = el('time', '', clock(r.ts_ms));
     head.prepend(time, ' ');
     article.append(head, ...body);
     return article;
@@ -527,9 +533,9 @@
       link.href = '#run=' + encodeURIComponent(r.run_id);
       const first = el('td');
       first.appendChild(link);
-      tr.append(first, el('td', '', new Date(r.started_ms).toISOString().replace('T', ' ').slice(0, 19)),
-        el('td', '', r.state + (r.finished ? '' : ' (no end)')), el('td', '', String(r.agents)),
-        el('td', '', fmt.format(r.tokens)), el('td', '', usd(r.cost_usd)), el('td', '', r.task));
+      tr.append(first, el('td', '', r.started_utc),
+        el('td', '', r.state + (r.finished ? '' : ' (no end)')), el('td', '', String(r.agents ?? '?')),
+        el('td', '', r.tokens == null ? '?' : fmt.format(r.tokens)), el('td', '', usd(r.cost_usd)), el('td', '', r.task));
       tbody.appendChild(tr);
     }
   }

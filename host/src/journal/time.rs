@@ -1,0 +1,44 @@
+//! How journal times are shown: one calendar (UTC) for every report, page and MCP
+//! task time, and one check of which times can be shown as dates at all.
+
+/// The latest journal time shown as a date, in ms since the Unix epoch: the last
+/// instant JavaScript's `Date` holds (year 275760), so the web page can show every
+/// time `warren runs` does. A later one reads as invalid, alone, not as an error of
+/// the list it is in.
+pub const MAX_TIME_MS: u64 = 8_640_000_000_000_000;
+
+/// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC), or `invalid time` past
+/// [`MAX_TIME_MS`]: how every report and page shows a journal's time.
+pub fn utc_text(ms: u64) -> String {
+    if ms > MAX_TIME_MS {
+        return "invalid time".into();
+    }
+    let (year, month, day, hour, minute, second, _) = civil_utc(ms);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}")
+}
+
+/// `ms` since the Unix epoch in UTC as (year, month, day, hour, minute, second,
+/// millisecond): the one calendar of journal times (`warren runs`, MCP task times).
+pub fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        ms % 1000,
+    )
+}
