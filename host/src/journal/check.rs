@@ -135,6 +135,7 @@ mod tests {
             profile: "p".into(),
             task: "t".into(),
             label: None,
+            mode: None,
         })
     }
 
