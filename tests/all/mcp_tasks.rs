@@ -231,6 +231,19 @@ async fn a_finished_task_survives_a_server_restart() {
     let report = ok(&world, &server, "run", &[]).await;
     let id = report["created"]["id"].as_str().unwrap().to_string();
     drop(server);
+    // Kept beside its run's journal, owner-only like the journal.
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(world.path(".warren/runs"))
+        .unwrap()
+        .filter_map(|run| {
+            let file = run.ok()?.path().join(format!("mcp-task-{id}.json"));
+            file.is_file().then_some(file)
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&kept[0]).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{}", kept[0].display());
     // A new server process on the same journal: the ended task is still there, for
     // its credential only.
     let server = HttpServer::start_with(&world, &["--token-file", "tokens"], None);

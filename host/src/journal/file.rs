@@ -62,6 +62,20 @@ pub(crate) fn create_file(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Writes `bytes` to `path`, a file kept beside a journal (an ended MCP task),
+/// owner-only (0600) like the journal; a symlink in its place is not followed.
+pub(crate) fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?
+        .write_all(bytes)
+}
+
 /// A journal file opened to read, or to continue.
 #[derive(Debug)]
 pub(crate) struct Opened {

@@ -542,7 +542,7 @@ fn save(path: &std::path::Path, id: &str, task: &Task) {
     };
     let written = serde_json::to_vec(&saved)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(path, bytes));
+        .and_then(|bytes| crate::journal::file::write_owner_only(path, &bytes));
     if let Err(error) = written {
         tracing::warn!(task = id, path = %path.display(), %error, "could not keep the ended MCP task beside its journal: it will not survive a restart");
     }
