@@ -124,6 +124,14 @@ impl Reply {
     }
 }
 
+/// A `[models.fake]` table for the server at `base_url`: model `fake-model`, not
+/// streamed, no retries, its key from `CARGO_PKG_NAME` (set by cargo for tests).
+pub(crate) fn model_table(base_url: &str) -> String {
+    format!(
+        "[models.fake]\nprovider = \"openai\"\nbase_url = \"{base_url}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n"
+    )
+}
+
 /// Queued replies, each with the text its request's newest message must contain.
 type Routes = VecDeque<(Option<String>, Reply)>;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{model_table, FakeLlm, Reply};
 use crate::support::{text, World};
 
 /// Marks the child's requests (its system prompt).
@@ -39,14 +39,7 @@ fn project(world: &World, server: &FakeLlm) {
         world.path("warren.toml"),
         format!(
             r#"
-[models.fake]
-provider = "openai"
-base_url = "{}"
-model = "fake-model"
-api_key_env = "CARGO_PKG_NAME"
-stream = false
-max_retries = 0
-
+{models}
 [profiles.main]
 system_prompt = "ROOT-PROMPT"
 tools = []
@@ -56,7 +49,7 @@ description = "Answers"
 system_prompt = "{CHILD}"
 tools = []
 "#,
-            server.base_url
+            models = model_table(&server.base_url)
         ),
     )
     .unwrap();

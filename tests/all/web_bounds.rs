@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::browser::Served;
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{model_table, FakeLlm, Reply};
 use crate::support::{text, World};
 
 /// A request's first line and part of its headers, never finished, without the token.
@@ -24,19 +24,8 @@ async fn journaled_run() -> (World, FakeLlm) {
     let server = FakeLlm::start().await;
     server.route("ROOT-TASK", Reply::answer("ROOT ANSWER", (100, 50)));
     world.config(&format!(
-        r#"
-[models.fake]
-provider = "openai"
-base_url = "{}"
-model = "fake-model"
-api_key_env = "CARGO_PKG_NAME"
-stream = false
-max_retries = 0
-
-[profiles.main]
-tools = []
-"#,
-        server.base_url
+        "{}\n[profiles.main]\ntools = []\n",
+        model_table(&server.base_url)
     ));
     let dir = world.dir.path().to_path_buf();
     let run = tokio::task::spawn_blocking(move || {
@@ -305,21 +294,14 @@ async fn a_run_keeps_its_descriptors_while_its_web_view_is_flooded() {
 [plugins]
 cache_dir = {:?}
 
-[models.fake]
-provider = "openai"
-base_url = "{}"
-model = "fake-model"
-api_key_env = "CARGO_PKG_NAME"
-stream = false
-max_retries = 0
-
+{}
 [profiles.main]
 tools = ["read_file"]
 [profiles.main.capabilities]
 fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
 "#,
             crate::support::cache_dir(),
-            model.base_url
+            model_table(&model.base_url)
         ),
     )
     .unwrap();

@@ -509,6 +509,15 @@ mod tests {
         assert_eq!(agents_in(&path), ["a", "b", "c"]);
     }
 
+    /// Every line of the journal file at `path`, parsed.
+    fn written_lines(path: &std::path::Path) -> Vec<Line> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
     #[tokio::test]
     async fn a_record_longer_than_a_line_may_be_ends_the_journal_in_its_place() {
         let dir = tempfile::tempdir().unwrap();
@@ -518,11 +527,7 @@ mod tests {
         journal.record(started("a"));
         journal.record_written(started(&"b".repeat(200))).await;
         journal.record_written(started("c")).await;
-        let lines: Vec<Line> = std::fs::read_to_string(&path)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
+        let lines = written_lines(&path);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0].record, started("a"));
         assert_eq!(lines[1].record, Record::JournalFull { max_run_mib: 3 });
@@ -538,11 +543,7 @@ mod tests {
         journal.record(started("b"));
         journal.record_written(started("c")).await;
         journal.record_written(started("d")).await;
-        let lines: Vec<Line> = std::fs::read_to_string(&path)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
+        let lines = written_lines(&path);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0].record, started("a"));
         assert_eq!(lines[1].record, Record::JournalFull { max_run_mib: 0 });

@@ -227,19 +227,13 @@ fn set_limits(run: &mut RunInfo, limits: &RecordedLimits) {
     run.max_concurrent = Some(limits.max_concurrent);
 }
 
-/// Opens the journal at `path` for reading: a regular file, opened without blocking.
+/// Opens the journal at `path` for reading as every journal reader does
+/// ([`crate::journal::file::open`]): a regular file, no symlink followed, opened
+/// without blocking.
 fn open(path: &Path) -> Result<std::fs::File, String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("cannot read the journal {}: {e}", path.display()))?;
-    let regular = file.metadata().is_ok_and(|meta| meta.is_file());
-    if !regular {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    Ok(file)
+    crate::journal::file::open(path, false)
+        .map(|opened| opened.file)
+        .map_err(|error| format!("{error:#}"))
 }
 
 /// The run id and agent `agent`'s records in the journal at `path`, read as a stream:
