@@ -1,7 +1,11 @@
-//! Builds the bundled Rust plugins (`plugins/`: files, http) for wasm32-wasip2 and
-//! copies them into OUT_DIR, where `plugin::builtin` embeds them: the `warren` binary
-//! then carries its standard tools and works on its own (`cargo install --path host`).
-//! They are still loaded as components and sandboxed like any plugin.
+//! Builds the bundled plugins for wasm32-wasip2 and copies them into OUT_DIR, where
+//! `builtin` embeds them: the `warren` binary then carries its standard tools and
+//! works on its own (`cargo install --path host`). The Rust ones (`plugins/`: files,
+//! http) build with cargo; the code-running tools with their interpreters' toolchains:
+//! `run_python` (`plugins/run-python`, componentize-py from PyPI into a virtual
+//! environment) and `run_js` (`plugins/run-js`, componentize-js from npm, Node.js 20 or
+//! later). `scripts/install-deps build` installs what they need. All are loaded as
+//! components and sandboxed like any plugin.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -73,6 +77,111 @@ fn main() {
         copy(
             &built.join(format!("{plugin}.wasm")),
             &out_dir.join(format!("{plugin}.wasm")),
+        );
+    }
+    let interpreters = Interpreters {
+        root: &root,
+        wasm: &target_dir,
+        out: &out_dir,
+    };
+    interpreters.python();
+    interpreters.javascript();
+}
+
+/// Builds the code-running tools, each only when its sources are newer than what
+/// `target/wasm` holds (the toolchains take seconds), and copies them into OUT_DIR.
+struct Interpreters<'a> {
+    root: &'a Path,
+    wasm: &'a Path,
+    out: &'a Path,
+}
+
+impl Interpreters<'_> {
+    fn python(&self) {
+        let dir = self.root.join("plugins/run-python");
+        let sources = ["app.py", "build.sh", "requirements.txt"].map(|f| dir.join(f));
+        let built = self.wasm.join("run-python.wasm");
+        if !up_to_date(&built, &sources, self.root) {
+            run(
+                Command::new(dir.join("build.sh")).arg(&built),
+                "building the built-in `run_python` tool (plugins/run-python) needs python3 with venv and pip, to install componentize-py from PyPI: run `scripts/install-deps build`, then build again",
+            );
+        }
+        copy(&built, &self.out.join("run-python.wasm"));
+    }
+
+    fn javascript(&self) {
+        let dir = self.root.join("plugins/run-js");
+        let sources = ["run.js", "build.mjs", "package-lock.json"].map(|f| dir.join(f));
+        let built = self.wasm.join("run-js.wasm");
+        let hint = "building the built-in `run_js` tool (plugins/run-js) needs Node.js 20 or later and npm, to install componentize-js: run `scripts/install-deps build`, then build again";
+        if !up_to_date(&built, &sources, self.root) {
+            // Node 22 from npm where the system's is too old (scripts/install-deps).
+            let local = self.root.join("target/node/node_modules/.bin/node");
+            let node = if local.exists() {
+                local
+            } else {
+                PathBuf::from("node")
+            };
+            if !dir
+                .join("node_modules/@bytecodealliance/componentize-js")
+                .exists()
+            {
+                run(
+                    Command::new("npm")
+                        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                        .current_dir(&dir),
+                    hint,
+                );
+            }
+            run(
+                Command::new(node)
+                    .arg("build.mjs")
+                    .arg(&built)
+                    .current_dir(&dir),
+                hint,
+            );
+        }
+        copy(&built, &self.out.join("run-js.wasm"));
+    }
+}
+
+/// Whether `built` exists and is newer than every one of `sources` and the WIT files.
+fn up_to_date(built: &Path, sources: &[PathBuf], root: &Path) -> bool {
+    for source in sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+    }
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(built) else {
+        return false;
+    };
+    let wit = std::fs::read_dir(root.join("wit"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path());
+    sources
+        .iter()
+        .cloned()
+        .chain(wit)
+        .all(|source| modified(&source).is_some_and(|time| time <= built))
+}
+
+/// Runs `command`, its output shown only when it fails, with `hint`.
+fn run(command: &mut Command, hint: &str) {
+    // The outer build's target directory and flags are not the guest toolchains'.
+    for var in ["CARGO_TARGET_DIR", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS"] {
+        command.env_remove(var);
+    }
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{hint}\n\n{command:?}: {e}"));
+    if !output.status.success() {
+        panic!(
+            "{hint}\n\n{command:?} failed ({})\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
         );
     }
 }

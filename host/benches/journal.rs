@@ -238,5 +238,6 @@ fn finished_call(agent: &str, call_id: &str, content: &str, fuel_used: Option<u6
         duration_ms: 0,
         fuel_used,
         output_bytes: content.len() as u64,
+        memory_peak_bytes: Some(1 << 20),
     }
 }

@@ -1,9 +1,11 @@
-//! The built-in plugins: the bundled Rust plugins (`files`, `http`), compiled for
-//! wasm32-wasip2 by `build.rs` and embedded in the binary. They load through the
-//! compile cache and run sandboxed exactly like plugin files.
+//! The built-in plugins, compiled for wasm32-wasip2 by `build.rs` and embedded in the
+//! binary: the bundled Rust plugins (`files`, `http`) and the code-running tools
+//! (`run-python`: CPython through componentize-py; `run-js`: SpiderMonkey through
+//! componentize-js). They load through the compile cache and run sandboxed exactly like
+//! plugin files.
 
 /// Name and component bytes of each built-in plugin.
-pub const BUILTINS: [(&str, &[u8]); 2] = [
+pub const BUILTINS: [(&str, &[u8]); 4] = [
     (
         "files",
         include_bytes!(concat!(env!("OUT_DIR"), "/files.wasm")),
@@ -12,7 +14,20 @@ pub const BUILTINS: [(&str, &[u8]); 2] = [
         "http",
         include_bytes!(concat!(env!("OUT_DIR"), "/http.wasm")),
     ),
+    (
+        "run-python",
+        include_bytes!(concat!(env!("OUT_DIR"), "/run-python.wasm")),
+    ),
+    (
+        "run-js",
+        include_bytes!(concat!(env!("OUT_DIR"), "/run-js.wasm")),
+    ),
 ];
+
+/// The built-ins whose code compiles only when one of their tools is first called:
+/// interpreters of tens of megabytes (seconds to compile, ~0.1 s to load from the
+/// cache), which most runs never call.
+pub(crate) const ON_FIRST_CALL: [&str; 2] = ["run-python", "run-js"];
 
 /// The names of the built-in plugins.
 pub fn names() -> impl Iterator<Item = &'static str> {

@@ -140,6 +140,10 @@ pub enum Event {
         /// Bytes of the whole result or error message (the summary is its start).
         #[serde(default)]
         output_bytes: u64,
+        /// The most linear memory the guest held at once, in bytes; absent when no
+        /// guest ran (and in journals written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory_peak_bytes: Option<u64>,
     },
     /// Usage after a model turn (cumulative for the agent).
     Usage {

@@ -457,6 +457,7 @@ impl RunState {
                 duration_ms,
                 fuel_used,
                 output_bytes,
+                memory_peak_bytes,
             } => vec![Event::ToolCallFinished {
                 agent: agent.clone(),
                 call_id: call_id.clone(),
@@ -469,6 +470,7 @@ impl RunState {
                 duration_ms: *duration_ms,
                 fuel_used: *fuel_used,
                 output_bytes: *output_bytes,
+                memory_peak_bytes: *memory_peak_bytes,
             }],
             Record::AgentFinished { .. } => record
                 .finished()
@@ -533,6 +535,7 @@ mod tests {
                 duration_ms: 1,
                 fuel_used: Some(1_000),
                 output_bytes: 12,
+                memory_peak_bytes: Some(65_536),
             }
         }
     }

@@ -270,6 +270,9 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 }
                 for call in tool_calls {
                     reportln!("→ {} {}", call.name, call.arguments)?;
+                    if let Some(code) = written_code(&call.name, &call.arguments) {
+                        reportln!("{code}")?;
+                    }
                 }
             }
             Record::ToolFinished {
@@ -279,10 +282,14 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                 duration_ms,
                 fuel_used,
                 output_bytes,
+                memory_peak_bytes,
                 ..
             } => {
+                let memory = memory_peak_bytes
+                    .map(|bytes| format!(", memory peak {} KiB", thousands(bytes / 1024)))
+                    .unwrap_or_default();
                 reportln!(
-                    "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes)",
+                    "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes{memory})",
                     fuel_used.map_or("—".to_string(), thousands),
                     thousands(output_bytes)
                 )?;
@@ -308,6 +315,16 @@ fn one_line(text: &str, max: usize) -> String {
 /// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
 fn utc(ms: u64) -> String {
     crate::journal::utc_text(ms)
+}
+
+/// The code of a `run_python` or `run_js` call, as the model wrote it, framed.
+fn written_code(tool: &str, arguments: &str) -> Option<String> {
+    if !crate::config::NAMED_ONLY.contains(&tool) {
+        return None;
+    }
+    let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let code = arguments.get("code")?.as_str()?;
+    Some(format!("┌ code\n{}\n└", code.trim_end()))
 }
 
 #[cfg(test)]

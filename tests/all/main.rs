@@ -8,6 +8,7 @@ mod agents;
 mod bounds;
 mod browser;
 mod cli;
+mod code_tools;
 mod docs;
 mod events;
 mod fake_llm;

@@ -354,6 +354,7 @@ impl Agent {
                 content,
                 duration_ms: 0,
                 fuel_used: None,
+                memory_peak_bytes: None,
             }
         });
         recorded_result

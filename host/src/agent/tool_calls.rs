@@ -63,6 +63,7 @@ impl Agent {
                         duration_ms: 0,
                         fuel_used: None,
                         output_bytes: IN_DOUBT.len() as u64,
+                        memory_peak_bytes: None,
                     });
                     return Err(IN_DOUBT.to_string());
                 }
@@ -125,6 +126,7 @@ impl Agent {
                 duration_ms,
                 fuel_used: figures.fuel_used,
                 output_bytes: figures.output_bytes,
+                memory_peak_bytes: figures.memory_peak_bytes,
             };
             match effect {
                 true => self.tree.record_written(finished).await,
@@ -142,6 +144,7 @@ impl Agent {
             duration_ms,
             fuel_used: figures.fuel_used,
             output_bytes: figures.output_bytes,
+            memory_peak_bytes: figures.memory_peak_bytes,
         });
         result
     }

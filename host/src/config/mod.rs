@@ -75,6 +75,7 @@ use self::source::Source;
 pub(crate) use self::text_file::read_text;
 pub use self::text_file::MAX_PROMPT_FILE_BYTES;
 pub use self::tool_selection::glob_match as tool_pattern_matches;
+pub(crate) use self::tool_selection::NAMED_ONLY;
 pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
 
 /// Name of the profile used when none is given.

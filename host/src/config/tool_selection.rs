@@ -60,6 +60,10 @@ const UNAVAILABLE: &[&str] = &[
     "LSP",
 ];
 
+/// Tools a profile gets only by naming them (`tools = ["run_python"]`), never through a
+/// pattern: they run code the model writes.
+pub(crate) const NAMED_ONLY: [&str; 2] = ["run_python", "run_js"];
+
 /// Tools that change files: withheld from `permissionMode: plan` agents.
 pub(crate) const WRITE_TOOLS: [&str; 2] = ["write_file", "edit_file"];
 
@@ -127,9 +131,15 @@ impl ToolSelection {
         &self.deny
     }
 
-    /// Whether `tool` (a plugin tool) is selected.
+    /// Whether `tool` (a plugin tool) is selected. The code-running tools only by
+    /// their exact names: a pattern such as `*` never grants running code.
     pub fn allows(&self, tool: &str) -> bool {
-        matches_any(&self.allow, tool) && !matches_any(&self.deny, tool)
+        let allowed = if NAMED_ONLY.contains(&tool) {
+            self.allow.iter().any(|name| name == tool)
+        } else {
+            matches_any(&self.allow, tool)
+        };
+        allowed && !matches_any(&self.deny, tool)
     }
 
     /// Whether the spawn tools may be offered.

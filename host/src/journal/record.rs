@@ -206,6 +206,10 @@ pub enum Record {
         /// Bytes of `content` (0 in journals written before it was recorded).
         #[serde(default)]
         output_bytes: u64,
+        /// The most linear memory the guest held at once, in bytes; absent when no
+        /// guest ran (and in journals written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        memory_peak_bytes: Option<u64>,
     },
     /// A job ended.
     AgentFinished {

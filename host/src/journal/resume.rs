@@ -521,6 +521,7 @@ mod tests {
                     duration_ms: 1,
                     fuel_used: Some(1),
                     output_bytes: 4,
+                    memory_peak_bytes: Some(65536),
                 })
             } else {
                 line(Record::ToolStarted {

@@ -435,6 +435,7 @@ mod tests {
                 duration_ms: 7,
                 fuel_used: Some(u64::MAX),
                 output_bytes: 2,
+                memory_peak_bytes: Some(u64::MAX),
             },
             Record::RunResumed {
                 warren: "0".into(),

@@ -215,8 +215,10 @@ impl ToolRegistry {
         for mut source in sources {
             let started = Instant::now();
             let table = tables.get(&source.name).unwrap_or(&no_table);
-            let recorded = match (&source.bytes, defer_builtins) {
-                (Cow::Borrowed(embedded), true) => {
+            // The interpreters compile on their first call, whatever the caller.
+            let on_first_call = crate::builtin::ON_FIRST_CALL.contains(&source.name.as_str());
+            let recorded = match &source.bytes {
+                Cow::Borrowed(embedded) if defer_builtins || on_first_call => {
                     recorded_tools(&source.name).map(|tools| (*embedded, tools))
                 }
                 _ => None,
@@ -225,7 +227,9 @@ impl ToolRegistry {
                 Some((embedded, tools)) => {
                     let (loaded, code) =
                         Self::defer(&registry.sandbox, cache, &source.name, embedded, tools);
-                    deferred.push(code);
+                    if !on_first_call {
+                        deferred.push(code);
+                    }
                     loaded
                 }
                 None => {

@@ -184,6 +184,11 @@ impl CallEnd<'_> {
     /// adds noise for the model), with the end of stderr.
     fn crash(&self, error: wasmtime::Error) -> ToolCallError {
         let error = match error.downcast_ref::<Trap>() {
+            // Not a limit a profile sets: the engine's, the same for every call.
+            Some(Trap::StackOverflow) => format!(
+                "{} (the sandbox's stack limit: recursion too deep for the guest's stack)",
+                Trap::StackOverflow
+            ),
             Some(trap) => trap.to_string(),
             None => format!("{:#}", anyhow::Error::from(error)),
         };

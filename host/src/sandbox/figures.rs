@@ -16,6 +16,9 @@ pub struct CallFigures {
     /// Bytes of the result, or of the error message, the call returned: what it
     /// adds to the model's context.
     pub output_bytes: u64,
+    /// The most linear memory the guest held at once, in bytes, of its
+    /// `capabilities.memory_mb`; `None` when no guest ran.
+    pub memory_peak_bytes: Option<u64>,
 }
 
 impl CallFigures {
@@ -25,6 +28,7 @@ impl CallFigures {
         CallFigures {
             fuel_used,
             output_bytes: text.len() as u64,
+            memory_peak_bytes: None,
         }
     }
 }
@@ -47,6 +51,12 @@ impl Measured {
             Err(error) => CallFigures::of(&error.to_string(), fuel_used),
         };
         Measured { result, figures }
+    }
+
+    /// These figures with the guest's memory peak, `bytes`.
+    pub fn with_memory_peak(mut self, bytes: u64) -> Measured {
+        self.figures.memory_peak_bytes = Some(bytes);
+        self
     }
 
     /// A call refused before any guest ran.

@@ -17,6 +17,10 @@ pub struct MemoryCap {
     max_bytes: usize,
     /// Set once a memory growth was refused.
     refused: bool,
+    /// Bytes of linear memory the call's instance holds now (every memory's size).
+    in_use: usize,
+    /// The most it held at once.
+    peak: usize,
 }
 
 /// Table growth limit (elements). Tables hold function references; no honest plugin
@@ -29,6 +33,8 @@ impl MemoryCap {
         MemoryCap {
             max_bytes,
             refused: false,
+            in_use: 0,
+            peak: 0,
         }
     }
 
@@ -36,17 +42,27 @@ impl MemoryCap {
     pub fn refused(&self) -> bool {
         self.refused
     }
+
+    /// The most linear memory the call's instance held at once, in bytes (its
+    /// memories' initial sizes and every growth allowed).
+    pub fn peak_bytes(&self) -> u64 {
+        self.peak as u64
+    }
 }
 
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allow = desired <= self.max_bytes && maximum.is_none_or(|max| desired <= max);
-        if !allow {
+        if allow {
+            // A new memory comes here with `current` 0 and its initial size.
+            self.in_use = self.in_use.saturating_add(desired.saturating_sub(current));
+            self.peak = self.peak.max(self.in_use);
+        } else {
             self.refused = true;
         }
         Ok(allow)

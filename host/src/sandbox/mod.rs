@@ -396,7 +396,9 @@ impl Sandbox {
             .get_fuel()
             .ok()
             .map(|left| limits.fuel.saturating_sub(left));
-        let measured = end.classify(outcome, fuel_used);
+        let measured = end
+            .classify(outcome, fuel_used)
+            .with_memory_peak(store.data().memory.peak_bytes());
         drop(store);
         if let Some(instantiated) = instantiated {
             phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);

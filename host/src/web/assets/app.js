@@ -377,6 +377,10 @@
       case 'tool_started':
         head.textContent = '→ ' + r.tool;
         body.push(el('pre', 'arguments', r.arguments));
+        // The code-running tools: the code itself, as the model wrote it.
+        if (r.tool === 'run_python' || r.tool === 'run_js') {
+          try { body.push(el('pre', 'code', JSON.parse(r.arguments).code)); } catch (e) { /* shown above */ }
+        }
         break;
       case 'tool_finished': {
         // The sandbox's figures; no fuel for a call no guest ran (the spawn tools).
@@ -385,6 +389,9 @@
         figures.append(el('span', 'time', r.duration_ms + ' ms'), ' · ',
           el('span', 'fuel', 'fuel ' + (r.fuel_used != null ? fmt.format(r.fuel_used) : '—')), ' · ',
           el('span', 'bytes', fmt.format(r.output_bytes || 0) + ' bytes'));
+        if (r.memory_peak_bytes != null) {
+          figures.append(' · ', el('span', 'memory', 'memory peak ' + fmt.format(Math.round(r.memory_peak_bytes / 1024)) + ' KiB'));
+        }
         head.append(figures);
         article.dataset.outcome = r.outcome;
         if (r.denied) article.classList.add('denied');
