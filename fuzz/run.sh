@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every fuzz target once, then runs each in turn for SECONDS (default 600) on its
 # corpus in fuzz/corpus/<target>/; stops at the first crash and exits non-zero.
-# Run with: fuzz/run.sh [SECONDS] [TARGET...]      (CI: fuzz/run.sh 30)
+# Run with: fuzz/run.sh [SECONDS] [TARGET...]      (CI: fuzz/run.sh 15)
 set -euo pipefail
 
 cd "$(dirname "$0")"

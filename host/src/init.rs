@@ -1,8 +1,9 @@
 //! `warren init [DIR]`: a starter project that runs at once — `warren.toml` with a
 //! model found on this machine (an OpenAI or Anthropic key in the environment, an
-//! Ollama server on localhost, else an offline scripted model), a `main` and a
-//! `researcher` profile that may only read the project (plus a private scratch
-//! directory), an example agent file and an `AGENTS.md`. Existing files are never
+//! Ollama server on localhost, else an offline scripted model), a `main`, a
+//! `researcher` and an `analyst` (which computes with `run_python`/`run_js`) profile
+//! that may only read the project (plus a private scratch directory), an example
+//! agent file and an `AGENTS.md`. Existing files are never
 //! overwritten.
 
 use std::path::{Path, PathBuf};
@@ -204,6 +205,15 @@ max_turns = 8
 [profiles.researcher.capabilities]
 fs = [{{ host = ".", guest = "/project", mode = "ro" }}]
 scratch = true
+
+[profiles.analyst]
+description = "Computes: totals, statistics, parsing and checks, in Python or JavaScript run in the sandbox"
+system_prompt = "You answer with computation. Use run_python (or run_js) to read data under /project (read-only) and compute; write results to /scratch. Report the figures and how you got them."
+tools = ["run_python", "run_js", "Read", "LS"]   # the code tools only ever by name
+max_turns = 8
+[profiles.analyst.capabilities]
+fs = [{{ host = ".", guest = "/project", mode = "ro" }}]
+scratch = true                              # the code sees /project and /scratch, nothing else
 "#
     )
 }
@@ -227,8 +237,26 @@ const SCRIPT: &str = r#"# An offline model for the starter project: it replays t
 [[turns]]
 profile = "main"
 delay_ms = 300
-text = "I'll ask a researcher to look at the project."
-tool_calls = [{ name = "spawn_agent", arguments = { profile = "researcher", task = "List /project and say what this project contains." } }]
+text = "I'll ask a researcher to look at the project, and an analyst to measure it."
+tool_calls = [
+  { name = "spawn_agent", arguments = { profile = "researcher", task = "List /project and say what this project contains." } },
+  { name = "spawn_agent", arguments = { profile = "analyst", task = "Count the lines of each file in /project." } },
+]
+
+[[turns]]
+profile = "analyst"
+delay_ms = 300
+tool_calls = [{ name = "run_python", arguments = { code = """
+from pathlib import Path
+lines = {p.name: len(p.read_text(errors="replace").splitlines()) for p in sorted(Path("/project").iterdir()) if p.is_file()}
+Path("/scratch/lines.json").write_text(str(lines))
+lines""" } }]
+
+[[turns]]
+profile = "analyst"
+delay_ms = 300
+when = "value"
+text = "Lines per file in /project, counted with run_python: see the tool result above (also saved to /scratch/lines.json)."
 
 [[turns]]
 profile = "researcher"

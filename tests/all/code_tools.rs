@@ -15,6 +15,7 @@ use crate::support::{cache_dir, text, World};
 /// read-write at /scratch), `secret.txt` beside them, and a `warren.toml` whose `main`
 /// profile names both tools and whose `plain` profile takes every tool by pattern.
 fn project(models: &str, capabilities: &str) -> World {
+    compiled();
     let world = World::new();
     std::fs::create_dir(world.path("data")).unwrap();
     std::fs::write(
@@ -31,12 +32,39 @@ fn project(models: &str, capabilities: &str) -> World {
              [defaults.capabilities]\n{capabilities}\n\
              [profiles.main]\ntools = [\"run_python\", \"run_js\"]\n\
              [profiles.main.capabilities]\nfs = [{{ host = \"data\", guest = \"/project\", mode = \"ro\" }}, {{ host = \"out\", guest = \"/scratch\", mode = \"rw\" }}]\n\n\
-             [profiles.plain]\ntools = [\"*\"]\n",
+             [profiles.plain]\ntools = [\"*\"]\n\n\
+             [profiles.narrow]\ntools = [\"run_python\"]\n",
             cache_dir()
         ),
     )
     .unwrap();
     world
+}
+
+/// Both interpreters compiled into the shared test cache once, before any test calls
+/// them: otherwise every `warren call` process of a test would compile them at once.
+fn compiled() {
+    static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("warren.toml"),
+            format!(
+                "[plugins]\ncache_dir = {:?}\n[profiles.main]\ntools = [\"run_python\", \"run_js\"]\n",
+                cache_dir()
+            ),
+        )
+        .unwrap();
+        for tool in ["run_python", "run_js"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+                .args(["call", tool, r#"{"code": "1 + 1"}"#])
+                .current_dir(dir.path())
+                .env_remove("WARREN_CONFIG")
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{}", text(&output.stderr));
+        }
+    });
 }
 
 fn warren(world: &World, args: &[&str]) -> Output {
@@ -176,6 +204,23 @@ async fn an_agent_computes_from_a_csv_with_run_python_and_run_js() {
         !names.contains(&"run_python") && !names.contains(&"run_js"),
         "{names:?}"
     );
+    // An agent file names them as a profile does.
+    std::fs::create_dir(world.path("agents")).unwrap();
+    std::fs::write(
+        world.path("agents/calc.md"),
+        "---\nname: calc\ndescription: Computes\ntools: Read, run_js\n---\nYou compute.\n",
+    )
+    .unwrap();
+    let listed = warren(&world, &["tools", "--profile", "calc", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&listed.stderr)));
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "run_js"]);
     let refused = warren(
         &world,
         &[
@@ -485,4 +530,46 @@ async fn a_thousand_calls_in_one_reply_are_bounded_by_the_per_reply_cap() {
         results[999]
     );
     assert!(results[7].contains("\"value\":14"), "{}", results[7]);
+}
+
+/// In one process, a caller's next instance is made ahead of its call: it must be as
+/// fresh as any, and never serve a caller with other capabilities.
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_made_ahead_are_fresh_and_never_cross_callers() {
+    let world = project("", "");
+    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
+    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
+    let registry = warren::ToolRegistry::for_config(sandbox, &config)
+        .await
+        .unwrap();
+    let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
+    let narrow = warren::ToolAccess::new(config.profile("narrow").unwrap()).unwrap();
+    let probe = "import builtins, os, random\n[hasattr(builtins, 'left'), os.path.exists('/project/sales.csv'), random.random()]";
+    let mut draws = Vec::new();
+    for _ in 0..4 {
+        let seen = value(&registry, &main, probe).await;
+        assert_eq!(seen[0], false, "{seen}");
+        assert_eq!(seen[1], true, "{seen}");
+        draws.push(seen[2].clone());
+        value(&registry, &main, "import builtins\nbuiltins.left = 1").await;
+        // The background refill has time to finish, so the next call takes it.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    draws.dedup();
+    assert_eq!(draws.len(), 4, "{draws:?}");
+    // A caller with other capabilities never gets the instance made for `main`.
+    let seen = value(&registry, &narrow, probe).await;
+    assert_eq!(seen[1], false, "{seen}");
+    let seen = value(&registry, &main, probe).await;
+    assert_eq!(seen[1], true, "{seen}");
+}
+
+/// `run_python` of `code` through the library, as `access`: its value.
+async fn value(registry: &warren::ToolRegistry, access: &warren::ToolAccess, code: &str) -> Value {
+    let arguments = json!({ "code": code }).to_string();
+    let result = registry
+        .call(access, "run_python", &arguments)
+        .await
+        .unwrap();
+    serde_json::from_str::<Value>(&result).unwrap()["value"].clone()
 }

@@ -83,7 +83,7 @@ fn init_gives_a_project_that_runs_offline_with_built_in_tools() {
     let report = text(&doctor.stdout);
     assert!(doctor.status.success(), "{report}");
     assert!(
-        report.contains("ok    plugins: 2 built-in, 0 from files"),
+        report.contains("ok    plugins: 4 built-in, 0 from files"),
         "{report}"
     );
     assert!(report.contains("ok    model default (scripted"), "{report}");
@@ -122,7 +122,8 @@ fn init_gives_a_project_that_runs_offline_with_built_in_tools() {
     let bad = warren(&project, &["tools"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        text(&bad.stderr).contains("no built-in plugin `nope` (built-in: files, http)"),
+        text(&bad.stderr)
+            .contains("no built-in plugin `nope` (built-in: files, http, run-python, run-js)"),
         "{}",
         text(&bad.stderr)
     );

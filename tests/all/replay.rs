@@ -193,7 +193,7 @@ fn the_demos_recorded_run_replays_as_a_fixture() {
     );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("same     demo (4 agents)"), "{stdout}");
+    assert!(stdout.contains("same     demo (5 agents)"), "{stdout}");
     assert!(
         stdout.ends_with("1 replayed: 1 the same, 0 differ or failed\n"),
         "{stdout}"

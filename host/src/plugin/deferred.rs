@@ -133,7 +133,10 @@ impl DeferredCode {
                 cache.load_digested(&engine, &path, bytes, &sha256)
             })
             .await??;
-            let pre = self.sandbox.prepare(&component)?;
+            let mut pre = self.sandbox.prepare(&component)?;
+            if crate::builtin::ON_FIRST_CALL.contains(&self.name.as_str()) {
+                pre = pre.made_ahead();
+            }
             let listed = self.sandbox.list_tools(&pre, &self.name).await?;
             let same = |a: &ToolSpec, b: &ToolSpec| {
                 (&a.name, &a.description, &a.input_schema)

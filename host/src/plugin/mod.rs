@@ -166,7 +166,7 @@ impl ToolRegistry {
         config: &Config,
         defer_builtins: bool,
     ) -> anyhow::Result<Self> {
-        Self::load_inner(
+        let registry = Self::load_inner(
             sandbox,
             &config.plugin_files,
             &config.builtins,
@@ -175,7 +175,23 @@ impl ToolRegistry {
             &config.plugin_tables,
             defer_builtins,
         )
-        .await
+        .await?;
+        // An interpreter some profile names starts compiling now, in the background,
+        // so its first call (a first run compiles it for seconds) waits less or not at all.
+        for plugin in &registry.plugins {
+            if let PluginKind::Wit {
+                pre: WitCode::Deferred(code),
+                ..
+            } = &plugin.kind
+            {
+                let named =
+                    |tool: &ToolSpec| config.each_profile().any(|p| p.tools.allows(&tool.name));
+                if plugin.tools.iter().any(named) {
+                    code.start();
+                }
+            }
+        }
+        Ok(registry)
     }
 
     /// Loads the built-in plugins named in `builtins`, then `files` in order, each

@@ -31,6 +31,7 @@ pub mod limits;
 mod linking;
 pub mod net;
 pub mod phases;
+mod ready;
 mod state;
 mod wasi;
 
@@ -54,6 +55,7 @@ pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
 pub use self::figures::{CallFigures, Measured};
 use self::limits::CappedPipe;
 use self::linking::{add_offline_wasi, stub_network_imports};
+use self::ready::{Caller, Ready, ReadySlot, Refill};
 pub use self::state::{CallState, LOG_RECORD_MIN_BYTES};
 use crate::policy::CapabilitySet;
 
@@ -93,6 +95,8 @@ pub struct Linked {
     networked: InstancePre<CallState>,
     /// Linked without them.
     offline: InstancePre<CallState>,
+    /// For a plugin whose instances are made ahead of their calls (see `ready`).
+    ready: Option<Arc<ReadySlot>>,
 }
 
 impl Linked {
@@ -103,6 +107,16 @@ impl Linked {
         } else {
             &self.networked
         }
+    }
+}
+
+impl Prepared {
+    /// This plugin with each caller's next instance made ahead of its call, in the
+    /// background, when a call ends (the interpreters: instantiating them is a large
+    /// part of a call). Every call still gets an instance of its own.
+    pub fn made_ahead(mut self) -> Prepared {
+        self.linked.ready = Some(Arc::default());
+        self
     }
 }
 
@@ -261,7 +275,11 @@ impl Sandbox {
         let mut offline = self.offline_linker.clone();
         stub_network_imports(&mut offline, component, &self.engine)?;
         let offline = offline.instantiate_pre(component)?;
-        Ok(Linked { networked, offline })
+        Ok(Linked {
+            networked,
+            offline,
+            ready: None,
+        })
     }
 
     /// Links a `warren:plugin/plugin` component and finds its `tool` exports.
@@ -356,22 +374,43 @@ impl Sandbox {
         let caps = request.capabilities;
         let limits = &caps.limits;
         let tool = request.tool.to_string();
-        // The call's share of the process's descriptors, held until it ends: however
-        // many it opens, the others keep theirs.
-        let _descriptors = match self.reserve_descriptors(caps).await {
-            Ok(permit) => permit,
-            Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
-        };
         let started = Instant::now();
-        let (mut store, stdout, stderr) =
-            match self.store(caps, request.scratch, request.profile, request.plugin) {
-                Ok(made) => made,
-                Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
-            };
+        let pre = linked.for_caps(caps);
+        let caller = linked.ready.as_ref().map(|_| Caller::of(&request));
+        let ready = linked
+            .ready
+            .as_ref()
+            .zip(caller.as_ref())
+            .and_then(|(slot, caller)| slot.take(caller));
+        // The call's share of the process's descriptors, held until it ends: however
+        // many it opens, the others keep theirs. A ready instance holds its own.
+        let (mut store, stdout, stderr, instance, _descriptors) = match ready {
+            Some(Ready {
+                mut store,
+                instance,
+                stdout,
+                stderr,
+                descriptors,
+            }) => {
+                arm_deadline(&mut store, limits.tool_timeout());
+                (store, stdout, stderr, Some(instance), descriptors)
+            }
+            None => {
+                let descriptors = match self.reserve_descriptors(caps).await {
+                    Ok(permit) => permit,
+                    Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
+                };
+                match self.store(caps, request.scratch, request.profile, request.plugin) {
+                    Ok((store, stdout, stderr)) => (store, stdout, stderr, None, descriptors),
+                    Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
+                }
+            }
+        };
         let store_built = Instant::now();
         let (outcome, instantiated) = instantiate_and_call(
             &mut store,
-            linked.for_caps(caps),
+            pre,
+            instance,
             call,
             store_built + limits.tool_timeout(),
         )
@@ -399,7 +438,19 @@ impl Sandbox {
         let measured = end
             .classify(outcome, fuel_used)
             .with_memory_peak(store.data().memory.peak_bytes());
-        drop(store);
+        match (&linked.ready, caller) {
+            (Some(slot), Some(caller)) => Refill {
+                slot: slot.clone(),
+                engine: self.engine.clone(),
+                pre: pre.clone(),
+                caller,
+                handles: self.call_handles(caps),
+                descriptors: self.descriptors.clone(),
+                share: self.descriptor_share(caps),
+            }
+            .start(store),
+            _ => drop(store),
+        }
         if let Some(instantiated) = instantiated {
             phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
         }
@@ -415,9 +466,13 @@ impl Sandbox {
         &self,
         caps: &CapabilitySet,
     ) -> anyhow::Result<tokio::sync::OwnedSemaphorePermit> {
-        let share =
-            u32::try_from(self.call_handles(caps) + caps.fs.len() as u64 + 8).unwrap_or(u32::MAX);
+        let share = self.descriptor_share(caps);
         Ok(self.descriptors.clone().acquire_many_owned(share).await?)
+    }
+
+    /// How many of the process's descriptors a call under `caps` reserves.
+    fn descriptor_share(&self, caps: &CapabilitySet) -> u32 {
+        u32::try_from(self.call_handles(caps) + caps.fs.len() as u64 + 8).unwrap_or(u32::MAX)
     }
 
     /// A fresh store for one call, with fuel, epoch deadline and memory cap set
@@ -429,46 +484,69 @@ impl Sandbox {
         profile: &str,
         plugin: &str,
     ) -> anyhow::Result<(Store<CallState>, CappedPipe, CappedPipe)> {
-        let limits = &caps.limits;
-        let stdout = CappedPipe::new(limits.max_output_bytes());
-        let stderr = CappedPipe::new(limits.max_output_bytes());
         let handles = self.call_handles(caps);
-        let state = CallState::new(
-            caps,
-            scratch,
-            (profile, plugin),
-            handles,
-            (&stdout, &stderr),
-        )?;
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|state| &mut state.memory);
-        store.set_fuel(limits.fuel)?;
-        let deadline = Instant::now() + limits.tool_timeout();
-        store.set_epoch_deadline(1);
-        // Yield to the executor every tick, so a computing guest never starves other
-        // tasks, and trap once the wall-time limit has passed.
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Err(wasmtime::Error::new(DeadlineExceeded))
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
-        Ok((store, stdout, stderr))
+        new_store(&self.engine, caps, scratch, (profile, plugin), handles)
     }
 }
 
-/// Instantiates `pre` in `store` and runs `call` on it, both before `deadline`; with
-/// when the instance was ready, if it got that far.
+/// A fresh store for one call by `profile` of `plugin` under `caps`, holding at most
+/// `handles` handles, with fuel, epoch deadline and memory cap set before anything is
+/// instantiated.
+fn new_store(
+    engine: &Engine,
+    caps: &CapabilitySet,
+    scratch: Option<&Path>,
+    (profile, plugin): (&str, &str),
+    handles: u64,
+) -> anyhow::Result<(Store<CallState>, CappedPipe, CappedPipe)> {
+    let limits = &caps.limits;
+    let stdout = CappedPipe::new(limits.max_output_bytes());
+    let stderr = CappedPipe::new(limits.max_output_bytes());
+    let state = CallState::new(
+        caps,
+        scratch,
+        (profile, plugin),
+        handles,
+        (&stdout, &stderr),
+    )?;
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.memory);
+    store.set_fuel(limits.fuel)?;
+    arm_deadline(&mut store, limits.tool_timeout());
+    Ok((store, stdout, stderr))
+}
+
+/// Sets `store`'s wall-time limit to `timeout` from now: it yields to the executor
+/// every tick, so a computing guest never starves other tasks, and traps once the
+/// limit has passed.
+fn arm_deadline(store: &mut Store<CallState>, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline {
+            Err(wasmtime::Error::new(DeadlineExceeded))
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+}
+
+/// Instantiates `pre` in `store` (unless `ready` is an instance made ahead in it) and
+/// runs `call` on it, both before `deadline`; with when the instance was ready, if it
+/// got that far.
 async fn instantiate_and_call(
     store: &mut Store<CallState>,
     pre: &InstancePre<CallState>,
+    ready: Option<Instance>,
     call: impl GuestCall,
     deadline: Instant,
 ) -> (Outcome, Option<Instant>) {
     let mut instantiated = None;
     let run = async {
-        let instance = pre.instantiate_async(&mut *store).await?;
+        let instance = match ready {
+            Some(instance) => instance,
+            None => pre.instantiate_async(&mut *store).await?,
+        };
         instantiated = Some(Instant::now());
         call.run(store, instance).await
     };
