@@ -269,10 +269,8 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
                     reportln!("{text}")?;
                 }
                 for call in tool_calls {
-                    reportln!("→ {} {}", call.name, call.arguments)?;
-                    if let Some(code) = written_code(&call.name, &call.arguments) {
-                        reportln!("{code}")?;
-                    }
+                    let code = written_code(&call.name, &call.arguments).unwrap_or_default();
+                    reportln!("→ {} {}{code}", call.name, call.arguments)?;
                 }
             }
             Record::ToolFinished {
@@ -317,14 +315,15 @@ fn utc(ms: u64) -> String {
     crate::journal::utc_text(ms)
 }
 
-/// The code of a `run_python` or `run_js` call, as the model wrote it, framed.
+/// The code of a `run_python` or `run_js` call, as the model wrote it, framed, on the
+/// lines after its call.
 fn written_code(tool: &str, arguments: &str) -> Option<String> {
     if !crate::config::NAMED_ONLY.contains(&tool) {
         return None;
     }
     let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
     let code = arguments.get("code")?.as_str()?;
-    Some(format!("┌ code\n{}\n└", code.trim_end()))
+    Some(format!("\n┌ code\n{}\n└", code.trim_end()))
 }
 
 #[cfg(test)]

@@ -312,3 +312,15 @@ export const tool = {
 tool.callTool("run_js", JSON.stringify({ code: "const x = [1, 2, 3].map((n) => n * n); console.log(JSON.stringify({ s: x.reduce((a, b) => a + b) })); /\\d+/.exec('a1'); x.length" }));
 tool.callTool("run_js", JSON.stringify({ code: "null.x" }));
 tool.listTools();
+// componentize-js runs its export glue in a global of its own, and SpiderMonkey creates
+// each built-in class of a global on first use: the glue uses promises, strings'
+// methods, typed arrays and DataView on every call, so without this every fresh
+// instance would build them again. A function made by that global's `Function`
+// (reached through a function the glue defines) runs there.
+getDirectories.constructor(`
+  const bytes = new Uint8Array(8);
+  "warm".charCodeAt("warm".length - 1);
+  new DataView(bytes.buffer).setUint32(0, 1, true);
+  new TextEncoder().encode("warm");
+  (async () => { await null; })().then(() => {});
+`)();

@@ -208,7 +208,8 @@ fn the_jsonl_log_and_json_output_match_the_run() {
     );
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["state"], "ok");
-    assert_eq!(result["agents"].as_array().unwrap().len(), 4);
+    // The coordinator, three researchers and the analyst.
+    assert_eq!(result["agents"].as_array().unwrap().len(), 5);
     let lines: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -221,7 +222,7 @@ fn the_jsonl_log_and_json_output_match_the_run() {
         .iter()
         .filter(|l| l["type"] == "agent_finished")
         .collect();
-    assert_eq!(finished.len(), 4);
+    assert_eq!(finished.len(), 5);
     let root_id = result["agents"][0]["id"].as_str().unwrap();
     assert_eq!(finished.last().unwrap()["agent"], root_id);
     let denied = lines
@@ -264,7 +265,10 @@ fn the_jsonl_log_and_json_output_match_the_run() {
         .iter()
         .filter_map(|a| a["description"].as_str())
         .collect();
-    assert_eq!(labels, ["hydro notes", "solar notes", "wind notes"].into());
+    assert_eq!(
+        labels,
+        ["capacity totals", "hydro notes", "solar notes", "wind notes"].into()
+    );
     assert!(lines
         .iter()
         .any(|l| l["type"] == "agent_started" && l["label"] == "solar notes"));
@@ -307,7 +311,7 @@ fn plain_progress_and_the_summary_name_each_agent_and_line_up() {
         .skip_while(|l| !l.starts_with("agent "))
         .take_while(|l| !l.starts_with("total cost"))
         .collect();
-    assert_eq!(table.len(), 5, "{stderr}");
+    assert_eq!(table.len(), 6, "{stderr}");
     let header = table[0];
     for column in ["parent", "profile", "state"] {
         let at = header.find(column).unwrap();
@@ -365,9 +369,9 @@ fn the_live_tree_renders_under_a_pseudo_terminal() {
     // One tree, drawn last, with no line left from an earlier frame of another height.
     let tree: Vec<&String> = screen
         .iter()
-        .filter(|l| l.contains("─ ") && l.contains(" researcher "))
+        .filter(|l| l.contains("─ ") && (l.contains(" researcher ") || l.contains(" analyst ")))
         .collect();
-    assert_eq!(tree.len(), 3, "{text}");
+    assert_eq!(tree.len(), 4, "{text}");
     assert!(
         tree.iter().all(|l| l.contains("✓ ok") || l.contains("✗")),
         "{text}"
@@ -568,7 +572,7 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
         Some("invoke_agent")
     );
     let spawns = named("execute_tool spawn_agent");
-    assert_eq!(spawns.len(), 3);
+    assert_eq!(spawns.len(), 4);
     for spawn in &spawns {
         assert_eq!(spawn["parentSpanId"], root[0]["spanId"]);
         assert_eq!(
@@ -607,7 +611,7 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
         assert!(attr(researcher, "warren.run.id").is_some());
     }
     let chats = named("chat scripted");
-    assert_eq!(chats.len(), 3 + 2 + 2 + 3, "one per model turn");
+    assert_eq!(chats.len(), 3 + 2 + 2 + 3 + 2, "one per model turn");
     for chat in &chats {
         assert_eq!(
             attr(chat, "gen_ai.request.model").as_deref(),
@@ -618,6 +622,8 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
                 && attr(chat, "gen_ai.usage.output_tokens").is_some()
         );
     }
+    // The analyst's code ran as one sandboxed call, with its span.
+    assert_eq!(named("execute_tool run_python").len(), 1);
     let denied = named("execute_tool write_file");
     assert_eq!(denied.len(), 1);
     assert_eq!(attr(denied[0], "error.type").as_deref(), Some("failed"));

@@ -252,9 +252,10 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
     );
     let plain_transcript = text(&plain_transcript.stdout);
     let figures = format!(
-        "ms, fuel {}, {} bytes)",
+        "ms, fuel {}, {} bytes, memory peak {} KiB)",
         thousands(fuel),
-        wrote["output_bytes"]
+        wrote["output_bytes"],
+        thousands(wrote["memory_peak_bytes"].as_u64().unwrap() / 1024)
     );
     assert!(plain_transcript.contains(&figures), "{plain_transcript}");
 

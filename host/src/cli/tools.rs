@@ -129,10 +129,17 @@ fn print_tools(
     }
     // A tool that is loaded but missing above is most often a selection the user
     // forgot, so the listing names it and where the selection is written.
-    let left_out: Vec<&str> = registry
+    let (by_name, left_out): (Vec<&str>, Vec<&str>) = registry
         .tool_names()
         .filter(|name| !profile.tools.allows(name))
-        .collect();
+        .partition(|name| crate::config::NAMED_ONLY.contains(name));
+    if !by_name.is_empty() {
+        outln!(
+            "not for profile `{}`: {} (they run code the model writes: a profile gets them only by naming them in `tools`)",
+            profile.name,
+            by_name.join(", ")
+        )?;
+    }
     if !left_out.is_empty() {
         let selection = match &profile.source {
             ProfileSource::Config => "`tools` and `disallowed_tools`".to_string(),

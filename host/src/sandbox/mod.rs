@@ -44,18 +44,19 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info_span, warn, Instrument};
 use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker};
-use wasmtime::{Engine, Store, UpdateDeadline};
+use wasmtime::{Engine, Store};
 
 pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
 use self::bindings::PluginIndices;
-use self::classify::{CallEnd, DeadlineExceeded, Outcome};
+use self::classify::{CallEnd, Outcome};
 use self::engine::{engine_config, raise_descriptor_limit, reset_in_place};
 pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
 pub use self::figures::{CallFigures, Measured};
 use self::limits::CappedPipe;
 use self::linking::{add_offline_wasi, stub_network_imports};
 use self::ready::{Caller, Ready, ReadySlot, Refill};
+use self::state::{arm_deadline, new_store};
 pub use self::state::{CallState, LOG_RECORD_MIN_BYTES};
 use crate::policy::CapabilitySet;
 
@@ -376,35 +377,30 @@ impl Sandbox {
         let tool = request.tool.to_string();
         let started = Instant::now();
         let pre = linked.for_caps(caps);
-        let caller = linked.ready.as_ref().map(|_| Caller::of(&request));
+        let caller = linked
+            .ready
+            .as_ref()
+            .map(|_| Caller::new(caps, request.scratch, request.profile, request.plugin));
         let ready = linked
             .ready
             .as_ref()
             .zip(caller.as_ref())
             .and_then(|(slot, caller)| slot.take(caller));
-        // The call's share of the process's descriptors, held until it ends: however
-        // many it opens, the others keep theirs. A ready instance holds its own.
-        let (mut store, stdout, stderr, instance, _descriptors) = match ready {
-            Some(Ready {
-                mut store,
-                instance,
-                stdout,
-                stderr,
-                descriptors,
-            }) => {
-                arm_deadline(&mut store, limits.tool_timeout());
-                (store, stdout, stderr, Some(instance), descriptors)
+        let Ready {
+            mut store,
+            instance,
+            stdout,
+            stderr,
+            descriptors: _descriptors,
+        } = match ready {
+            Some(mut ready) => {
+                arm_deadline(&mut ready.store, limits.tool_timeout());
+                ready
             }
-            None => {
-                let descriptors = match self.reserve_descriptors(caps).await {
-                    Ok(permit) => permit,
-                    Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
-                };
-                match self.store(caps, request.scratch, request.profile, request.plugin) {
-                    Ok((store, stdout, stderr)) => (store, stdout, stderr, None, descriptors),
-                    Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
-                }
-            }
+            None => match self.fresh(&request).await {
+                Ok(fresh) => fresh,
+                Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
+            },
         };
         let store_built = Instant::now();
         let (outcome, instantiated) = instantiate_and_call(
@@ -460,6 +456,23 @@ impl Sandbox {
         measured
     }
 
+    /// A fresh store for `request`, with its share of the process's descriptors
+    /// (held until the call ends: however many it opens, the others keep theirs) and
+    /// no instance yet.
+    async fn fresh(&self, request: &ToolRequest<'_>) -> anyhow::Result<Ready> {
+        let caps = request.capabilities;
+        let descriptors = self.reserve_descriptors(caps).await?;
+        let (store, stdout, stderr) =
+            self.store(caps, request.scratch, request.profile, request.plugin)?;
+        Ok(Ready {
+            store,
+            instance: None,
+            stdout,
+            stderr,
+            descriptors,
+        })
+    }
+
     /// The descriptors a call under `caps` may open (its handles, its preopened
     /// directories and a few for WASI itself), reserved until the permit is dropped.
     async fn reserve_descriptors(
@@ -487,48 +500,6 @@ impl Sandbox {
         let handles = self.call_handles(caps);
         new_store(&self.engine, caps, scratch, (profile, plugin), handles)
     }
-}
-
-/// A fresh store for one call by `profile` of `plugin` under `caps`, holding at most
-/// `handles` handles, with fuel, epoch deadline and memory cap set before anything is
-/// instantiated.
-fn new_store(
-    engine: &Engine,
-    caps: &CapabilitySet,
-    scratch: Option<&Path>,
-    (profile, plugin): (&str, &str),
-    handles: u64,
-) -> anyhow::Result<(Store<CallState>, CappedPipe, CappedPipe)> {
-    let limits = &caps.limits;
-    let stdout = CappedPipe::new(limits.max_output_bytes());
-    let stderr = CappedPipe::new(limits.max_output_bytes());
-    let state = CallState::new(
-        caps,
-        scratch,
-        (profile, plugin),
-        handles,
-        (&stdout, &stderr),
-    )?;
-    let mut store = Store::new(engine, state);
-    store.limiter(|state| &mut state.memory);
-    store.set_fuel(limits.fuel)?;
-    arm_deadline(&mut store, limits.tool_timeout());
-    Ok((store, stdout, stderr))
-}
-
-/// Sets `store`'s wall-time limit to `timeout` from now: it yields to the executor
-/// every tick, so a computing guest never starves other tasks, and traps once the
-/// limit has passed.
-fn arm_deadline(store: &mut Store<CallState>, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline {
-            Err(wasmtime::Error::new(DeadlineExceeded))
-        } else {
-            Ok(UpdateDeadline::Yield(1))
-        }
-    });
 }
 
 /// Instantiates `pre` in `store` (unless `ready` is an instance made ahead in it) and

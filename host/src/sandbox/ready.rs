@@ -20,8 +20,7 @@ use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Engine, Store};
 
 use super::limits::CappedPipe;
-use super::state::CallState;
-use super::{new_store, ToolRequest};
+use super::state::{new_store, CallState};
 use crate::policy::CapabilitySet;
 
 /// Who a ready instance was made for: a call takes it only with the same.
@@ -34,20 +33,27 @@ pub(super) struct Caller {
 }
 
 impl Caller {
-    pub(super) fn of(request: &ToolRequest<'_>) -> Caller {
+    /// `profile` calling `plugin` under `caps`, with its scratch directory.
+    pub(super) fn new(
+        caps: &CapabilitySet,
+        scratch: Option<&std::path::Path>,
+        profile: &str,
+        plugin: &str,
+    ) -> Caller {
         Caller {
-            caps: request.capabilities.clone(),
-            scratch: request.scratch.map(PathBuf::from),
-            profile: request.profile.to_string(),
-            plugin: request.plugin.to_string(),
+            caps: caps.clone(),
+            scratch: scratch.map(PathBuf::from),
+            profile: profile.to_string(),
+            plugin: plugin.to_string(),
         }
     }
 }
 
-/// An instance ready for one call, with its store, pipes and descriptor share.
+/// A store for one call, with its pipes and descriptor share, and its instance when it
+/// was made ahead (else the call instantiates it).
 pub(super) struct Ready {
     pub(super) store: Store<CallState>,
-    pub(super) instance: Instance,
+    pub(super) instance: Option<Instance>,
     pub(super) stdout: CappedPipe,
     pub(super) stderr: CappedPipe,
     pub(super) descriptors: OwnedSemaphorePermit,
@@ -118,7 +124,7 @@ impl Refill {
             if let Ok(Ok(instance)) = made {
                 let ready = Ready {
                     store,
-                    instance,
+                    instance: Some(instance),
                     stdout,
                     stderr,
                     descriptors,

@@ -3,12 +3,15 @@
 //! caller's capabilities before anything is instantiated.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::warren::plugin::host_log;
+use super::classify::DeadlineExceeded;
 use super::disk;
 use super::limits::{CappedPipe, MemoryCap};
 use super::net::{DenialLog, NetHooks};
@@ -139,4 +142,46 @@ impl host_log::Host for CallState {
             }
         }
     }
+}
+
+/// A fresh store for one call by `profile` of `plugin` under `caps`, holding at most
+/// `handles` handles, with fuel, epoch deadline and memory cap set before anything is
+/// instantiated.
+pub(super) fn new_store(
+    engine: &Engine,
+    caps: &CapabilitySet,
+    scratch: Option<&Path>,
+    (profile, plugin): (&str, &str),
+    handles: u64,
+) -> anyhow::Result<(Store<CallState>, CappedPipe, CappedPipe)> {
+    let limits = &caps.limits;
+    let stdout = CappedPipe::new(limits.max_output_bytes());
+    let stderr = CappedPipe::new(limits.max_output_bytes());
+    let state = CallState::new(
+        caps,
+        scratch,
+        (profile, plugin),
+        handles,
+        (&stdout, &stderr),
+    )?;
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.memory);
+    store.set_fuel(limits.fuel)?;
+    arm_deadline(&mut store, limits.tool_timeout());
+    Ok((store, stdout, stderr))
+}
+
+/// Sets `store`'s wall-time limit to `timeout` from now: it yields to the executor
+/// every tick, so a computing guest never starves other tasks, and traps once the
+/// limit has passed.
+pub(super) fn arm_deadline(store: &mut Store<CallState>, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline {
+            Err(wasmtime::Error::new(DeadlineExceeded))
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
 }
