@@ -99,7 +99,12 @@ struct Interpreters<'a> {
 impl Interpreters<'_> {
     fn python(&self) {
         let dir = self.root.join("plugins/run-python");
-        let sources = ["app.py", "build.sh", "requirements.txt"].map(|f| dir.join(f));
+        let sources = [
+            dir.join("app.py"),
+            dir.join("build.sh"),
+            self.root.join("scripts/componentize-py"),
+            self.root.join("plugins/python-data/requirements.txt"),
+        ];
         let built = self.wasm.join("run-python.wasm");
         if !up_to_date(&built, &sources, self.root) {
             run(

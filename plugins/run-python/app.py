@@ -11,7 +11,7 @@ The result is one JSON object: `stdout`, `stderr` (each cut with a marker past i
 the code raised, `error` {type, message, traceback} with the traceback's frames in the
 model's code only.
 
-Build: see build.sh (componentize-py, pinned in requirements.txt).
+Build: see build.sh (componentize-py, pinned in plugins/python-data/requirements.txt).
 """
 
 # The modules offered to the model's code: imported here, so they are in the snapshot
