@@ -121,28 +121,42 @@ impl Interpreters<'_> {
         let built = self.wasm.join("run-js.wasm");
         let hint = "building the built-in `run_js` tool (plugins/run-js) needs Node.js 20 or later and npm, to install componentize-js: run `scripts/install-deps build`, then build again";
         if !up_to_date(&built, &sources, self.root) {
-            // Node 22 from npm where the system's is too old (scripts/install-deps).
-            let local = self.root.join("target/node/node_modules/.bin/node");
-            let node = if local.exists() {
-                local
+            // Node 22 from npm where the system's is too old (scripts/install-deps): first
+            // on PATH for npm too, which would otherwise run under the old Node and skip
+            // the optional native packages componentize-js needs (their engines ask 20).
+            let local = self.root.join("target/node/node_modules/.bin");
+            let node = if local.join("node").exists() {
+                local.join("node")
             } else {
                 PathBuf::from("node")
             };
-            if !dir
-                .join("node_modules/@bytecodealliance/componentize-js")
-                .exists()
-            {
+            let path = match std::env::var_os("PATH") {
+                Some(path) if local.join("node").exists() => {
+                    std::env::join_paths(std::iter::once(local).chain(std::env::split_paths(&path)))
+                        .expect("PATH entries join")
+                }
+                Some(path) => path,
+                None => local.into_os_string(),
+            };
+            // Installed by this script with that Node, once (a stamp says so): a tree
+            // npm left half-installed under another Node is installed again.
+            let stamp = dir.join("node_modules/.warren-npm-ci");
+            if !stamp.exists() {
                 run(
                     Command::new("npm")
                         .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                        .env("PATH", &path)
                         .current_dir(&dir),
                     hint,
                 );
+                std::fs::write(&stamp, "npm ci done by host/build.rs\n")
+                    .unwrap_or_else(|e| panic!("writing {}: {e}", stamp.display()));
             }
             run(
                 Command::new(node)
                     .arg("build.mjs")
                     .arg(&built)
+                    .env("PATH", &path)
                     .current_dir(&dir),
                 hint,
             );

@@ -267,7 +267,13 @@ fn the_jsonl_log_and_json_output_match_the_run() {
         .collect();
     assert_eq!(
         labels,
-        ["capacity totals", "hydro notes", "solar notes", "wind notes"].into()
+        [
+            "capacity totals",
+            "hydro notes",
+            "solar notes",
+            "wind notes"
+        ]
+        .into()
     );
     assert!(lines
         .iter()
