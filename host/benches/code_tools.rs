@@ -23,7 +23,7 @@ use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
 const CALLS: usize = 1000;
 const SPAWNS: usize = 100;
 /// The pause before each call (a model turn is far longer).
-const GAP: Duration = Duration::from_millis(2);
+const GAP: Duration = Duration::from_millis(5);
 
 /// One language: its tool, the code, the targets (p50, p99) and the native command.
 struct Language {

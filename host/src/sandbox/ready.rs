@@ -23,6 +23,9 @@ use super::limits::CappedPipe;
 use super::state::{new_store, CallState};
 use crate::policy::CapabilitySet;
 
+/// How long after a call its store is dropped and the next instance made.
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Who a ready instance was made for: a call takes it only with the same.
 #[derive(Clone, PartialEq, Eq)]
 pub(super) struct Caller {
@@ -103,6 +106,10 @@ impl Refill {
     /// call instantiates on its own path, as any call does.
     pub(super) fn start(self, spent: Store<CallState>) {
         tokio::spawn(async move {
+            // After the call has gone back to its caller: resetting and mapping memory
+            // takes the process's address-space lock, which the caller's own page
+            // faults would otherwise wait for.
+            tokio::time::sleep(REFILL_DELAY).await;
             drop(spent);
             let Ok(descriptors) = self.descriptors.try_acquire_many_owned(self.share) else {
                 return;
