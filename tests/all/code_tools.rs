@@ -479,6 +479,20 @@ fn every_call_starts_fresh_with_its_own_random_state() {
         "{}",
         &stdout[stdout.len() - 200..]
     );
+    // A pure-Python package vendored into a granted directory imports from there.
+    std::fs::create_dir_all(world.path("data/vendor/mypkg")).unwrap();
+    std::fs::write(
+        world.path("data/vendor/mypkg/__init__.py"),
+        "def double(x):\n    return 2 * x\n",
+    )
+    .unwrap();
+    let vendored = call(
+        &world,
+        "run_python",
+        "import sys\nsys.path.insert(0, '/project/vendor')\nimport mypkg\nmypkg.double(21)",
+    )
+    .unwrap();
+    assert_eq!(vendored["value"], 42, "{vendored}");
     // Standard input and files given by path.
     let output = warren(
         &world,
