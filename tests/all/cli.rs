@@ -356,7 +356,7 @@ fn every_command_has_help() {
 fn run_executes_the_offline_demo() {
     crate::support::guests();
     let world = World::new();
-    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     let config = config.to_str().unwrap();
     let output = warren(
         &world,

@@ -182,7 +182,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
 
 fn demo(args: &[&str], jsonl: Option<&std::path::Path>) -> std::process::Output {
     crate::support::guests();
-    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
     command
         .arg("--config")
@@ -341,7 +341,7 @@ fn plain_progress_and_the_summary_name_each_agent_and_line_up() {
 #[test]
 fn the_live_tree_renders_under_a_pseudo_terminal() {
     crate::support::guests();
-    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     // A 60-column terminal: lines longer than that would wrap and break the cursor
     // arithmetic of the redraws. Warnings (the hydro researcher's denied write) are
     // logged while the tree is live.
@@ -485,7 +485,7 @@ fn render(raw: &str) -> Vec<String> {
 /// `OTEL_EXPORTER_OTLP_HEADERS` set to `headers`.
 async fn demo_with_otlp(receiver: &FakeLlm, headers: &str) -> std::process::Output {
     let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
-    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
         .arg("--config")
         .arg(&config)
@@ -650,7 +650,7 @@ fn in_tmux_a_log_line_never_leaves_a_second_tree_behind() {
             .output()
             .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
     };
-    let config = crate::support::root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     let command = format!(
         "{} --config {} run Summarise. --progress tty; sleep 60",
         env!("CARGO_BIN_EXE_warren"),

@@ -179,7 +179,7 @@ async fn a_killed_runs_recording_replays_up_to_where_it_stops() {
 #[test]
 fn the_demos_recorded_run_replays_as_a_fixture() {
     let world = World::new();
-    let config = root().join("examples/demo/warren.toml");
+    let config = crate::support::demo_config();
     let fixtures = root().join("tests/fixtures/runs");
     let out = offline(
         &world,

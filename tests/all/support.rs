@@ -153,3 +153,29 @@ pub(crate) fn warren(world: &World, args: &[&str]) -> std::process::Output {
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// The demo's `warren.toml`, with its analyst's `run_python` compiled into the demo's
+/// compile cache once per test process: on a fresh clone whose demo has not run, the
+/// demo-based tests would otherwise each compile CPython at once, for seconds, inside
+/// the analyst's 30 s limit.
+pub(crate) fn demo_config() -> PathBuf {
+    static WARM: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let config = root().join("examples/demo/warren.toml");
+    WARM.get_or_init(|| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "call",
+                "--profile",
+                "analyst",
+                "run_python",
+                r#"{"code": "1"}"#,
+            ])
+            .env_remove("WARREN_CONFIG")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    });
+    config
+}
