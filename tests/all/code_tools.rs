@@ -346,29 +346,34 @@ fn hostile_code_meets_the_sandbox_limits_with_errors_naming_them() {
         "",
         "fuel = 2_000_000_000\ntool_timeout_ms = 3_000\nmemory_mb = 96\n",
     );
-    let outcomes: Vec<(usize, String)> = std::thread::scope(|scope| {
-        let world = &world;
-        let handles: Vec<_> = ATTACKS
-            .iter()
-            .enumerate()
-            .map(|(i, (tool, code, _))| {
-                scope.spawn(move || {
-                    let outcome = match call(world, tool, code) {
-                        Ok(result) => result.to_string(),
-                        Err(error) => error,
-                    };
-                    (i, outcome)
+    // Three at a time: the suite's other tests share the machine.
+    let mut outcomes: Vec<(usize, String)> = Vec::new();
+    let attacks: Vec<(usize, &(&str, &str, &str))> = ATTACKS.iter().enumerate().collect();
+    for batch in attacks.chunks(3) {
+        outcomes.extend(std::thread::scope(|scope| {
+            let world = &world;
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|&(i, &(tool, code, _))| {
+                    scope.spawn(move || match call(world, tool, code) {
+                        Ok(result) => (i, result.to_string()),
+                        Err(error) => (i, error),
+                    })
                 })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        }));
+    }
     for (i, outcome) in outcomes {
         let (tool, code, expected) = ATTACKS[i];
-        assert!(
-            outcome.contains(expected),
-            "{tool} `{code}`: expected {expected:?} in\n{outcome}"
-        );
+        // Compute that never ends meets whichever bound comes first on a loaded
+        // machine: its fuel or its wall time.
+        let met = outcome.contains(expected)
+            || (expected == "ran out of fuel" && outcome.contains("tool_timeout_ms"));
+        assert!(met, "{tool} `{code}`: expected {expected:?} in\n{outcome}");
         assert!(
             !outcome.contains("root:x:0") && !outcome.contains("TOP SECRET"),
             "{tool} `{code}` read outside its grants:\n{outcome}"
