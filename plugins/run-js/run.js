@@ -11,6 +11,7 @@ const MAX_STDOUT = 32 * 1024;
 const MAX_STDERR = 8 * 1024;
 const MAX_VALUE = 8 * 1024;
 const MAX_TRACE = 4 * 1024;
+const MAX_CODE = 1024 * 1024;
 const MAX_STDIN = 1024 * 1024;
 const MAX_FILES = 32;
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -19,8 +20,8 @@ const CODE_NAME = "<code>";
 const SCHEMA = JSON.stringify({
   type: "object",
   properties: {
-    code: { type: "string", description: "JavaScript (ES2023) to run as a script. The value of its last expression is returned." },
-    stdin: { type: "string", description: "Text the code reads as the string `stdin`" },
+    code: { type: "string", maxLength: MAX_CODE, description: "JavaScript (ES2023) to run as a script. The value of its last expression is returned." },
+    stdin: { type: "string", maxLength: MAX_STDIN, description: "Text the code reads as the string `stdin`" },
     files: {
       type: "array",
       items: { type: "string" },
@@ -280,7 +281,9 @@ function arguments_(json) {
   } catch (error) {
     throw invalid(`arguments are not valid JSON: ${error.message}`);
   }
-  if (typeof args?.code !== "string") throw invalid("`code` must be a string of JavaScript source");
+  if (typeof args?.code !== "string" || args.code.length > MAX_CODE) {
+    throw invalid(`\`code\` must be a string of JavaScript source of at most ${MAX_CODE} characters`);
+  }
   const stdin = args.stdin ?? "";
   if (typeof stdin !== "string" || stdin.length > MAX_STDIN) throw invalid(`\`stdin\` must be a string of at most ${MAX_STDIN} characters`);
   const paths = args.files ?? [];

@@ -90,6 +90,7 @@ MAX_STDOUT = 32 * 1024
 MAX_STDERR = 8 * 1024
 MAX_VALUE = 8 * 1024
 MAX_TRACEBACK = 4 * 1024
+MAX_CODE = 1024 * 1024
 MAX_STDIN = 1024 * 1024
 MAX_FILES = 32
 MAX_FILE_BYTES = 1024 * 1024
@@ -98,8 +99,8 @@ CODE_NAME = "<code>"
 SCHEMA = json.dumps({
     "type": "object",
     "properties": {
-        "code": {"type": "string", "description": "Python 3 source to run as a script. The value of a final expression is returned."},
-        "stdin": {"type": "string", "description": "Text the code reads from sys.stdin"},
+        "code": {"type": "string", "maxLength": MAX_CODE, "description": "Python 3 source to run as a script. The value of a final expression is returned."},
+        "stdin": {"type": "string", "maxLength": MAX_STDIN, "description": "Text the code reads from sys.stdin"},
         "files": {
             "type": "array",
             "items": {"type": "string"},
@@ -250,8 +251,8 @@ class Tool(exports.Tool):
         except json.JSONDecodeError as error:
             raise Err(ToolError_InvalidInput(f"arguments are not valid JSON: {error}"))
         code = args.get("code") if isinstance(args, dict) else None
-        if not isinstance(code, str):
-            raise Err(ToolError_InvalidInput("`code` must be a string of Python source"))
+        if not isinstance(code, str) or len(code) > MAX_CODE:
+            raise Err(ToolError_InvalidInput(f"`code` must be a string of Python source of at most {MAX_CODE} characters"))
         stdin = args.get("stdin", "")
         if not isinstance(stdin, str) or len(stdin) > MAX_STDIN:
             raise Err(ToolError_InvalidInput(f"`stdin` must be a string of at most {MAX_STDIN} characters"))

@@ -484,6 +484,32 @@ fn every_call_starts_fresh_with_its_own_random_state() {
         "{}",
         &stdout[stdout.len() - 200..]
     );
+    // Code past its bound is refused as invalid input naming the argument, unrun.
+    for tool in ["run_python", "run_js"] {
+        use std::io::Write as _;
+        let huge = json!({ "code": "1;".repeat(600 * 1024) }).to_string();
+        // Past what an argv holds: the arguments come on stdin (`-`).
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(["call", tool, "-"])
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(huge.as_bytes())
+            .unwrap();
+        let refused = text(&child.wait_with_output().unwrap().stderr);
+        assert!(
+            refused.contains("invalid input") && refused.contains("`code` must be a string"),
+            "{tool}: {refused}"
+        );
+    }
     // A pure-Python package vendored into a granted directory imports from there.
     std::fs::create_dir_all(world.path("data/vendor/mypkg")).unwrap();
     std::fs::write(
