@@ -186,6 +186,12 @@ impl Host {
         self.queue.as_ref()
     }
 
+    /// How many roots of this host's runs only wait for their sub-agents, as it
+    /// changes.
+    pub(crate) fn roots_waiting(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.parts.slots.roots_waiting()
+    }
+
     /// The tool registry.
     pub fn registry(&self) -> &ToolRegistry {
         &self.parts.registry

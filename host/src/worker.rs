@@ -44,8 +44,11 @@ pub use crate::queue::wire::process_name as default_name;
 /// How a worker runs.
 #[derive(Clone, Debug)]
 pub struct WorkerOptions {
-    /// Jobs run at once.
+    /// Jobs run at once, not counting those whose agent only waits for its own
+    /// sub-agents.
     pub concurrency: usize,
+    /// Jobs held at most beyond `concurrency` whose agents only wait.
+    pub max_waiting: usize,
     /// Shown in logs and stored on each job it runs (default `HOST:PID`).
     pub name: String,
 }
@@ -118,7 +121,10 @@ pub async fn run(
         names_or_none(host.config().profile_names().iter()),
         unnamed_jobs_profile(host.config()),
     );
-    shutdown.await;
+    tokio::select! {
+        _ = shutdown => {}
+        _ = make_room_for_waiting(&worker, host.roots_waiting(), &options) => {}
+    }
     let active = worker.active_count().await;
     eprintln!(
         "warren worker {}: shutting down; letting {active} running job(s) finish (up to {} s, signal again to hand them back now)",
@@ -139,6 +145,25 @@ pub async fn run(
     );
     hand_back_tx.send_replace(true);
     close.await.context("closing the worker")
+}
+
+/// Keeps the worker's BullMQ concurrency at `concurrency` plus the jobs whose agents
+/// only wait for their sub-agents (at most `max_waiting` of them): a job waiting for
+/// children frees its place for another, which may be one of those children. Without
+/// it, a worker whose places all hold parents waiting for their children never takes
+/// those children, and the tree stalls.
+async fn make_room_for_waiting(
+    worker: &Worker,
+    mut waiting: watch::Receiver<usize>,
+    options: &WorkerOptions,
+) {
+    loop {
+        let now = (*waiting.borrow_and_update()).min(options.max_waiting);
+        worker.set_concurrency(options.concurrency + now);
+        if waiting.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// Runs one job; the `Ok` value is the job's return value ([`JobOutcome`]).
@@ -305,6 +330,8 @@ fn job_start(
 struct Watched {
     /// The run's report.
     report: RunReport,
+    /// The run's id.
+    run_id: String,
     /// Why it was cancelled, when its parent process was gone.
     orphaned: Option<String>,
     /// Whether it was cancelled to be handed back at shutdown.
@@ -328,6 +355,7 @@ async fn watch_run(
 ) -> Watched {
     let (queue, worker) = (&shared.queue, &shared.name);
     let cancel = run.cancel_token();
+    let run_id = run.id().to_string();
     let mut events = run.events();
     let wait = run.wait();
     tokio::pin!(wait);
@@ -348,7 +376,7 @@ async fn watch_run(
                     batch.push(record.event);
                 }
             }
-            _ = flush.tick() => send_events(job, &mut batch).await,
+            _ = flush.tick() => send_events(job, &run_id, &mut batch).await,
             _ = poll.tick(), if ended_elsewhere.is_none() => match queue.stop_requested(id).await {
                 Some(StopRequest::Parent) => {
                     tracing::info!(job = %id, "cancel requested by the parent");
@@ -389,6 +417,7 @@ async fn watch_run(
     }
     Watched {
         report,
+        run_id,
         orphaned,
         handing_back,
         ended_elsewhere,
@@ -417,7 +446,7 @@ async fn finish(
             ))),
         };
     }
-    send_events(job, &mut watched.batch).await;
+    send_events(job, &watched.run_id, &mut watched.batch).await;
     // A result finished while Redis restarts is saved once it is back, not lost to a
     // failed write.
     shared
@@ -504,13 +533,13 @@ fn outcome_value(outcome: &AgentOutcome, cost: f64, worker: &str) -> Result<Valu
 
 /// Sends the batched events as one progress update (BullMQ publishes it on the
 /// queue's event stream, where the parent reads it).
-async fn send_events(job: &mut Job, batch: &mut Vec<Event>) {
+async fn send_events(job: &mut Job, run: &str, batch: &mut Vec<Event>) {
     if batch.is_empty() {
         return;
     }
     let events = std::mem::take(batch);
     if let Err(error) = job
-        .update_progress(JobProgress::Object(events_progress(&events)))
+        .update_progress(JobProgress::Object(events_progress(run, &events)))
         .await
     {
         tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");

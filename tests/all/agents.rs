@@ -280,6 +280,66 @@ async fn the_concurrency_cap_queues_extra_spawns() {
     );
 }
 
+/// Three leads, each spawning two workers, in a run of two slots: a lead waiting for
+/// its workers gives its slot back (else the two leads holding both slots wait forever
+/// for workers that can never start), and takes it again ahead of the queued spawns.
+#[tokio::test]
+async fn a_parent_waiting_for_its_children_frees_its_slot() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    let leads: Vec<(&str, Value)> = ["LEAD-1", "LEAD-2", "LEAD-3"]
+        .iter()
+        .map(|t| spawn("lead", t))
+        .collect();
+    server.route("ROOT-TASK", calls(&leads));
+    let await_all = || calls(&[("await_agents", json!({"job_ids": "*"}))]);
+    for lead in ["LEAD-1", "LEAD-2", "LEAD-3"] {
+        server.route(
+            lead,
+            calls(&[
+                spawn("worker", &format!("WORK-{}A", &lead[5..])),
+                spawn("worker", &format!("WORK-{}B", &lead[5..])),
+            ]),
+        );
+    }
+    server.respond_with(std::sync::Arc::new(move |body| {
+        let text = body.to_string();
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        if newest.contains("Started job") || newest.contains("It is queued") {
+            return Some(await_all());
+        }
+        if newest.contains("WORK-") {
+            return Some(delayed(50, answer("worker done")));
+        }
+        if text.contains("You lead") && newest.contains("OK]") {
+            return Some(answer("lead done"));
+        }
+        if newest.contains("OK]") {
+            return Some(answer("all done"));
+        }
+        None
+    }));
+    let extra = r#"
+[profiles.lead]
+description = "Leads two workers"
+system_prompt = "You lead."
+tools = []
+"#;
+    let text = config(&server, "max_concurrent = 2\nmax_depth = 2", extra);
+    let (report, _) =
+        tokio::time::timeout(Duration::from_secs(60), run(&world, &text, "ROOT-TASK"))
+            .await
+            .expect("the tree stalled: every slot held by a lead waiting for its workers");
+    assert_eq!(report.root.text, "all done", "{:?}", report.root);
+    assert_eq!(report.agents.len(), 1 + 3 + 6);
+    let ok = report
+        .agents
+        .iter()
+        .filter(|a| matches!(&a.phase, warren::jobs::Phase::Done(o) if o.state == AgentState::Ok))
+        .count();
+    assert_eq!(ok, 10);
+}
+
 #[tokio::test]
 async fn await_by_star_list_and_comma_string_with_any_and_timeouts() {
     let world = World::new();

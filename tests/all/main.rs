@@ -31,6 +31,7 @@ mod plugins;
 mod producers;
 mod providers;
 mod queue;
+mod queue_scale;
 mod replay;
 mod resume;
 mod sandbox;

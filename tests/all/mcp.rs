@@ -519,6 +519,10 @@ async fn bounded_awaits(transport: Transport) {
         while !server.requests().iter().any(asked) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // The client calls the later await as soon as that spawn is answered: give it
+        // time to be under way, so the agent ends while it waits (and its end is
+        // forwarded as progress), not before it was called.
+        tokio::time::sleep(Duration::from_millis(500)).await;
         gate.add_permits(1);
         std::future::pending::<()>().await;
     };

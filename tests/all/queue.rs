@@ -14,26 +14,48 @@ pub(crate) struct Redis {
     port: u16,
     dir: tempfile::TempDir,
     server: Child,
+    /// Whether it keeps an append-only file.
+    durable: bool,
 }
 
 impl Redis {
     pub(crate) fn start() -> Redis {
+        Redis::start_with(true)
+    }
+
+    /// A server without an append-only file (nothing it holds survives a restart),
+    /// for tests that add thousands of jobs.
+    pub(crate) fn start_volatile() -> Redis {
+        Redis::start_with(false)
+    }
+
+    fn start_with(durable: bool) -> Redis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let dir = tempfile::tempdir().unwrap();
-        let server = Redis::spawn(port, dir.path());
-        let redis = Redis { port, dir, server };
+        let server = Redis::spawn(port, dir.path(), durable);
+        let redis = Redis {
+            port,
+            dir,
+            server,
+            durable,
+        };
         redis.wait_ready();
         redis
     }
 
-    fn spawn(port: u16, dir: &Path) -> Child {
+    fn spawn(port: u16, dir: &Path, durable: bool) -> Child {
+        let append_only: &[&str] = if durable {
+            &["--appendonly", "yes", "--appendfsync", "always"]
+        } else {
+            &["--appendonly", "no"]
+        };
         Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .args(append_only)
             .arg("--dir")
             .arg(dir)
             .stdout(Stdio::null())
@@ -78,7 +100,7 @@ impl Redis {
         let _ = redis::cmd("SHUTDOWN").query::<()>(&mut self.connection().unwrap());
         let _ = self.server.wait();
         std::thread::sleep(down);
-        self.server = Redis::spawn(self.port, self.dir.path());
+        self.server = Redis::spawn(self.port, self.dir.path(), self.durable);
         self.wait_ready();
     }
 
@@ -222,7 +244,7 @@ impl Worker {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()
@@ -230,7 +252,7 @@ impl Worker {
         assert!(status.success());
     }
 
-    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -811,7 +833,8 @@ text = "dug"
         dir.path(),
         &[("max_concurrent = 3", "max_concurrent = 3\nmax_depth = 2")],
     );
-    let mut first = Worker::start(dir.path(), &redis, "first", 1);
+    // `--max-waiting 0`: the researcher waiting for its digger keeps first's one place.
+    let mut first = Worker::start_with(dir.path(), &redis, "first", 1, &["--max-waiting", "0"]);
     let started = Instant::now();
     let parent = run_parent_in_background(dir.path(), &redis, &[]);
     assert_eq!(redis.wait_active(Duration::from_secs(20)), "first");

@@ -118,12 +118,14 @@ impl Agent {
                     join_all(waits).await;
                 }
             };
+            let waiting = self.step_aside();
             match timeout {
                 Some(limit) => {
                     let _ = tokio::time::timeout(limit, wait).await;
                 }
                 None => wait.await,
             }
+            waiting.rejoin(self).await;
         }
         ids.iter()
             .map(|id| {
@@ -143,5 +145,40 @@ impl Agent {
             })
             .collect::<Vec<_>>()
             .join("\n\n")
+    }
+
+    /// This agent only waits for its sub-agents from now until [`Waiting::rejoin`]:
+    /// it gives back its concurrency slots (or, as a root, is counted as waiting, so
+    /// a worker takes another job in its place).
+    fn step_aside(&self) -> Waiting {
+        // Only a root has no spawning call above it.
+        if self.parent_span.is_none() {
+            return Waiting::Root {
+                _counted: self.runtime.slots.root_waits(),
+            };
+        }
+        match self.lease.step_aside() {
+            Some(rejoin) => Waiting::Child(rejoin),
+            None => Waiting::Unslotted,
+        }
+    }
+}
+
+/// What an agent waiting for its sub-agents gave up.
+enum Waiting {
+    /// Counted as waiting until dropped.
+    Root {
+        _counted: crate::jobs::slots::RootWaiting,
+    },
+    Child(crate::jobs::slots::Rejoin),
+    Unslotted,
+}
+
+impl Waiting {
+    /// The wait is over: takes the slots again (ahead of waiting spawns).
+    async fn rejoin(self, agent: &Agent) {
+        if let Waiting::Child(rejoin) = self {
+            rejoin.rejoin(&agent.lease, &agent.cancel).await;
+        }
     }
 }

@@ -82,6 +82,8 @@ pub(crate) struct Agent {
     pub(crate) cancel: CancellationToken,
     /// Parent token of every child; cancelled when this agent ends.
     pub(crate) children_cancel: CancellationToken,
+    /// The concurrency slots its job works in (lent out while it waits).
+    pub(crate) lease: Arc<crate::jobs::slots::Lease>,
     /// Its tools' view of the sandbox (and its scratch directory).
     pub(crate) access: ToolAccess,
     /// The parent's `execute_tool spawn_agent` span, under which this agent's trace
@@ -113,6 +115,7 @@ impl Agent {
             limits: role.limits,
             cancel: place.cancel.clone(),
             children_cancel: place.children_cancel.clone(),
+            lease: place.lease.clone(),
             access,
             parent_span,
             traceparent: role.traceparent,
@@ -126,6 +129,7 @@ impl Agent {
             id: self.id.clone(),
             cancel: self.cancel.clone(),
             children_cancel: self.children_cancel.clone(),
+            lease: self.lease.clone(),
         }
     }
 

@@ -436,9 +436,16 @@ impl QueueArgs {
 pub(super) struct WorkerArgs {
     #[command(flatten)]
     pub(super) queue: QueueArgs,
-    /// Jobs (sub-agents) this worker runs at once.
+    /// Jobs (sub-agents) this worker runs at once. A job whose agent only waits for
+    /// its own sub-agents does not count: the worker takes another in its place (up
+    /// to --max-waiting of them), so a tree deeper than the workers are wide never
+    /// stalls with every place held by a parent waiting for children that have none.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(super) concurrency: u32,
+    /// Jobs held at most, beyond --concurrency, whose agents only wait for their own
+    /// sub-agents (each holds its conversation in memory and nothing else).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub(super) max_waiting: u32,
     /// The worker's name in logs and on the jobs it runs (default HOST-PID).
     #[arg(long)]
     pub(super) name: Option<String>,

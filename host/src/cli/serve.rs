@@ -68,6 +68,7 @@ pub(super) async fn worker(config_path: &Path, args: WorkerArgs) -> Result<(), F
     let host = load(config).await?;
     let options = crate::worker::WorkerOptions {
         concurrency: args.concurrency as usize,
+        max_waiting: args.max_waiting as usize,
         name: args.name.unwrap_or_else(crate::worker::default_name),
     };
     let (first, second) = shutdown_signals();

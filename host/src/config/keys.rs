@@ -215,7 +215,7 @@ pub(crate) const KEYS: &[Key] = &[
     bounded(&DEFAULTS, "max_turns", Int(DEFAULT_MAX_TURNS as u64), Turns::BOUNDS, "turns of one agent"),
     bounded(&DEFAULTS, "max_turns_ceiling", Absent("each profile's `max_turns`"), Turns::BOUNDS, "a spawn may raise `max_turns` up to this, in every profile that sets no ceiling of its own"),
     bounded(&DEFAULTS, "timeout_s", Int(DEFAULT_TIMEOUT_S), AgentSeconds::BOUNDS, "wall time of one agent"),
-    bounded(&DEFAULTS, "max_concurrent", Int(DEFAULT_MAX_CONCURRENT as u64), RunConcurrency::BOUNDS, "sub-agents running at once per run; more are queued"),
+    bounded(&DEFAULTS, "max_concurrent", Int(DEFAULT_MAX_CONCURRENT as u64), RunConcurrency::BOUNDS, "sub-agents working at once per run; more are queued (one waiting for its own sub-agents gives its slot back meanwhile)"),
     bounded(&DEFAULTS, "max_concurrent_total", Int(DEFAULT_MAX_CONCURRENT_TOTAL as u64), HostConcurrency::BOUNDS, "sub-agents running at once across every run of one host"),
     bounded(&DEFAULTS, "max_depth", Int(DEFAULT_MAX_DEPTH as u64), Depth::BOUNDS, "how deep agents may nest: 1, the root's children get no spawn tools"),
     bounded(&DEFAULTS, "budget_usd", Absent("no cap"), Dollars::BOUNDS, "cost cap of a whole run, shared by the tree"),

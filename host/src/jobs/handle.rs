@@ -11,7 +11,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::slots::Permit;
+use super::slots::{Lease, Permit};
 use super::tree::{JobId, Phase, Tree};
 use crate::events::{AgentIntro, Event, SpawnMode};
 use crate::journal::Record;
@@ -29,6 +29,8 @@ pub struct Placement {
     pub cancel: CancellationToken,
     /// Parent token of the job's own children; cancelled when the job ends.
     pub children_cancel: CancellationToken,
+    /// The concurrency slots it works in, once granted.
+    pub(crate) lease: Arc<Lease>,
 }
 
 impl Placement {
@@ -65,10 +67,6 @@ pub struct JobHandle {
     place: Placement,
     /// Flips the job's `done` flag; `None` once finished.
     done: Option<watch::Sender<bool>>,
-    /// The concurrency slots it runs in, once granted: given back only after its end
-    /// is published, so no observer ever sees more agents running than the limits
-    /// allow.
-    slots: Option<Permit>,
 }
 
 impl JobHandle {
@@ -93,9 +91,9 @@ impl JobHandle {
                 id,
                 children_cancel: cancel.child_token(),
                 cancel,
+                lease: Arc::default(),
             },
             done: Some(done),
-            slots: None,
         }
     }
 
@@ -112,7 +110,7 @@ impl JobHandle {
     /// Holds the job's concurrency slots until it ends ([`JobHandle::finish`] gives
     /// them back after publishing the end).
     pub(crate) fn hold(&mut self, slots: Permit) {
-        self.slots = Some(slots);
+        self.place.lease.hold(slots);
     }
 
     /// The job runs from now on (`agent_started`). Starting again (a worker's retry
@@ -144,8 +142,10 @@ impl JobHandle {
             .publish(Event::agent_finished(&self.place.id.0, &outcome));
         tree.set_phase(&self.place.id, Phase::Done(outcome));
         done.send_replace(true);
-        // Only now may the next child start.
-        self.slots = None;
+        // Only now may the next child start: given back only after its end is
+        // published, so no observer ever sees more agents running than the limits
+        // allow.
+        drop(self.place.lease.take());
     }
 
     /// Publishes the event that introduces the job as it stands.

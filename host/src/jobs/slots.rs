@@ -7,12 +7,21 @@
 //! A queue of waiters behind one lock, not two semaphores: a child needs both slots at
 //! once, and asking for them from spawned tasks would grant them in whatever order the
 //! tasks happen to be polled.
+//!
+//! A slot is for working, not for waiting: an agent that waits for its own sub-agents
+//! gives its slots back ([`Lease::step_aside`]) and takes them again, ahead of every
+//! spawn still waiting, when they are done. A parent holding a slot while its children
+//! wait for one would stall the tree as soon as parents fill the slots (100 children
+//! of a `max_concurrent = 4` run, each spawning its own, never finished). A root holds
+//! no slot; a root that waits is counted instead ([`SlotQueue::roots_waiting`]): a
+//! worker takes another job in its place.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 /// The slots of one run: how many of its sub-agents may run at once.
 #[derive(Debug)]
@@ -35,6 +44,8 @@ impl RunSlots {
 #[derive(Debug)]
 pub(crate) struct SlotQueue {
     state: Mutex<State>,
+    /// Roots of this host's runs that only wait for their sub-agents now.
+    roots_waiting: watch::Sender<usize>,
 }
 
 #[derive(Debug)]
@@ -51,6 +62,63 @@ struct Waiter {
     /// Whether it runs here and so needs a host slot too.
     local: bool,
     grant: oneshot::Sender<Permit>,
+}
+
+/// The slots one job works in, shared by its handle (which gives them back once the
+/// job's end is published) and its agent (which lends them out while it waits).
+#[derive(Debug, Default)]
+pub(crate) struct Lease {
+    held: Mutex<Option<Permit>>,
+}
+
+impl Lease {
+    /// The job works in `permit` from now on.
+    pub(crate) fn hold(&self, permit: Permit) {
+        *self.held.lock().expect("lease poisoned") = Some(permit);
+    }
+
+    /// The slots, taken back (the job ended).
+    pub(crate) fn take(&self) -> Option<Permit> {
+        self.held.lock().expect("lease poisoned").take()
+    }
+
+    /// Gives the slots back while the job only waits; `None` when it held none (a
+    /// root). [`Rejoin::rejoin`] takes them again.
+    pub(crate) fn step_aside(&self) -> Option<Rejoin> {
+        let mut permit = self.take()?;
+        let held = permit.held.take()?;
+        held.queue.release(&held.run, held.local);
+        Some(Rejoin { held })
+    }
+}
+
+/// What a job that stepped aside takes again.
+#[derive(Debug)]
+pub(crate) struct Rejoin {
+    held: Held,
+}
+
+impl Rejoin {
+    /// Takes the slots again, ahead of every waiting spawn, into `lease`; gives up
+    /// when `cancel` fires first (the job is ending: it needs no slot to end).
+    pub(crate) async fn rejoin(self, lease: &Lease, cancel: &CancellationToken) {
+        let Held { queue, run, local } = self.held;
+        let reservation = queue.reserve_first(&run, local);
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {}
+            permit = reservation.wait() => lease.hold(permit),
+        }
+    }
+}
+
+/// A root counted as waiting until dropped.
+pub(crate) struct RootWaiting(Arc<SlotQueue>);
+
+impl Drop for RootWaiting {
+    fn drop(&mut self) {
+        self.0.roots_waiting.send_modify(|n| *n -= 1);
+    }
 }
 
 /// Slots held by one running sub-agent; dropping it frees them for the next waiter.
@@ -100,7 +168,20 @@ impl SlotQueue {
                 host_free: max_concurrent_total,
                 waiting: VecDeque::new(),
             }),
+            roots_waiting: watch::Sender::new(0),
         })
+    }
+
+    /// How many roots of this host's runs only wait for their sub-agents, as it
+    /// changes (a worker takes that many more jobs).
+    pub(crate) fn roots_waiting(&self) -> watch::Receiver<usize> {
+        self.roots_waiting.subscribe()
+    }
+
+    /// Counts a root as waiting until the guard is dropped.
+    pub(crate) fn root_waits(self: &Arc<Self>) -> RootWaiting {
+        self.roots_waiting.send_modify(|n| *n += 1);
+        RootWaiting(self.clone())
     }
 
     /// Asks for a slot of `run` (and of the host, for a child that runs here `local`).
@@ -114,6 +195,24 @@ impl SlotQueue {
         }
         let (grant, granted) = oneshot::channel();
         state.waiting.push_back(Waiter {
+            run: run.clone(),
+            local,
+            grant,
+        });
+        Reservation::Queued(granted)
+    }
+
+    /// [`SlotQueue::reserve`] for a job that stepped aside and takes its slots again:
+    /// ahead of every waiter (it was working before them, and its work is what they
+    /// wait for).
+    fn reserve_first(self: &Arc<Self>, run: &Arc<RunSlots>, local: bool) -> Reservation {
+        let mut state = self.state.lock().expect("slot queue poisoned");
+        if state.fits(run, local) {
+            state.take(run, local);
+            return Reservation::Granted(self.permit(run, local));
+        }
+        let (grant, granted) = oneshot::channel();
+        state.waiting.push_front(Waiter {
             run: run.clone(),
             local,
             grant,
@@ -253,6 +352,35 @@ mod tests {
         let mut remote = host.reserve(&b, false);
         assert!(!remote.is_queued(), "only the host is full");
         assert!(granted(&mut remote).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_job_that_steps_aside_lends_its_slot_and_takes_it_back_first() {
+        let host = SlotQueue::new(8);
+        let run = RunSlots::new(1);
+        let lease = Lease::default();
+        lease.hold(host.reserve(&run, true).wait().await);
+        let mut spawned = host.reserve(&run, true);
+        let mut later = host.reserve(&run, true);
+        assert!(spawned.is_queued() && later.is_queued());
+        // The parent waits for its child: the child gets the slot.
+        let rejoin = lease.step_aside().expect("it held a slot");
+        let child = granted(&mut spawned).expect("the lent slot");
+        // The child is done: the parent takes the slot again before `later`.
+        let cancel = CancellationToken::new();
+        let back = rejoin.rejoin(&lease, &cancel);
+        tokio::pin!(back);
+        assert!(
+            futures_util::poll!(&mut back).is_pending(),
+            "the child still works"
+        );
+        drop(child);
+        back.await;
+        assert!(granted(&mut later).is_none(), "the parent went first");
+        drop(lease.take());
+        assert!(granted(&mut later).is_some());
+        // A root holds no slot: nothing to lend.
+        assert!(Lease::default().step_aside().is_none());
     }
 
     #[test]

@@ -4,13 +4,16 @@
 //!
 //! One [`RemoteQueue`] per host reads the queue's BullMQ event stream and routes
 //! progress and completion events to the waiting children by job id. The job's hash
-//! in Redis stays the source of truth: a child also checks its job's state every
-//! second, so a result is never missed if events are lost (a Redis restart, a
-//! trimmed stream).
+//! in Redis stays the source of truth: one task per host also looks at the hashes of
+//! every job it waits for, about once a second, so a result is never missed if events
+//! are lost (a Redis restart, a trimmed stream). That look costs Redis O(1) per job
+//! (a field of the job's hash, many jobs per round trip): BullMQ's `getState` scans
+//! the wait list, and ten thousand children each asking it every second kept Redis so
+//! busy that workers' locks lapsed and the tree stalled.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use bullmq::{
@@ -18,26 +21,30 @@ use bullmq::{
 };
 use tokio::sync::mpsc;
 
-use super::mirror::Mirror;
 use super::wire::{
-    heartbeat_every, process_name, progress_events, JobData, JobOutcome, StopRequest, CANCEL_GRACE,
+    heartbeat_every, process_name, progress_events, JobData, JobOutcome, Progress, StopRequest,
     JOB_NAME, PARENT_POLL,
 };
 use crate::config::QueueConfig;
-use crate::events::Event;
-use crate::jobs::{Backend, ChildSpec, JobHandle};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// What the event listener tells a waiting child.
-enum Notice {
+pub(super) enum Notice {
     /// Agent events from the worker.
-    Events(Vec<Event>),
+    Events(Progress),
     /// The job completed or failed: look at its state.
     Finished,
 }
 
-type Watchers = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Notice>>>>;
+/// Who waits for which job: its notices, and whether the job was added yet (until it
+/// is, a missing hash means "not yet", not "removed").
+type Watchers = Arc<Mutex<HashMap<String, Watcher>>>;
+
+struct Watcher {
+    notices: mpsc::UnboundedSender<Notice>,
+    added: bool,
+}
 
 /// A connection to the queue: enqueues jobs and routes their events.
 pub struct RemoteQueue {
@@ -46,8 +53,10 @@ pub struct RemoteQueue {
     watchers: Watchers,
     events: Arc<QueueEvents>,
     router: tokio::task::JoinHandle<()>,
+    /// Looks at the waited-for jobs' hashes (events may be lost).
+    poller: tokio::task::JoinHandle<()>,
     /// This process's heartbeat id (see [`JobData::heartbeat`]).
-    heartbeat: String,
+    pub(super) heartbeat: String,
     /// Heartbeats of processes that died, renewed by this one since it resumed their
     /// runs: their jobs' workers keep running them.
     adopted: Arc<Mutex<std::collections::BTreeSet<String>>>,
@@ -57,6 +66,7 @@ pub struct RemoteQueue {
 impl Drop for RemoteQueue {
     fn drop(&mut self) {
         self.router.abort();
+        self.poller.abort();
         self.beating.abort();
         let events = self.events.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -95,6 +105,11 @@ impl RemoteQueue {
         );
         let watchers = Watchers::default();
         let router = tokio::spawn(route(events.clone(), watchers.clone()));
+        let poller = tokio::spawn(poll_finished(
+            config.clone(),
+            queue.connection().connection(),
+            watchers.clone(),
+        ));
         // Host and process id, for whoever reads the keys; the random part keeps two
         // processes with the same pid on same-named hosts apart.
         let heartbeat = format!("{}-{}", process_name(), crate::jobs::random_id());
@@ -130,6 +145,7 @@ impl RemoteQueue {
             watchers,
             events,
             router,
+            poller,
             heartbeat,
             adopted,
             beating,
@@ -226,7 +242,8 @@ impl RemoteQueue {
 
     /// Cancels the sub-agent jobs an earlier attempt of job `owner` enqueued (its
     /// worker died or handed it back): the new attempt starts its own, and nothing
-    /// would read theirs. Returns how many there were.
+    /// would read theirs. They stay listed as abandoned ([`RemoteQueue::abandoned`]),
+    /// so the parent accounts for each. Returns how many there were.
     pub(crate) async fn cancel_children_of(&self, owner: &str) -> anyhow::Result<usize> {
         let mut conn = self.queue.connection().connection();
         let key = self.config.children_key(owner);
@@ -238,11 +255,42 @@ impl RemoteQueue {
         for child in &children {
             self.cancel(child).await?;
         }
-        redis::cmd("DEL")
+        let abandoned = self.config.abandoned_key(owner);
+        redis::pipe()
+            .atomic()
+            .cmd("SUNIONSTORE")
+            .arg(&abandoned)
+            .arg(&abandoned)
             .arg(&key)
+            .ignore()
+            .del(&key)
+            .ignore()
+            .expire(&abandoned, self.config.marker_ttl_s() as i64)
+            .ignore()
             .query_async::<()>(&mut conn)
             .await?;
         Ok(children.len())
+    }
+
+    /// The sub-agent jobs earlier attempts of job `owner` enqueued and a later
+    /// attempt cancelled.
+    pub(crate) async fn abandoned(&self, owner: &str) -> anyhow::Result<Vec<String>> {
+        let mut conn = self.queue.connection().connection();
+        Ok(redis::cmd("SMEMBERS")
+            .arg(self.config.abandoned_key(owner))
+            .query_async(&mut conn)
+            .await?)
+    }
+
+    /// The profile and task of job `id`, from its data.
+    pub(crate) async fn profile_and_task(&self, id: &str) -> Option<(String, String)> {
+        let job = self.queue.get_job(id).await.ok()??;
+        let data = job.data();
+        let field = |name: &str| data.get(name).and_then(serde_json::Value::as_str);
+        Some((
+            field("profile")?.to_string(),
+            field("task").unwrap_or_default().to_string(),
+        ))
     }
 
     /// Asks for job `id` to be cancelled. A job no worker has taken yet is removed
@@ -333,6 +381,19 @@ impl RemoteQueue {
 
     /// The outcome of job `id` if it has finished (or vanished), from its hash.
     pub async fn finished(&self, id: &str) -> anyhow::Result<Option<AgentOutcome>> {
+        // Its hash first: BullMQ's `getState` scans the wait list for a job that is
+        // neither completed nor failed, and a failed attempt that will be retried
+        // sends a `failed` event too.
+        let mut conn = self.queue.connection().connection();
+        let (finished_on, timestamp): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(self.config.job_key(id))
+            .arg("finishedOn")
+            .arg("timestamp")
+            .query_async(&mut conn)
+            .await?;
+        if finished_on.is_none() && timestamp.is_some() {
+            return Ok(None);
+        }
         let state = self.queue.get_job_state(id).await?;
         let job = match state {
             JobState::Completed | JobState::Failed => self.queue.get_job(id).await?,
@@ -382,16 +443,27 @@ impl RemoteQueue {
         Ok(Some(failed_outcome(error)))
     }
 
-    fn watch(&self, id: &str) -> mpsc::UnboundedReceiver<Notice> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    pub(super) fn watch(&self, id: &str) -> mpsc::UnboundedReceiver<Notice> {
+        let (notices, receiver) = mpsc::unbounded_channel();
+        let watcher = Watcher {
+            notices,
+            added: false,
+        };
         self.watchers
             .lock()
             .expect("watchers poisoned")
-            .insert(id.to_string(), sender);
+            .insert(id.to_string(), watcher);
         receiver
     }
 
-    fn unwatch(&self, id: &str) {
+    /// Job `id` is in the queue now: from here a missing hash means it was removed.
+    pub(super) fn added(&self, id: &str) {
+        if let Some(watcher) = self.watchers.lock().expect("watchers poisoned").get_mut(id) {
+            watcher.added = true;
+        }
+    }
+
+    pub(super) fn unwatch(&self, id: &str) {
         self.watchers.lock().expect("watchers poisoned").remove(id);
     }
 }
@@ -427,7 +499,7 @@ pub(crate) async fn reachable(config: &QueueConfig) -> anyhow::Result<()> {
     }
 }
 
-fn failed_outcome(error: String) -> AgentOutcome {
+pub(super) fn failed_outcome(error: String) -> AgentOutcome {
     AgentOutcome {
         state: AgentState::Error,
         text: String::new(),
@@ -462,134 +534,59 @@ async fn route(events: Arc<QueueEvents>, watchers: Watchers) {
             _ => continue,
         };
         let watchers = watchers.lock().expect("watchers poisoned");
-        if let Some(sender) = watchers.get(&id) {
-            let _ = sender.send(notice);
+        if let Some(watcher) = watchers.get(&id) {
+            let _ = watcher.notices.send(notice);
         }
     }
 }
 
-/// Children run on workers: the job is enqueued, the remote agents' events are
-/// mirrored into the parent's tree, and the job's outcome is returned once.
-#[async_trait::async_trait]
-impl Backend for RemoteQueue {
-    async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome {
-        run_remote(job, self, JobData::from_spec(spec)).await
-    }
-}
+/// Jobs looked at per round trip by [`poll_finished`].
+const POLL_BATCH: usize = 1000;
 
-async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
-    data.heartbeat = Some(queue.heartbeat.clone());
-    let started = Instant::now();
-    let child = job.place();
-    let id = format!("{}-{}", child.tree.run_id, child.id);
-    if child.tree.resume.is_some() {
-        queue.adopt(&id).await;
-    }
-    let mut notices = queue.watch(&id);
-    let mut mirror = Mirror::new(job);
-    let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;
-    queue.unwatch(&id);
-    // Events that arrived with the result reach the view before the end.
-    while let Ok(Notice::Events(events)) = notices.try_recv() {
-        mirror.apply(events);
-    }
-    if outcome.duration.is_zero() {
-        outcome.duration = started.elapsed();
-    }
-    // The subtree's cost was charged turn by turn as its events came; charge what
-    // they missed (events lost to a Redis restart, or sent after the result).
-    child
-        .tree
-        .charge((outcome.cost_usd - mirror.charged).max(0.0));
-    mirror.finish_descendants();
-    outcome
-}
-
-async fn wait_remote(
-    child: &crate::jobs::Placement,
-    queue: &RemoteQueue,
-    id: &str,
-    data: &JobData,
-    notices: &mut mpsc::UnboundedReceiver<Notice>,
-    mirror: &mut Mirror<'_>,
-) -> AgentOutcome {
-    if let Err(error) = queue
-        .enqueue(id, data, child.tree.queue_job.as_deref())
-        .await
-    {
-        return failed_outcome(format!("{error:#}"));
-    }
-    tracing::info!(job = %id, profile = %data.profile, "queued on redis");
-    let mut poll = tokio::time::interval(PARENT_POLL);
-    let mut cancel_deadline: Option<tokio::time::Instant> = None;
-    // Set when the run's budget ran out while the job ran: it is cancelled and ends
-    // `budget_exceeded`, as an in-process agent would at its next turn.
-    let mut over_budget: Option<String> = None;
+/// Every [`PARENT_POLL`], tells each waiting child whose job's hash says it finished
+/// (or whose hash is gone) to look at its job. One pipelined `HMGET` per job, a
+/// thousand per round trip; with more than a thousand jobs waited for, the round
+/// takes proportionally longer, so Redis is never asked more than about a thousand
+/// of these a second by one host.
+async fn poll_finished(
+    config: QueueConfig,
+    mut conn: impl redis::aio::ConnectionLike + Send,
+    watchers: Watchers,
+) {
     loop {
-        if over_budget.is_none() && cancel_deadline.is_none() && child.tree.over_budget() {
-            let reason = format!(
-                "the run's budget of ${:.4} is used up (spent ${:.4}; defaults.budget_usd)",
-                child.tree.limits.budget_usd.unwrap_or_default(),
-                child.tree.spent()
-            );
-            tracing::info!(job = %id, "{reason}: cancelling the remote job");
-            over_budget = Some(reason);
-            cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-            match queue.cancel(id).await {
-                Ok(true) => {
-                    return budget_outcome(AgentOutcome::cancelled_before_start(), over_budget)
-                }
-                Ok(false) => {}
-                Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
+        let ids: Vec<String> = watchers
+            .lock()
+            .expect("watchers poisoned")
+            .iter()
+            .filter(|(_, watcher)| watcher.added)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let rounds = ids.len().div_ceil(POLL_BATCH).max(1) as u32;
+        tokio::time::sleep(PARENT_POLL * rounds).await;
+        for batch in ids.chunks(POLL_BATCH) {
+            let mut pipe = redis::pipe();
+            for id in batch {
+                pipe.cmd("HMGET")
+                    .arg(config.job_key(id))
+                    .arg("finishedOn")
+                    .arg("timestamp");
             }
-        }
-        let outcome = tokio::select! {
-            _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
-                cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                match queue.cancel(id).await {
-                    Ok(true) => Some(AgentOutcome::cancelled_before_start()),
-                    Ok(false) => None,
+            let found: Vec<(Option<String>, Option<String>)> =
+                match pipe.query_async(&mut conn).await {
+                    Ok(found) => found,
                     Err(error) => {
-                        tracing::warn!(job = %id, "cancel: {error:#}");
-                        None
+                        tracing::debug!("looking at the jobs waited for: {error}");
+                        break;
+                    }
+                };
+            let watchers = watchers.lock().expect("watchers poisoned");
+            for (id, (finished_on, timestamp)) in batch.iter().zip(found) {
+                if finished_on.is_some() || timestamp.is_none() {
+                    if let Some(watcher) = watchers.get(id) {
+                        let _ = watcher.notices.send(Notice::Finished);
                     }
                 }
             }
-            _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
-                Some(AgentOutcome {
-                    error: Some(format!("cancelled; its worker did not confirm within {} s", CANCEL_GRACE.as_secs())),
-                    ..AgentOutcome::cancelled_before_start()
-                })
-            }
-            Some(notice) = notices.recv() => match notice {
-                Notice::Events(events) => {
-                    mirror.apply(events);
-                    None
-                }
-                Notice::Finished => queue.finished(id).await.ok().flatten(),
-            },
-            _ = poll.tick() => match queue.finished(id).await {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    tracing::debug!(job = %id, "checking the job: {error:#}");
-                    None
-                }
-            },
-        };
-        if let Some(outcome) = outcome {
-            return budget_outcome(outcome, over_budget);
         }
-    }
-}
-
-/// A job cancelled because the run's budget ran out ends `budget_exceeded`, saying so.
-fn budget_outcome(outcome: AgentOutcome, over_budget: Option<String>) -> AgentOutcome {
-    match over_budget {
-        Some(reason) if outcome.state == AgentState::Cancelled => AgentOutcome {
-            state: AgentState::BudgetExceeded,
-            error: Some(reason),
-            ..outcome
-        },
-        _ => outcome,
     }
 }

@@ -1,9 +1,18 @@
 //! A remote child's agents mirrored into the parent's run: their ids mapped onto
 //! jobs of this tree, their starts and ends recorded through those jobs' handles,
 //! their cost charged to the run as it is spent.
+//!
+//! When the child's job is tried again (its worker died), the sub-agents its earlier
+//! attempt started stay in the tree: the retry cancelled their jobs, but some had
+//! finished, and a sub-agent that finished is work done. Each is settled from its own
+//! job in Redis once the child ends ([`Mirror::settle_earlier_attempts`]), so the tree
+//! and the jobs Redis completed agree.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
+use super::client::RemoteQueue;
+use super::wire::{job_id, Progress, CANCEL_GRACE};
 use crate::events::{AgentIntro, Event, SpawnMode};
 use crate::jobs::{JobHandle, JobId};
 use crate::outcome::AgentOutcome;
@@ -23,6 +32,17 @@ pub(super) struct Mirror<'a> {
     costs: HashMap<String, f64>,
     /// What this attempt's agents have cost, charged to the tree as it was spent.
     pub(super) charged: f64,
+    /// The worker's run of this attempt and its root agent's id there: the root's
+    /// children run as jobs `RUN-AGENT`.
+    attempt: Option<(String, String)>,
+    /// The job in Redis of each mirrored child of a remote root, every attempt's.
+    by_job: HashMap<String, JobId>,
+    /// What each mirrored agent was seen to cost, by this tree's id.
+    seen_cost: HashMap<JobId, f64>,
+    /// Unfinished descendants of earlier attempts.
+    earlier: HashMap<JobId, JobHandle>,
+    /// The worker's run id, from the batch being applied.
+    run: Option<String>,
 }
 
 impl<'a> Mirror<'a> {
@@ -33,6 +53,11 @@ impl<'a> Mirror<'a> {
             descendants: HashMap::new(),
             costs: HashMap::new(),
             charged: 0.0,
+            attempt: None,
+            by_job: HashMap::new(),
+            seen_cost: HashMap::new(),
+            earlier: HashMap::new(),
+            run: None,
         }
     }
 
@@ -40,8 +65,9 @@ impl<'a> Mirror<'a> {
         self.ids.get(remote).map(|id| id.0.clone())
     }
 
-    pub(super) fn apply(&mut self, events: Vec<Event>) {
-        for event in events {
+    pub(super) fn apply(&mut self, progress: Progress) {
+        self.run = progress.run;
+        for event in progress.events {
             if let Some(event) = self.map(event) {
                 self.job.place().tree.events.publish(event);
             }
@@ -60,10 +86,13 @@ impl<'a> Mirror<'a> {
                 ..
             }) => {
                 // A (re)started remote root: a retry on another worker starts afresh.
-                // What the earlier attempt spent stays charged: it was spent.
+                // What the earlier attempt spent stays charged: it was spent; what
+                // it started is settled when the child ends.
                 self.ids.clear();
                 self.costs.clear();
                 self.charged = 0.0;
+                self.earlier.extend(self.descendants.drain());
+                self.attempt = self.run.clone().map(|run| (run, agent.clone()));
                 self.ids.insert(std::mem::take(agent), root.clone());
                 self.job.start();
                 return None;
@@ -84,6 +113,11 @@ impl<'a> Mirror<'a> {
                 };
                 let mode = mode.unwrap_or(SpawnMode::Background);
                 let child = place.child(profile, task, label.as_deref(), mode);
+                if let Some((run, root)) = &self.attempt {
+                    if parent.as_deref() == Some(root.as_str()) {
+                        self.by_job.insert(job_id(run, agent), child.id().clone());
+                    }
+                }
                 self.ids.insert(std::mem::take(agent), child.id().clone());
                 self.descendants.insert(child.id().clone(), child);
                 return None;
@@ -110,6 +144,7 @@ impl<'a> Mirror<'a> {
                 self.job.place().tree.charge(spent);
                 self.charged += spent;
                 *agent = self.local(agent)?;
+                self.seen_cost.insert(JobId(agent.clone()), *cost_usd);
             }
             Event::Lagged { .. } => return None,
             other => {
@@ -120,14 +155,87 @@ impl<'a> Mirror<'a> {
         Some(event)
     }
 
+    /// Settles each sub-agent job that an earlier attempt of the child (job `owner`)
+    /// started and its retry cancelled, from the job itself: completed, failed or
+    /// cancelled as Redis has it (waiting up to [`CANCEL_GRACE`] for one still
+    /// being cancelled), registered in the tree first if its start was never
+    /// mirrored (its worker died before sending it). What one cost beyond what its
+    /// events said is charged to the run.
+    pub(super) async fn settle_earlier_attempts(&mut self, queue: &RemoteQueue, owner: &str) {
+        let abandoned = match queue.abandoned(owner).await {
+            Ok(abandoned) => abandoned,
+            Err(error) => {
+                tracing::warn!(job = %owner, "reading the earlier attempts' sub-agent jobs: {error:#}");
+                return;
+            }
+        };
+        for job in abandoned {
+            let handle = match self.by_job.get(&job) {
+                Some(id) => match self.earlier.remove(id) {
+                    Some(handle) => handle,
+                    // Its end was mirrored before its worker died.
+                    None => continue,
+                },
+                None => match queue.profile_and_task(&job).await {
+                    Some((profile, task)) => {
+                        let place = self.job.place();
+                        let handle = place.child(&profile, &task, None, SpawnMode::Background);
+                        handle.start();
+                        handle
+                    }
+                    // Removed before any worker took it: it never ran.
+                    None => continue,
+                },
+            };
+            let outcome = settled(queue, &job).await;
+            let seen = self.seen_cost.get(handle.id()).copied().unwrap_or(0.0);
+            self.job
+                .place()
+                .tree
+                .charge((outcome.cost_usd - seen).max(0.0));
+            handle.finish(outcome);
+        }
+    }
+
     /// Ends mirrored descendants whose end was never seen (their worker died, or
     /// events were lost) as cancelled, so no job stays "running" in the report.
     pub(super) fn finish_descendants(&mut self) {
-        for (_, descendant) in self.descendants.drain() {
+        let earlier: Vec<_> = self.earlier.drain().collect();
+        for (_, descendant) in self.descendants.drain().chain(earlier) {
             descendant.finish(AgentOutcome {
                 error: Some("its end was not reported by the worker".into()),
                 ..AgentOutcome::cancelled_before_start()
             });
         }
+    }
+}
+
+/// The outcome of sub-agent job `job` of an earlier attempt, as Redis has it: its end
+/// (waiting up to [`CANCEL_GRACE`] while its worker cancels it), or cancelled before
+/// it started when the retry removed it from the queue.
+async fn settled(queue: &RemoteQueue, job: &str) -> AgentOutcome {
+    let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
+    loop {
+        if queue.profile_and_task(job).await.is_none() {
+            return AgentOutcome {
+                error: Some(
+                    "an earlier attempt's sub-agent: the retry removed it from the queue before it started".into(),
+                ),
+                ..AgentOutcome::cancelled_before_start()
+            };
+        }
+        if let Ok(Some(outcome)) = queue.finished(job).await {
+            return outcome;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return AgentOutcome {
+                error: Some(format!(
+                    "an earlier attempt's sub-agent: the retry cancelled it, and its job had not ended within {} s",
+                    CANCEL_GRACE.as_secs()
+                )),
+                ..AgentOutcome::cancelled_before_start()
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }

@@ -67,18 +67,37 @@ pub(crate) fn heartbeat_every(parent_timeout_s: u64) -> Duration {
 
 /// The field of a job's progress object that carries its agents' events.
 const EVENTS_FIELD: &str = "warren_events";
+/// The field of a job's progress object that names the worker's run of this attempt:
+/// the sub-agent jobs its agent enqueues have ids `RUN-AGENT`.
+const RUN_FIELD: &str = "warren_run";
 
-/// A batch of events as a job progress update (BullMQ publishes it on the queue's
-/// event stream, where the parent reads it).
-pub(crate) fn events_progress(events: &[Event]) -> Value {
-    serde_json::json!({ EVENTS_FIELD: events })
+/// A batch of the events of run `run` as a job progress update (BullMQ publishes it
+/// on the queue's event stream, where the parent reads it).
+pub(crate) fn events_progress(run: &str, events: &[Event]) -> Value {
+    serde_json::json!({ EVENTS_FIELD: events, RUN_FIELD: run })
+}
+
+/// A batch of events a job progress update carries, with the run they come from.
+pub(crate) struct Progress {
+    /// The worker's run of this attempt (`None` from a worker that did not say).
+    pub(crate) run: Option<String>,
+    pub(crate) events: Vec<Event>,
 }
 
 /// The events a job progress update carries: `None` when it carries none (progress
 /// from another producer), an error when they do not parse.
-pub(crate) fn progress_events(progress: &Value) -> Option<Result<Vec<Event>, serde_json::Error>> {
+pub(crate) fn progress_events(progress: &Value) -> Option<Result<Progress, serde_json::Error>> {
     let batch = progress.get(EVENTS_FIELD)?;
-    Some(Vec::<Event>::deserialize(batch))
+    let run = progress
+        .get(RUN_FIELD)
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Some(Vec::<Event>::deserialize(batch).map(|events| Progress { run, events }))
+}
+
+/// The id of the sub-agent job that agent `agent` of run `run` runs as.
+pub(crate) fn job_id(run: &str, agent: &str) -> String {
+    format!("{run}-{agent}")
 }
 
 /// This process's name in the queue (`HOST-PID`): a worker's default name, and the
@@ -136,6 +155,12 @@ impl QueueConfig {
     /// The set of the sub-agent jobs that job `id`'s agents enqueued.
     pub(crate) fn children_key(&self, id: &str) -> String {
         format!("bull:{}:warren:children:{id}", self.name)
+    }
+
+    /// The set of the sub-agent jobs that earlier attempts of job `id` enqueued (and a
+    /// later attempt cancelled): the parent accounts for each in its tree.
+    pub(crate) fn abandoned_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:abandoned:{id}", self.name)
     }
 
     /// The heartbeat key of parent process `id`.
@@ -403,8 +428,9 @@ mod tests {
             },
             Event::agent_finished("a1", &AgentOutcome::cancelled_before_start()),
         ];
-        let progress = events_progress(&events);
-        assert_eq!(progress_events(&progress).unwrap().unwrap(), events);
+        let progress = events_progress("run1", &events);
+        let back = progress_events(&progress).unwrap().unwrap();
+        assert_eq!((back.run.as_deref(), back.events), (Some("run1"), events));
         assert!(
             progress_events(&serde_json::json!({"percent": 40})).is_none(),
             "progress from other producers carries no events"

@@ -1,0 +1,142 @@
+//! The parent's side of one remote child: its job enqueued, its agents' events
+//! mirrored into the run, its budget watched, and its outcome returned once.
+
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+
+use super::client::{failed_outcome, Notice, RemoteQueue};
+use super::mirror::Mirror;
+use super::wire::{job_id, JobData, CANCEL_GRACE, PARENT_POLL};
+use crate::jobs::{Backend, ChildSpec, JobHandle};
+use crate::outcome::{AgentOutcome, AgentState};
+
+/// Children run on workers: the job is enqueued, the remote agents' events are
+/// mirrored into the parent's tree, and the job's outcome is returned once.
+#[async_trait::async_trait]
+impl Backend for RemoteQueue {
+    async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome {
+        run_remote(job, self, JobData::from_spec(spec)).await
+    }
+}
+
+async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
+    data.heartbeat = Some(queue.heartbeat.clone());
+    let started = Instant::now();
+    let child = job.place();
+    let id = job_id(&child.tree.run_id, &child.id.0);
+    if child.tree.resume.is_some() {
+        queue.adopt(&id).await;
+    }
+    let mut notices = queue.watch(&id);
+    let mut mirror = Mirror::new(job);
+    let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;
+    queue.unwatch(&id);
+    // Events that arrived with the result reach the view before the end.
+    while let Ok(Notice::Events(events)) = notices.try_recv() {
+        mirror.apply(events);
+    }
+    if outcome.duration.is_zero() {
+        outcome.duration = started.elapsed();
+    }
+    // The subtree's cost was charged turn by turn as its events came; charge what
+    // they missed (events lost to a Redis restart, or sent after the result).
+    child
+        .tree
+        .charge((outcome.cost_usd - mirror.charged).max(0.0));
+    mirror.settle_earlier_attempts(queue, &id).await;
+    mirror.finish_descendants();
+    outcome
+}
+
+async fn wait_remote(
+    child: &crate::jobs::Placement,
+    queue: &RemoteQueue,
+    id: &str,
+    data: &JobData,
+    notices: &mut mpsc::UnboundedReceiver<Notice>,
+    mirror: &mut Mirror<'_>,
+) -> AgentOutcome {
+    if let Err(error) = queue
+        .enqueue(id, data, child.tree.queue_job.as_deref())
+        .await
+    {
+        return failed_outcome(format!("{error:#}"));
+    }
+    queue.added(id);
+    tracing::info!(job = %id, profile = %data.profile, "queued on redis");
+    // Wakes the loop to look at the run's budget, which other children spend too
+    // (no Redis involved: the job's own end comes as a notice).
+    let mut budget_check = tokio::time::interval(PARENT_POLL);
+    let mut cancel_deadline: Option<tokio::time::Instant> = None;
+    // Set when the run's budget ran out while the job ran: it is cancelled and ends
+    // `budget_exceeded`, as an in-process agent would at its next turn.
+    let mut over_budget: Option<String> = None;
+    loop {
+        if over_budget.is_none() && cancel_deadline.is_none() && child.tree.over_budget() {
+            let reason = format!(
+                "the run's budget of ${:.4} is used up (spent ${:.4}; defaults.budget_usd)",
+                child.tree.limits.budget_usd.unwrap_or_default(),
+                child.tree.spent()
+            );
+            tracing::info!(job = %id, "{reason}: cancelling the remote job");
+            over_budget = Some(reason);
+            cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+            match queue.cancel(id).await {
+                Ok(true) => {
+                    return budget_outcome(AgentOutcome::cancelled_before_start(), over_budget)
+                }
+                Ok(false) => {}
+                Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
+            }
+        }
+        let outcome = tokio::select! {
+            _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
+                cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+                match queue.cancel(id).await {
+                    Ok(true) => Some(AgentOutcome::cancelled_before_start()),
+                    Ok(false) => None,
+                    Err(error) => {
+                        tracing::warn!(job = %id, "cancel: {error:#}");
+                        None
+                    }
+                }
+            }
+            _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
+                Some(AgentOutcome {
+                    error: Some(format!("cancelled; its worker did not confirm within {} s", CANCEL_GRACE.as_secs())),
+                    ..AgentOutcome::cancelled_before_start()
+                })
+            }
+            Some(notice) = notices.recv() => match notice {
+                Notice::Events(events) => {
+                    mirror.apply(events);
+                    None
+                }
+                Notice::Finished => match queue.finished(id).await {
+                    Ok(outcome) => outcome,
+                    Err(error) => {
+                        tracing::debug!(job = %id, "checking the job: {error:#}");
+                        None
+                    }
+                },
+            },
+            _ = budget_check.tick() => None,
+        };
+        if let Some(outcome) = outcome {
+            return budget_outcome(outcome, over_budget);
+        }
+    }
+}
+
+/// A job cancelled because the run's budget ran out ends `budget_exceeded`, saying so.
+fn budget_outcome(outcome: AgentOutcome, over_budget: Option<String>) -> AgentOutcome {
+    match over_budget {
+        Some(reason) if outcome.state == AgentState::Cancelled => AgentOutcome {
+            state: AgentState::BudgetExceeded,
+            error: Some(reason),
+            ..outcome
+        },
+        _ => outcome,
+    }
+}
