@@ -42,18 +42,14 @@
 #![warn(clippy::print_stdout)]
 
 pub mod agent;
-mod agents_report;
 pub mod builtin;
 mod cli;
 pub mod config;
-mod diff_report;
-mod doctor;
 pub mod events;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
-mod init;
 pub mod jobs;
 pub mod journal;
 mod listener;
@@ -63,14 +59,10 @@ pub mod outcome;
 pub mod plugin;
 pub mod policy;
 pub mod queue;
-mod replay_report;
 pub mod run_state;
-mod runs_report;
 pub mod sandbox;
-mod scaffold;
 pub mod telemetry;
 mod term;
-mod ui;
 pub mod web;
 pub mod worker;
 

@@ -1,5 +1,5 @@
 //! Where every agent of a run stands, folded from the run's events: the one fold the
-//! terminal tree ([`crate::ui`]) and the web view share, so a state is derived in one
+//! terminal tree ([`crate::cli::ui`]) and the web view share, so a state is derived in one
 //! place however it is drawn. A journaled run folds the same way: its records are
 //! read as the events they stand for ([`RunState::from_journal`]).
 //!

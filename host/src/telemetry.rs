@@ -35,6 +35,26 @@ pub(crate) fn exporting() -> bool {
     EXPORTING.load(Ordering::Relaxed)
 }
 
+/// The variable that asks for the GenAI conventions' names of v1.36 and before beside
+/// today's (`WARREN_OTEL_GENAI_COMPAT=1.36`): `gen_ai.system` beside
+/// `gen_ai.provider.name`, for a tracing backend not yet reading the new name.
+pub const GENAI_COMPAT_VARIABLE: &str = "WARREN_OTEL_GENAI_COMPAT";
+
+/// Whether spans also carry the GenAI conventions' names of v1.36 and before; read
+/// once per process. (`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`
+/// asks for what warren emits anyway: today's names only.)
+pub(crate) fn genai_compat() -> bool {
+    static COMPAT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COMPAT.get_or_init(|| {
+        let compat = std::env::var(GENAI_COMPAT_VARIABLE).is_ok_and(|v| v.trim() == "1.36");
+        let latest = std::env::var("OTEL_SEMCONV_STABILITY_OPT_IN").is_ok_and(|v| {
+            v.split(',')
+                .any(|p| p.trim() == "gen_ai_latest_experimental")
+        });
+        compat && !latest
+    })
+}
+
 /// Finished spans waiting to be sent, at most this many (older ones are dropped).
 const MAX_QUEUED_SPANS: usize = 100_000;
 /// How often queued spans are sent.

@@ -484,6 +484,15 @@ fn render(raw: &str) -> Vec<String> {
 /// `warren run` on the offline demo, exporting traces to `receiver` with
 /// `OTEL_EXPORTER_OTLP_HEADERS` set to `headers`.
 async fn demo_with_otlp(receiver: &FakeLlm, headers: &str) -> std::process::Output {
+    demo_with_otlp_env(receiver, headers, &[]).await
+}
+
+/// [`demo_with_otlp`] with more variables set.
+async fn demo_with_otlp_env(
+    receiver: &FakeLlm,
+    headers: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
     let config = crate::support::demo_config();
     tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
@@ -491,9 +500,110 @@ async fn demo_with_otlp(receiver: &FakeLlm, headers: &str) -> std::process::Outp
         .arg(&config)
         .args(["run", "Summarise.", "--quiet", "--otlp-endpoint", &endpoint])
         .env("OTEL_EXPORTER_OTLP_HEADERS", headers)
+        .env_remove("WARREN_OTEL_GENAI_COMPAT")
+        .env_remove("OTEL_SEMCONV_STABILITY_OPT_IN")
+        .envs(env.iter().copied())
         .output()
         .await
         .unwrap()
+}
+
+/// An OTLP span's attribute `key`, as text (string or integer).
+fn span_attr(span: &Value, key: &str) -> Option<String> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| {
+            let value = &a["value"];
+            value["stringValue"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| value["intValue"].as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+}
+
+/// The names of OpenTelemetry's GenAI conventions as they stand (v1.37 and after):
+/// `gen_ai.provider.name` on each model call, `gen_ai.conversation.id` (the run id)
+/// on every GenAI span, cache-read tokens beside the usage, and each sandboxed call's fuel,
+/// peak memory and bytes as `warren.*`; the v1.36 `gen_ai.system` only when
+/// `WARREN_OTEL_GENAI_COMPAT=1.36` asks for it.
+#[tokio::test]
+async fn spans_carry_the_current_genai_names_and_the_old_only_when_asked() {
+    for compat in [false, true] {
+        let receiver = FakeLlm::start().await;
+        for _ in 0..50 {
+            receiver.push(Reply::json(json!({})));
+        }
+        let env: &[(&str, &str)] = match compat {
+            true => &[("WARREN_OTEL_GENAI_COMPAT", "1.36")],
+            false => &[],
+        };
+        let output = demo_with_otlp_env(&receiver, "", env).await;
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let spans = receiver.otlp_spans();
+        let named = |prefix: &str| -> Vec<&Value> {
+            spans
+                .iter()
+                .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+                .collect()
+        };
+        let root = named("invoke_agent main");
+        let run = span_attr(root[0], "warren.run.id").expect("the run id");
+        let genai = spans
+            .iter()
+            .filter(|s| span_attr(s, "gen_ai.operation.name").is_some());
+        for span in genai {
+            assert_eq!(
+                span_attr(span, "gen_ai.conversation.id").as_deref(),
+                Some(run.as_str()),
+                "{span}"
+            );
+        }
+        let chats = named("chat ");
+        assert!(!chats.is_empty());
+        for chat in &chats {
+            assert_eq!(
+                span_attr(chat, "gen_ai.provider.name").as_deref(),
+                Some("warren.scripted")
+            );
+            assert_eq!(
+                span_attr(chat, "gen_ai.usage.cache_read.input_tokens").as_deref(),
+                Some("0")
+            );
+            let system = span_attr(chat, "gen_ai.system");
+            assert_eq!(
+                system.as_deref(),
+                compat.then_some("warren.scripted"),
+                "{chat}"
+            );
+        }
+        let code = named("execute_tool run_python");
+        assert_eq!(code.len(), 1);
+        let fuel: u64 = span_attr(code[0], "warren.fuel_used")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let peak: u64 = span_attr(code[0], "warren.memory_peak_bytes")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let bytes: u64 = span_attr(code[0], "warren.output_bytes")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(fuel > 0 && peak > 1 << 20 && bytes > 0, "{}", code[0]);
+        // A spawn runs no guest: no fuel or memory is made up for it.
+        for spawn in named("execute_tool spawn_agent") {
+            assert!(span_attr(spawn, "warren.fuel_used").is_none(), "{spawn}");
+            assert!(span_attr(spawn, "warren.output_bytes").is_some(), "{spawn}");
+        }
+    }
 }
 
 /// The OTLP exporter does not follow a redirect to another address: its headers

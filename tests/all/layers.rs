@@ -37,20 +37,12 @@ const LAYERS: &[(&str, u8)] = &[
     ("run_state", 6),
     // L7: the composition root.
     ("host", 7),
-    // L8: what drives a host.
+    // L8: what drives a host as a server.
     ("worker", 8),
     ("mcp", 8),
-    ("ui", 8),
     ("web", 8),
-    ("init", 8),
-    ("doctor", 8),
-    ("agents_report", 8),
-    ("runs_report", 8),
-    ("replay_report", 8),
-    ("diff_report", 8),
-    ("scaffold", 8),
     ("fuzzing", 8),
-    // L9: the command line.
+    // L9: the command line, each command's body beside it.
     ("cli", 9),
 ];
 

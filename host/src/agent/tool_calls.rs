@@ -94,6 +94,10 @@ impl Agent {
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
+            gen_ai.conversation.id = %self.tree.run_id,
+            warren.fuel_used = tracing::field::Empty,
+            warren.memory_peak_bytes = tracing::field::Empty,
+            warren.output_bytes = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
         self.record_start(call, recorded).await;
@@ -109,6 +113,14 @@ impl Agent {
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
         }
+        // What the sandboxed call cost, where a guest ran.
+        if let Some(fuel) = figures.fuel_used {
+            span.record("warren.fuel_used", fuel);
+        }
+        if let Some(peak) = figures.memory_peak_bytes {
+            span.record("warren.memory_peak_bytes", peak);
+        }
+        span.record("warren.output_bytes", figures.output_bytes);
         // Written in order, so on disk at the latest with the next model response
         // (at once for a call that could have had an effect: its end is what keeps
         // it from being in doubt after a crash); not again for a spawn tool a

@@ -142,6 +142,7 @@ impl Agent {
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = %self.profile.name,
             gen_ai.agent.id = %self.id,
+            gen_ai.conversation.id = %self.tree.run_id,
             warren.depth = self.depth,
             warren.traceparent = self.traceparent.as_deref(),
             warren.run.id = %self.tree.run_id,
@@ -501,12 +502,19 @@ impl Agent {
             "chat",
             otel.name = format!("chat {}", provider.model()),
             gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider.provider_name(),
             gen_ai.request.model = provider.model(),
             gen_ai.agent.id = %self.id,
+            gen_ai.conversation.id = %self.tree.run_id,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            gen_ai.system = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        if crate::telemetry::genai_compat() {
+            chat_span.record("gen_ai.system", provider.provider_name());
+        }
         let mut response = provider
             .chat(request, &sink)
             .instrument(chat_span.clone())
@@ -521,8 +529,13 @@ impl Agent {
         }
         match &response {
             Ok(response) => {
-                chat_span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-                chat_span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+                let usage = &response.usage;
+                chat_span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                chat_span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                chat_span.record(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    usage.cached_input_tokens,
+                );
             }
             Err(error) => {
                 chat_span.record("error.type", error.kind());

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use super::failure::Failure;
+use crate::cli::ui::ProgressMode;
 use crate::config::{Config, DEFAULT_PROFILE};
-use crate::ui::ProgressMode;
 
 /// Run LLM agents and their sub-agents, with every tool sandboxed in WebAssembly.
 #[derive(Debug, Parser)]
@@ -458,7 +458,7 @@ pub(super) struct InitArgs {
     pub(super) dir: PathBuf,
     /// The model to configure (default: found from the environment).
     #[arg(long, value_enum)]
-    pub(super) provider: Option<crate::init::StarterProvider>,
+    pub(super) provider: Option<crate::cli::init::StarterProvider>,
 }
 
 #[derive(Debug, Args)]
@@ -495,7 +495,7 @@ pub(super) enum PluginCommand {
         name: String,
         /// The language (with `--typed`, rust, the default).
         #[arg(long, value_enum, required_unless_present = "typed")]
-        lang: Option<crate::scaffold::Language>,
+        lang: Option<crate::cli::scaffold::Language>,
         /// A typed component (Rust, wit-bindgen) rather than a warren:plugin one.
         #[arg(long)]
         typed: bool,

@@ -4,9 +4,12 @@
 //! tool (or agent) failed; 2 bad usage or configuration.
 //!
 //! [`args`] holds the grammar; each group of subcommands has its file: [`run`] (`run`,
-//! `resume`), [`runs`] (`runs`, `show`, `replay`, `diff`), [`serve`] (`mcp`, `view`,
-//! `worker`), [`project`] (`init`, `doctor`, `agents`) and [`tools`] (`tools`, `call`,
-//! `plugin`); [`failure`] says why a command failed, which decides its exit code.
+//! `resume`, with the live terminal tree in [`ui`]), [`runs`] (`runs`, `show`, `replay`,
+//! `diff`, whose reports are [`runs_report`], [`replay_report`] and [`diff_report`]),
+//! [`serve`] (`mcp`, `view`, `worker`), [`project`] (`init`, `doctor`, `agents`: their
+//! bodies in [`init`], [`doctor`] and [`agents_report`]) and [`tools`] (`tools`, `call`,
+//! `plugin`, with `plugin new` in [`scaffold`]); [`failure`] says why a command failed,
+//! which decides its exit code.
 
 use std::process::ExitCode;
 
@@ -17,13 +20,21 @@ use crate::term::StdoutClosed;
 use args::{Cli, Command};
 use failure::Failure;
 
+mod agents_report;
 mod args;
+mod diff_report;
+mod doctor;
 mod failure;
+mod init;
 mod project;
+mod replay_report;
 mod run;
 mod runs;
+mod runs_report;
+mod scaffold;
 mod serve;
 mod tools;
+mod ui;
 
 /// Parses the command line, runs the command and reports its error, if any.
 pub(crate) fn main() -> ExitCode {

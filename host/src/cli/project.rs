@@ -11,7 +11,7 @@ use crate::term::outln;
 
 /// `warren init [DIR]`: writes the starter files and says what to run next.
 pub(super) async fn init(args: InitArgs) -> Result<(), Failure> {
-    let done = crate::init::init(&args.dir, args.provider).await?;
+    let done = crate::cli::init::init(&args.dir, args.provider).await?;
     let (provider, why) = &done.provider;
     outln!("model: {provider:?} ({why})")?;
     for path in &done.written {
@@ -34,7 +34,7 @@ pub(super) async fn init(args: InitArgs) -> Result<(), Failure> {
 
 /// `warren doctor`: one line per check; a failure when any check failed.
 pub(super) async fn doctor(config_path: &Path) -> Result<(), Failure> {
-    let failed = crate::doctor::run(config_path).await?;
+    let failed = crate::cli::doctor::run(config_path).await?;
     if failed > 0 {
         return Err(Failure::Run(anyhow::anyhow!("{failed} check(s) failed")));
     }
@@ -45,7 +45,7 @@ pub(super) async fn doctor(config_path: &Path) -> Result<(), Failure> {
 pub(super) async fn agents(config_path: &Path, args: AgentsArgs) -> Result<(), Failure> {
     let config = Config::load(config_path)?;
     let registry = load_registry(&config).await?;
-    crate::agents_report::print(&config, &registry, args.json)?;
+    crate::cli::agents_report::print(&config, &registry, args.json)?;
     if args.check && !config.agent_files.skipped.is_empty() {
         return Err(Failure::Run(anyhow::anyhow!(
             "{} agent file(s) skipped",

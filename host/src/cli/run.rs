@@ -11,13 +11,13 @@ use anyhow::Context as _;
 
 use super::args::{OutputArgs, ResumeArgs, RunArgs};
 use super::failure::{load, Failure};
+use crate::cli::ui::{plain_line, AgentTree, ProgressMode};
 use crate::config::Config;
 use crate::events::{Event, EventStream};
 use crate::host::{Run, RunReport};
 use crate::jobs::Phase;
 use crate::outcome::AgentState;
 use crate::term::outln;
-use crate::ui::{plain_line, AgentTree, ProgressMode};
 
 /// `warren run TASK`: a new run of the root profile's agent.
 pub(super) async fn run(config_path: &Path, args: RunArgs) -> Result<(), Failure> {

@@ -13,7 +13,10 @@ use crate::term::outln;
 pub(super) fn runs(config_path: &Path, args: RunsArgs) -> Result<(), Failure> {
     let config = Config::load(config_path)?;
     let Some(RunsAction::Prune(prune)) = args.action else {
-        return Ok(crate::runs_report::list(&journal_dir(&config)?, args.json)?);
+        return Ok(crate::cli::runs_report::list(
+            &journal_dir(&config)?,
+            args.json,
+        )?);
     };
     let older_than = match prune.older_than {
         Some(days) if !(days.is_finite() && days >= 0.0) => {
@@ -29,14 +32,14 @@ pub(super) fn runs(config_path: &Path, args: RunsArgs) -> Result<(), Failure> {
         unfinished: prune.unfinished,
         dry_run: prune.dry_run,
     };
-    crate::runs_report::prune(&journal_dir(&config)?, options, args.json)?;
+    crate::cli::runs_report::prune(&journal_dir(&config)?, options, args.json)?;
     Ok(())
 }
 
 /// `warren show RUN`: a run's tree, or one agent's transcript.
 pub(super) fn show(config_path: &Path, args: ShowArgs) -> Result<(), Failure> {
     let config = Config::load(config_path)?;
-    crate::runs_report::show(
+    crate::cli::runs_report::show(
         &journal_dir(&config)?,
         &args.run,
         args.agent.as_deref(),
@@ -50,7 +53,7 @@ pub(super) fn diff(config_path: &Path, args: DiffArgs) -> Result<(), Failure> {
     let config = Config::load(config_path)?;
     let a = crate::journal::read::run(&crate::journal::locate(&config, &args.run_a)?)?;
     let b = crate::journal::read::run(&crate::journal::locate(&config, &args.run_b)?)?;
-    crate::diff_report::print(&a, &b)?;
+    crate::cli::diff_report::print(&a, &b)?;
     Ok(())
 }
 
@@ -86,7 +89,7 @@ async fn replay_runs(
     args: &ReplayArgs,
     tools: crate::jobs::ReplayTools,
 ) -> Result<(), Failure> {
-    use crate::replay_report as report;
+    use crate::cli::replay_report as report;
     if let Some(from) = &args.from {
         let [run] = args.runs.as_slice() else {
             return Err(Failure::Usage(

@@ -63,10 +63,10 @@ pub(super) async fn plugin(command: PluginCommand) -> Result<(), Failure> {
             typed,
             dir,
         } => {
-            let lang = lang.unwrap_or(crate::scaffold::Language::Rust);
-            let files = crate::scaffold::new_plugin(&dir, &name, lang, typed)?;
+            let lang = lang.unwrap_or(crate::cli::scaffold::Language::Rust);
+            let files = crate::cli::scaffold::new_plugin(&dir, &name, lang, typed)?;
             let root = dir.join(&name);
-            let tool = crate::scaffold::example_tool(&name);
+            let tool = crate::cli::scaffold::example_tool(&name);
             outln!("created {} ({} files)", root.display(), files.len())?;
             outln!(
                 "next: cd {} && ./test.sh   (builds it and calls its `{tool}` tool through warren)",

@@ -496,6 +496,10 @@ impl super::chat::Provider for Anthropic {
         &self.transport.model
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     fn request_digest(&self, request: &ChatRequest) -> Option<String> {
         Some(super::transport::body_digest(&self.body(request)))
     }

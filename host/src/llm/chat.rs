@@ -325,6 +325,13 @@ pub trait Provider: Send + Sync {
     /// The model name sent to the API (for traces and reports).
     fn model(&self) -> &str;
 
+    /// Who serves the model, as OpenTelemetry's `gen_ai.provider.name` names it
+    /// (`openai` for any server speaking OpenAI's API, `anthropic`); a provider given
+    /// in code that says nothing is `_OTHER`, as the conventions ask.
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
     /// Whether a typed answer is asked for as the arguments of a reporting tool (a
     /// provider with no structured-output parameter) rather than through
     /// [`ChatRequest::answer_schema`].

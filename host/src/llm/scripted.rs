@@ -125,6 +125,10 @@ impl super::chat::Provider for Scripted {
         &self.name
     }
 
+    fn provider_name(&self) -> &str {
+        "warren.scripted"
+    }
+
     /// A script sends nothing, so the digest is of the request as it stands (its
     /// system prompt, messages, tools and answer schema): a replay still sees a
     /// changed request.

@@ -197,6 +197,10 @@ impl super::chat::Provider for OpenAi {
         &self.transport.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn request_digest(&self, request: &ChatRequest) -> Option<String> {
         Some(super::transport::body_digest(&self.body(request)))
     }
