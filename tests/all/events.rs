@@ -664,20 +664,7 @@ async fn traces_reach_an_otlp_receiver_and_mirror_the_agent_tree() {
         .map(|s| s["traceId"].as_str().unwrap())
         .collect();
     assert_eq!(trace_ids.len(), 1, "one trace for the whole run");
-    let attr = |span: &Value, key: &str| -> Option<String> {
-        span["attributes"]
-            .as_array()?
-            .iter()
-            .find(|a| a["key"] == key)
-            .map(|a| {
-                let value = &a["value"];
-                value["stringValue"]
-                    .as_str()
-                    .map(str::to_string)
-                    .or_else(|| value["intValue"].as_str().map(str::to_string))
-                    .unwrap_or_default()
-            })
-    };
+    let attr = span_attr;
     let named =
         |name: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == name).collect() };
     let root = named("invoke_agent main");

@@ -396,6 +396,31 @@ fn documented_layers() -> BTreeMap<String, u8> {
     layers
 }
 
+/// Most entries `host/src` may list: the crate root keeps the shared vocabulary and
+/// the servers; a command's body lives with its command under `cli/`.
+const MAX_ROOT_ENTRIES: usize = 24;
+
+#[test]
+fn the_crate_root_stays_short_and_every_module_has_a_layer() {
+    let src = crate::support::root().join("host/src");
+    let entries: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        entries.len() <= MAX_ROOT_ENTRIES,
+        "host/src lists {} entries (at most {MAX_ROOT_ENTRIES}; a subcommand's body goes under cli/): {entries:?}",
+        entries.len()
+    );
+    let layered: BTreeSet<&str> = LAYERS.iter().map(|(name, _)| *name).collect();
+    for entry in &entries {
+        let module = entry.strip_suffix(".rs").unwrap_or(entry);
+        if !["lib", "main"].contains(&module) {
+            assert!(layered.contains(module), "host/src/{entry} has no layer in LAYERS");
+        }
+    }
+}
+
 #[test]
 fn the_documented_layers_are_the_checked_ones() {
     let checked: BTreeMap<String, u8> = LAYERS

@@ -188,35 +188,33 @@ impl SlotQueue {
     /// Granted at once when both are free: no waiter can be ahead then, since every
     /// release serves each waiter that fits.
     pub(crate) fn reserve(self: &Arc<Self>, run: &Arc<RunSlots>, local: bool) -> Reservation {
-        let mut state = self.state.lock().expect("slot queue poisoned");
-        if state.fits(run, local) {
-            state.take(run, local);
-            return Reservation::Granted(self.permit(run, local));
-        }
-        let (grant, granted) = oneshot::channel();
-        state.waiting.push_back(Waiter {
-            run: run.clone(),
-            local,
-            grant,
-        });
-        Reservation::Queued(granted)
+        self.reserve_at(run, local, false)
     }
 
     /// [`SlotQueue::reserve`] for a job that stepped aside and takes its slots again:
     /// ahead of every waiter (it was working before them, and its work is what they
     /// wait for).
     fn reserve_first(self: &Arc<Self>, run: &Arc<RunSlots>, local: bool) -> Reservation {
+        self.reserve_at(run, local, true)
+    }
+
+    /// A slot now, else a place at the back of the queue (at its front: `first`).
+    fn reserve_at(self: &Arc<Self>, run: &Arc<RunSlots>, local: bool, first: bool) -> Reservation {
         let mut state = self.state.lock().expect("slot queue poisoned");
         if state.fits(run, local) {
             state.take(run, local);
             return Reservation::Granted(self.permit(run, local));
         }
         let (grant, granted) = oneshot::channel();
-        state.waiting.push_front(Waiter {
+        let waiter = Waiter {
             run: run.clone(),
             local,
             grant,
-        });
+        };
+        match first {
+            true => state.waiting.push_front(waiter),
+            false => state.waiting.push_back(waiter),
+        }
         Reservation::Queued(granted)
     }
 
