@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::events::{summarize, AgentIntro, Event, EventRecord, SpawnMode};
 use crate::jobs::Phase;
 use crate::journal::record::{Line, Record};
-use crate::outcome::AgentState;
+use crate::outcome::{AgentOutcome, AgentState};
 
 /// The tool an agent waits on its children in: while in it, the agent is `waiting`.
 const AWAIT_TOOL: &str = "await_agents";
@@ -201,24 +201,7 @@ impl RunState {
                 a.output_tokens = *output_tokens;
                 a.cost_usd = *cost_usd;
             }),
-            Event::AgentFinished { agent, .. } => {
-                let outcome = event.outcome()?;
-                let agent = self.agents.get_mut(agent)?;
-                close_wait(agent, at);
-                agent.turns = outcome.turns;
-                agent.input_tokens = outcome.usage.input_tokens;
-                agent.output_tokens = outcome.usage.output_tokens;
-                agent.cost_usd = outcome.cost_usd;
-                agent.duration_ms = Some(outcome.duration.as_millis() as u64);
-                agent.error = outcome.error;
-                agent.text = Some(outcome.text);
-                agent.finished_ms = Some(at);
-                agent.started_ms.get_or_insert(at);
-                agent.last_ms = at;
-                agent.activity = Activity::Done;
-                agent.refresh_state(Some(outcome.state));
-                Some(agent)
-            }
+            Event::AgentFinished { agent, .. } => self.finish(agent, event.outcome()?, at),
             Event::TextDelta { agent, .. } => self.update(agent, at, |_| {}),
             Event::Lagged { .. } => None,
         }
@@ -293,6 +276,25 @@ impl RunState {
             agent.last_ms = at;
             agent.refresh_state(None);
         }
+        Some(agent)
+    }
+
+    /// Ends a known agent as `outcome` says: its figures, answer and end time.
+    fn finish(&mut self, id: &str, outcome: AgentOutcome, at: u64) -> Option<&mut AgentProgress> {
+        let agent = self.agents.get_mut(id)?;
+        close_wait(agent, at);
+        agent.turns = outcome.turns;
+        agent.input_tokens = outcome.usage.input_tokens;
+        agent.output_tokens = outcome.usage.output_tokens;
+        agent.cost_usd = outcome.cost_usd;
+        agent.duration_ms = Some(outcome.duration.as_millis() as u64);
+        agent.error = outcome.error;
+        agent.text = Some(outcome.text);
+        agent.finished_ms = Some(at);
+        agent.started_ms.get_or_insert(at);
+        agent.last_ms = at;
+        agent.activity = Activity::Done;
+        agent.refresh_state(Some(outcome.state));
         Some(agent)
     }
 
@@ -438,6 +440,24 @@ impl RunState {
                 })
                 .into_iter()
                 .collect(),
+            Record::ToolStarted { .. } | Record::ToolFinished { .. } => self.tool_events(record),
+            Record::AgentFinished { .. } => record
+                .finished()
+                .map(|(agent, outcome)| Event::agent_finished(agent, &outcome))
+                .into_iter()
+                .collect(),
+            Record::RunStarted { .. }
+            | Record::RunResumed { .. }
+            | Record::ToolSet { .. }
+            | Record::SystemPrompt { .. }
+            | Record::JournalFull { .. }
+            | Record::RunFinished { .. } => Vec::new(),
+        }
+    }
+
+    /// The event a tool record stands for (other records stand for none here).
+    fn tool_events(&self, record: &Record) -> Vec<Event> {
+        match record {
             Record::ToolStarted {
                 agent,
                 call_id,
@@ -461,7 +481,7 @@ impl RunState {
             } => vec![Event::ToolCallFinished {
                 agent: agent.clone(),
                 call_id: call_id.clone(),
-                tool: match known(agent).map(|a| &a.activity) {
+                tool: match self.agents.get(agent).map(|a| &a.activity) {
                     Some(Activity::Tool(tool)) => tool.clone(),
                     _ => String::new(),
                 },
@@ -472,17 +492,7 @@ impl RunState {
                 output_bytes: *output_bytes,
                 memory_peak_bytes: *memory_peak_bytes,
             }],
-            Record::AgentFinished { .. } => record
-                .finished()
-                .map(|(agent, outcome)| Event::agent_finished(agent, &outcome))
-                .into_iter()
-                .collect(),
-            Record::RunStarted { .. }
-            | Record::RunResumed { .. }
-            | Record::ToolSet { .. }
-            | Record::SystemPrompt { .. }
-            | Record::JournalFull { .. }
-            | Record::RunFinished { .. } => Vec::new(),
+            _ => Vec::new(),
         }
     }
 }

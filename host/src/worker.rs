@@ -28,7 +28,7 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::config::{names_or_none, Config, OutputSchema, Profile, DEFAULT_PROFILE};
+use crate::config::{names_or_none, Config, OutputSchema, Profile, QueueConfig, DEFAULT_PROFILE};
 use crate::events::Event;
 use crate::host::{Host, JobStart, Run, RunReport};
 use crate::jobs::{compose_task, narrow, ChildAsk};
@@ -88,30 +88,15 @@ pub async fn run(
         let shared = shared.clone();
         async move { process(&shared, job, token).await }
     };
-    let worker = Worker::with_options(
-        &config.name,
-        processor,
-        bullmq::WorkerOptions {
-            connection: config.connection(),
-            name: Some(options.name.clone()),
-            concurrency: options.concurrency,
-            lock_duration: config.lock_ms,
-            stalled_interval: config.stalled_interval_ms,
-            max_stalled_count: config.max_stalled,
-            drain_delay: 1,
-            remove_on_complete: config.retention(),
-            remove_on_fail: config.failed_retention(),
-            ..bullmq::WorkerOptions::default()
-        },
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "cannot connect to queue `{}` at {}",
-            config.name,
-            config.redacted_url()
-        )
-    })?;
+    let worker = Worker::with_options(&config.name, processor, bullmq_options(&config, &options))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot connect to queue `{}` at {}",
+                config.name,
+                config.redacted_url()
+            )
+        })?;
     eprintln!(
         "warren worker {}: taking jobs from queue `{}` at {} (concurrency {}; profiles: {}; a job naming no profile runs as `{}`)",
         options.name,
@@ -145,6 +130,23 @@ pub async fn run(
     );
     hand_back_tx.send_replace(true);
     close.await.context("closing the worker")
+}
+
+/// The BullMQ worker's options: its name and concurrency, and the queue's locks,
+/// stall checks and retention.
+fn bullmq_options(config: &QueueConfig, options: &WorkerOptions) -> bullmq::WorkerOptions {
+    bullmq::WorkerOptions {
+        connection: config.connection(),
+        name: Some(options.name.clone()),
+        concurrency: options.concurrency,
+        lock_duration: config.lock_ms,
+        stalled_interval: config.stalled_interval_ms,
+        max_stalled_count: config.max_stalled,
+        drain_delay: 1,
+        remove_on_complete: config.retention(),
+        remove_on_fail: config.failed_retention(),
+        ..bullmq::WorkerOptions::default()
+    }
 }
 
 /// Keeps the worker's BullMQ concurrency at `concurrency` plus the jobs whose agents

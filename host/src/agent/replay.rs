@@ -259,28 +259,7 @@ impl Agent {
                 .await;
         }
         let Some((outcome, content)) = recorded.and_then(|r| r.finished) else {
-            let (kind, what) = match self
-                .tree
-                .recorded(&self.id)
-                .and_then(|a| a.finished.as_ref())
-            {
-                Some(_) => (
-                    StopKind::Differs,
-                    format!(
-                        "the recording has no call `{}` ({}) at this turn",
-                        call.name, call.id
-                    ),
-                ),
-                None => (
-                    StopKind::RecordingEnds,
-                    format!(
-                        "the recording ends here: call `{}` ({}) had no recorded result",
-                        call.name, call.id
-                    ),
-                ),
-            };
-            let (_, message) = self.stop_replay(kind, turn, what, String::new());
-            return Err(message);
+            return Err(self.stop_without_result(call, turn));
         };
         let recorded_result = if outcome == ToolOutcome::Ok {
             Ok(content)
@@ -325,6 +304,32 @@ impl Agent {
             );
         }
         result
+    }
+
+    /// Stops the replay at `call`, which the recording has no result for: the recording
+    /// differs if this agent finished in it, else it ends here. Returns the message.
+    fn stop_without_result(&self, call: &ToolCall, turn: u32) -> String {
+        let (kind, what) = match self
+            .tree
+            .recorded(&self.id)
+            .and_then(|a| a.finished.as_ref())
+        {
+            Some(_) => (
+                StopKind::Differs,
+                format!(
+                    "the recording has no call `{}` ({}) at this turn",
+                    call.name, call.id
+                ),
+            ),
+            None => (
+                StopKind::RecordingEnds,
+                format!(
+                    "the recording ends here: call `{}` ({}) had no recorded result",
+                    call.name, call.id
+                ),
+            ),
+        };
+        self.stop_replay(kind, turn, what, String::new()).1
     }
 
     /// A call's recorded result, served as the recording gave it (no guest runs) and

@@ -80,6 +80,36 @@ fn pair<T: PartialEq + std::fmt::Display>(a: T, b: T) -> String {
     }
 }
 
+/// Prints the row of an agent in both runs, each figure as `was → now` where it
+/// changed; returns whether the two are the same.
+fn print_both(label: &str, agent: &AgentRecord, other: &AgentRecord) -> anyhow::Result<bool> {
+    let (state, turns, tokens, cost, tools) = figures(agent);
+    let (state_b, turns_b, tokens_b, cost_b, tools_b) = figures(other);
+    let same = state == state_b
+        && turns == turns_b
+        && tokens == tokens_b
+        && tools == tools_b
+        && agent.text == other.text;
+    let mark = if same { ' ' } else { '~' };
+    reportln!(
+        "{mark} {label:<40} {:<22} {:>7} {:>17} {:>21} {:>9}",
+        pair(state, state_b),
+        pair(turns, turns_b),
+        pair(tokens, tokens_b),
+        pair(format!("${cost:.4}"), format!("${cost_b:.4}")),
+        pair(tools, tools_b)
+    )?;
+    Ok(same)
+}
+
+/// Each key's index in `keys`.
+fn positions(keys: &[String]) -> HashMap<&str, usize> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect()
+}
+
 /// Prints `a` and `b` side by side; returns whether they differ.
 pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
     let describe = |run: &RunRecord| match &run.forked_from {
@@ -88,16 +118,7 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
     };
     reportln!("- {}\n+ {}", describe(a), describe(b))?;
     let (keys_a, keys_b) = (keys(a), keys(b));
-    let in_b: HashMap<&str, usize> = keys_b
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.as_str(), i))
-        .collect();
-    let in_a: HashMap<&str, usize> = keys_a
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.as_str(), i))
-        .collect();
+    let (in_a, in_b) = (positions(&keys_a), positions(&keys_b));
     reportln!(
         "  {:<40} {:<22} {:>7} {:>17} {:>21} {:>9}",
         "agent",
@@ -112,10 +133,10 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
     let mut answers = Vec::new();
     for (i, agent) in a.agents.iter().enumerate() {
         let label = shown(agent, depths_a[agent.id.as_str()]);
-        let (state, turns, tokens, cost, tools) = figures(agent);
         match in_b.get(keys_a[i].as_str()) {
             None => {
                 differs = true;
+                let (state, turns, tokens, cost, tools) = figures(agent);
                 reportln!(
                     "- {label:<40} {state:<22} {turns:>7} {tokens:>17} {:>21} {tools:>9}",
                     format!("${cost:.4}")
@@ -123,22 +144,7 @@ pub(crate) fn print(a: &RunRecord, b: &RunRecord) -> anyhow::Result<bool> {
             }
             Some(&j) => {
                 let other = &b.agents[j];
-                let (state_b, turns_b, tokens_b, cost_b, tools_b) = figures(other);
-                let same = state == state_b
-                    && turns == turns_b
-                    && tokens == tokens_b
-                    && tools == tools_b
-                    && agent.text == other.text;
-                differs |= !same;
-                let mark = if same { ' ' } else { '~' };
-                reportln!(
-                    "{mark} {label:<40} {:<22} {:>7} {:>17} {:>21} {:>9}",
-                    pair(state, state_b),
-                    pair(turns, turns_b),
-                    pair(tokens, tokens_b),
-                    pair(format!("${cost:.4}"), format!("${cost_b:.4}")),
-                    pair(tools, tools_b)
-                )?;
+                differs |= !print_both(&label, agent, other)?;
                 if agent.text != other.text {
                     answers.push((label.trim().to_string(), &agent.text, &other.text));
                 }

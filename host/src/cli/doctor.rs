@@ -88,29 +88,35 @@ pub(crate) async fn run(config_path: &Path) -> anyhow::Result<usize> {
         )?;
     }
     if config.queue.redis.is_some() {
-        let shown = config.queue.redacted_url();
-        match tokio::time::timeout(
-            Duration::from_secs(10),
-            crate::queue::client::RemoteQueue::connect(&config.queue),
-        )
-        .await
-        {
-            Ok(Ok(_)) => report.ok(format!(
-                "queue: Redis at {shown} reachable (queue `{}`)",
-                config.queue.name
-            ))?,
-            Ok(Err(error)) => report.fail(
-                format!("queue: {error:#}"),
-                "start redis-server there, or fix [queue] redis / --redis",
-            )?,
-            Err(_) => report.fail(
-                format!("queue: Redis at {shown} did not answer in 10 s"),
-                "check the address and the network",
-            )?,
-        }
+        check_queue(&config, &mut report).await?;
     }
     report.summary()?;
     Ok(report.failed)
+}
+
+/// Checks that the configured Redis queue answers within 10 seconds.
+async fn check_queue(config: &Config, report: &mut Report) -> anyhow::Result<()> {
+    let shown = config.queue.redacted_url();
+    match tokio::time::timeout(
+        Duration::from_secs(10),
+        crate::queue::client::RemoteQueue::connect(&config.queue),
+    )
+    .await
+    {
+        Ok(Ok(_)) => report.ok(format!(
+            "queue: Redis at {shown} reachable (queue `{}`)",
+            config.queue.name
+        ))?,
+        Ok(Err(error)) => report.fail(
+            format!("queue: {error:#}"),
+            "start redis-server there, or fix [queue] redis / --redis",
+        )?,
+        Err(_) => report.fail(
+            format!("queue: Redis at {shown} did not answer in 10 s"),
+            "check the address and the network",
+        )?,
+    }
+    Ok(())
 }
 
 fn check_profiles(

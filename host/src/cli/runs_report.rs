@@ -236,71 +236,78 @@ fn transcript(path: &Path, run: &RunRecord, agent: &str, as_json: bool) -> anyho
         found.state
     )?;
     for line in lines {
-        match line.record {
-            Record::AgentSpec {
-                message,
-                model,
-                tools,
-                max_turns,
-                ..
-            } => {
-                reportln!(
-                    "── given (model {}, max_turns {max_turns}, tools: {})",
-                    model.as_deref().unwrap_or("-"),
-                    tools.join(", ")
-                )?;
-                reportln!("{message}")?;
-            }
-            Record::ModelResponse {
-                turn,
-                text,
-                tool_calls,
-                finish,
-                input_tokens,
-                output_tokens,
-                ..
-            } => {
-                reportln!(
-                    "── turn {turn} ({finish}; {} + {} tokens)",
-                    thousands(input_tokens),
-                    thousands(output_tokens)
-                )?;
-                if !text.is_empty() {
-                    reportln!("{text}")?;
-                }
-                for call in tool_calls {
-                    let code = written_code(&call.name, &call.arguments).unwrap_or_default();
-                    reportln!("→ {} {}{code}", call.name, call.arguments)?;
-                }
-            }
-            Record::ToolFinished {
-                call_id,
-                outcome,
-                content,
-                duration_ms,
-                fuel_used,
-                output_bytes,
-                memory_peak_bytes,
-                ..
-            } => {
-                let memory = memory_peak_bytes
-                    .map(|bytes| format!(", memory peak {} KiB", thousands(bytes / 1024)))
-                    .unwrap_or_default();
-                reportln!(
-                    "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes{memory})",
-                    fuel_used.map_or("—".to_string(), thousands),
-                    thousands(output_bytes)
-                )?;
-                reportln!("{content}")?;
-            }
-            Record::AgentFinished { state, error, .. } => {
-                reportln!(
-                    "── finished {state}{}",
-                    error.map(|e| format!(": {e}")).unwrap_or_default()
-                )?;
-            }
-            _ => {}
+        print_record(line.record)?;
+    }
+    Ok(())
+}
+
+/// Prints one record of an agent's transcript (records the transcript does not show
+/// print nothing).
+fn print_record(record: Record) -> anyhow::Result<()> {
+    match record {
+        Record::AgentSpec {
+            message,
+            model,
+            tools,
+            max_turns,
+            ..
+        } => {
+            reportln!(
+                "── given (model {}, max_turns {max_turns}, tools: {})",
+                model.as_deref().unwrap_or("-"),
+                tools.join(", ")
+            )?;
+            reportln!("{message}")?;
         }
+        Record::ModelResponse {
+            turn,
+            text,
+            tool_calls,
+            finish,
+            input_tokens,
+            output_tokens,
+            ..
+        } => {
+            reportln!(
+                "── turn {turn} ({finish}; {} + {} tokens)",
+                thousands(input_tokens),
+                thousands(output_tokens)
+            )?;
+            if !text.is_empty() {
+                reportln!("{text}")?;
+            }
+            for call in tool_calls {
+                let code = written_code(&call.name, &call.arguments).unwrap_or_default();
+                reportln!("→ {} {}{code}", call.name, call.arguments)?;
+            }
+        }
+        Record::ToolFinished {
+            call_id,
+            outcome,
+            content,
+            duration_ms,
+            fuel_used,
+            output_bytes,
+            memory_peak_bytes,
+            ..
+        } => {
+            let memory = memory_peak_bytes
+                .map(|bytes| format!(", memory peak {} KiB", thousands(bytes / 1024)))
+                .unwrap_or_default();
+            reportln!(
+                "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes{memory})",
+                fuel_used.map_or("—".to_string(), thousands),
+                thousands(output_bytes)
+            )?;
+            reportln!("{content}")?;
+        }
+        Record::AgentFinished { state, error, .. } => {
+            reportln!(
+                "── finished {state}{}",
+                error.map(|e| format!(": {e}")).unwrap_or_default()
+            )?;
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -221,25 +221,7 @@ fn profile(
             "permissionMode: {mode}"
         )]));
     }
-    let (model, inherit_model) = match file.model.as_deref() {
-        None => (None, false),
-        Some(INHERIT_MODEL) => (None, true),
-        Some(written) => match defaults
-            .models
-            .get_key_value(written)
-            .map(|(k, _)| k.clone())
-            .or_else(|| defaults.model_aliases.get(written).cloned())
-        {
-            Some(model) => (Some(model), false),
-            None => {
-                notes.push(ProfileNote::UnknownModel {
-                    written: written.to_string(),
-                    used: defaults.model.clone(),
-                });
-                (None, false)
-            }
-        },
-    };
+    let (model, inherit_model) = chosen_model(file.model.as_deref(), defaults, &mut notes);
     if !file.ignored_keys.is_empty() {
         notes.push(ProfileNote::IgnoredKeys(file.ignored_keys));
     }
@@ -264,4 +246,32 @@ fn profile(
         source: ProfileSource::AgentFile { path, written_name },
         notes,
     })
+}
+
+/// The model an agent file's `model` names, and whether it inherits its parent's: a
+/// model or alias of the config, `inherit`, or (noted) one the config lacks.
+fn chosen_model(
+    written: Option<&str>,
+    defaults: &Inherited<'_>,
+    notes: &mut Vec<ProfileNote>,
+) -> (Option<String>, bool) {
+    match written {
+        None => (None, false),
+        Some(INHERIT_MODEL) => (None, true),
+        Some(written) => match defaults
+            .models
+            .get_key_value(written)
+            .map(|(k, _)| k.clone())
+            .or_else(|| defaults.model_aliases.get(written).cloned())
+        {
+            Some(model) => (Some(model), false),
+            None => {
+                notes.push(ProfileNote::UnknownModel {
+                    written: written.to_string(),
+                    used: defaults.model.clone(),
+                });
+                (None, false)
+            }
+        },
+    }
 }

@@ -113,54 +113,65 @@ pub(crate) fn parse(text: &str) -> Result<AgentFile, ParseError> {
             .map_or(1, |i| i + 2)
     };
     for (key, value) in fields {
-        let invalid =
-            |message: String| ParseError::Invalid(line_of(&key), format!("{key}: {message}"));
-        match key.as_str() {
-            "name" => file.name = scalar(&value).filter(|n| !n.trim().is_empty()),
-            "description" => file.description = scalar(&value).map(|d| d.trim().to_string()),
-            // `allowed-tools` is the key of Claude Code's commands and skills; agent
-            // files that use it mean a restriction, so it is honoured as `tools`.
-            "tools" | "allowed-tools" | "allowed_tools" => {
-                let listed = names(&value).map_err(invalid)?;
-                file.tools = match (file.tools.take(), listed) {
-                    (Some(mut a), Some(b)) => {
-                        a.retain(|t| b.contains(t));
-                        Some(a)
-                    }
-                    (a, b) => a.or(b),
-                };
-            }
-            "disallowedTools" | "disallowed_tools" => {
-                file.disallowed_tools
-                    .extend(names(&value).map_err(invalid)?.unwrap_or_default());
-            }
-            "model" => file.model = scalar(&value).filter(|m| !m.trim().is_empty()),
-            "maxTurns" | "max_turns" => {
-                let written = scalar(&value).unwrap_or_default();
-                let turns = written
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|t| (1..=MAX_TURNS).contains(&u64::from(*t)))
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "must be between 1 and {MAX_TURNS}, got `{written}`"
-                        ))
-                    })?;
-                file.max_turns = Some(turns);
-            }
-            "permissionMode" | "permission_mode" => file.permission_mode = scalar(&value),
-            "output_schema" => {
-                let schema = match value {
-                    Value::String(text) => OutputSchema::from_json(&text),
-                    value => OutputSchema::new(value),
-                };
-                file.output_schema = Some(schema.map_err(invalid)?);
-            }
-            _ => file.ignored_keys.push(key),
-        }
+        read_field(&mut file, key, value, &line_of)?;
     }
     Ok(file)
+}
+
+/// Reads one front-matter key into `file`: a key warren does not interpret goes to
+/// `ignored_keys`; a value that cannot be used is an error at the key's line.
+fn read_field(
+    file: &mut AgentFile,
+    key: String,
+    value: Value,
+    line_of: &impl Fn(&str) -> usize,
+) -> Result<(), ParseError> {
+    let invalid = |message: String| ParseError::Invalid(line_of(&key), format!("{key}: {message}"));
+    match key.as_str() {
+        "name" => file.name = scalar(&value).filter(|n| !n.trim().is_empty()),
+        "description" => file.description = scalar(&value).map(|d| d.trim().to_string()),
+        // `allowed-tools` is the key of Claude Code's commands and skills; agent
+        // files that use it mean a restriction, so it is honoured as `tools`.
+        "tools" | "allowed-tools" | "allowed_tools" => {
+            let listed = names(&value).map_err(invalid)?;
+            file.tools = match (file.tools.take(), listed) {
+                (Some(mut a), Some(b)) => {
+                    a.retain(|t| b.contains(t));
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+        }
+        "disallowedTools" | "disallowed_tools" => {
+            file.disallowed_tools
+                .extend(names(&value).map_err(invalid)?.unwrap_or_default());
+        }
+        "model" => file.model = scalar(&value).filter(|m| !m.trim().is_empty()),
+        "maxTurns" | "max_turns" => {
+            let written = scalar(&value).unwrap_or_default();
+            let turns = written
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|t| (1..=MAX_TURNS).contains(&u64::from(*t)))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "must be between 1 and {MAX_TURNS}, got `{written}`"
+                    ))
+                })?;
+            file.max_turns = Some(turns);
+        }
+        "permissionMode" | "permission_mode" => file.permission_mode = scalar(&value),
+        "output_schema" => {
+            let schema = match value {
+                Value::String(text) => OutputSchema::from_json(&text),
+                value => OutputSchema::new(value),
+            };
+            file.output_schema = Some(schema.map_err(invalid)?);
+        }
+        _ => file.ignored_keys.push(key),
+    }
+    Ok(())
 }
 
 /// A line of three or more dashes closes the front matter (some files close it with a

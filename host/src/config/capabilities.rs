@@ -165,30 +165,7 @@ pub(super) fn resolve(
     let builtin = CapabilitySet::default();
     let mut fs = Vec::new();
     for (i, grant) in pick!(fs).into_iter().flatten().enumerate() {
-        let host = src.base.join(grant.host.get_ref());
-        let field = format!("{key}.fs[{i}].host");
-        let host = match host.canonicalize() {
-            Ok(host) if host.is_dir() => host,
-            Ok(_) => {
-                return src.invalid(
-                    grant.host.span(),
-                    &field,
-                    format!("{} is not a directory", host.display()),
-                )
-            }
-            Err(e) => {
-                return src.invalid(
-                    grant.host.span(),
-                    &field,
-                    format!("{}: {e}", host.display()),
-                )
-            }
-        };
-        fs.push(FsGrant {
-            host,
-            guest: grant.guest.0.clone(),
-            mode: grant.mode,
-        });
+        fs.push(fs_grant(src, grant, &format!("{key}.fs[{i}].host"))?);
     }
     let scratch = pick!(scratch).copied().unwrap_or(builtin.scratch);
     if let Some(clash) = fs
@@ -203,20 +180,7 @@ pub(super) fn resolve(
             format!("{SCRATCH_GUEST_PATH} is reserved for the scratch directory"),
         );
     }
-    let env = pick!(env)
-        .into_iter()
-        .flatten()
-        .map(|grant| match grant {
-            RawEnvGrant::Name(name) => EnvGrant {
-                name: name.0.clone(),
-                value: None,
-            },
-            RawEnvGrant::Literal { name, value } => EnvGrant {
-                name: name.0.clone(),
-                value: Some(value.clone()),
-            },
-        })
-        .collect();
+    let env = pick!(env).into_iter().flatten().map(env_grant).collect();
     let net = NetPolicy::new(
         pick!(net)
             .into_iter()
@@ -232,6 +196,42 @@ pub(super) fn resolve(
         net: Arc::new(net),
         limits: raw.limits.over(&below).or_defaults(),
     })
+}
+
+/// One `fs` grant, its host directory resolved against the config file's directory;
+/// `field` is its dotted key, for the error when that is not a directory.
+fn fs_grant(src: &Source<'_>, grant: &RawFsGrant, field: &str) -> Result<FsGrant, ConfigError> {
+    let host = src.base.join(grant.host.get_ref());
+    let host = match host.canonicalize() {
+        Ok(host) if host.is_dir() => host,
+        Ok(_) => {
+            return src.invalid(
+                grant.host.span(),
+                field,
+                format!("{} is not a directory", host.display()),
+            )
+        }
+        Err(e) => return src.invalid(grant.host.span(), field, format!("{}: {e}", host.display())),
+    };
+    Ok(FsGrant {
+        host,
+        guest: grant.guest.0.clone(),
+        mode: grant.mode,
+    })
+}
+
+/// One `env` grant: the host's value of a variable, or a value given in the file.
+fn env_grant(grant: &RawEnvGrant) -> EnvGrant {
+    match grant {
+        RawEnvGrant::Name(name) => EnvGrant {
+            name: name.0.clone(),
+            value: None,
+        },
+        RawEnvGrant::Literal { name, value } => EnvGrant {
+            name: name.0.clone(),
+            value: Some(value.clone()),
+        },
+    }
 }
 
 #[cfg(test)]

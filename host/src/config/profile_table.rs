@@ -103,19 +103,7 @@ pub(super) fn profile(
         ListKind::Deny,
     )
     .patterns;
-    let mut prompt = Vec::new();
-    match &raw.bootstrap_files {
-        Some(files) => {
-            for file in files {
-                prompt.push(src.read_file(file, &format!("{key}.bootstrap_files"))?);
-            }
-        }
-        None => prompt.extend(defaults.bootstrap.iter().cloned()),
-    }
-    if let Some(file) = &raw.system_prompt_file {
-        prompt.push(src.read_file(file, &format!("{key}.system_prompt_file"))?);
-    }
-    prompt.extend(raw.system_prompt.clone());
+    let prompt = prompt_parts(src, &key, raw, defaults)?;
     // `inherit`, as agent files write it: a sub-agent runs on its parent's model (a
     // root, on the default one).
     let inherit_model = raw
@@ -148,6 +136,30 @@ pub(super) fn profile(
         source: ProfileSource::Config,
         notes,
     }))
+}
+
+/// The parts of a profile's prompt, in order: its bootstrap files (else the default
+/// ones), its prompt file, its inline prompt.
+fn prompt_parts(
+    src: &Source<'_>,
+    key: &str,
+    raw: &RawProfile,
+    defaults: &Inherited<'_>,
+) -> Result<Vec<String>, ConfigError> {
+    let mut prompt = Vec::new();
+    match &raw.bootstrap_files {
+        Some(files) => {
+            for file in files {
+                prompt.push(src.read_file(file, &format!("{key}.bootstrap_files"))?);
+            }
+        }
+        None => prompt.extend(defaults.bootstrap.iter().cloned()),
+    }
+    if let Some(file) = &raw.system_prompt_file {
+        prompt.push(src.read_file(file, &format!("{key}.system_prompt_file"))?);
+    }
+    prompt.extend(raw.system_prompt.clone());
+    Ok(prompt)
 }
 
 /// `output_schema` (an inline table) or `output_schema_file` (a JSON file), checked;

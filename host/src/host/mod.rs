@@ -353,16 +353,7 @@ impl Host {
         if let Some(fork) = &fork {
             self.check_fork(&recording, fork)?;
         }
-        anyhow::ensure!(
-            recording.task != self::session::SESSION_TASK,
-            "run {} is an MCP session: its client drove it, so there is nothing to replay",
-            recording.run
-        );
-        anyhow::ensure!(
-            recording.full.is_none(),
-            "run {}'s journal reached its size bound ([journal] max_run_mib): what the run did after it was not recorded, so it cannot be replayed",
-            recording.run
-        );
+        Self::check_replayable(&recording)?;
         let mut profile = config.profile(&recording.profile)?;
         if let Some(model) = recording
             .agent(&recording.root)
@@ -422,6 +413,22 @@ impl Host {
             },
         )?;
         Ok((run, recording))
+    }
+
+    /// Refuses to replay an MCP session (its client drove it) or a run whose journal
+    /// reached its size bound (the rest was not recorded).
+    fn check_replayable(recording: &crate::journal::Resume) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            recording.task != self::session::SESSION_TASK,
+            "run {} is an MCP session: its client drove it, so there is nothing to replay",
+            recording.run
+        );
+        anyhow::ensure!(
+            recording.full.is_none(),
+            "run {}'s journal reached its size bound ([journal] max_run_mib): what the run did after it was not recorded, so it cannot be replayed",
+            recording.run
+        );
+        Ok(())
     }
 
     /// Refuses a fork from an agent the recording does not have (listing those it

@@ -70,29 +70,8 @@ impl SpawnRequest {
             return Err("`task` is required and must not be empty".into());
         }
         let profile = text_arg(args, "profile")?.filter(|p| !p.trim().is_empty());
-        let description = text_arg(args, "description")?
-            .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|d| !d.is_empty())
-            .map(|d| {
-                if d.chars().count() > 80 {
-                    d.chars().take(79).chain(['…']).collect()
-                } else {
-                    d
-                }
-            });
-        // A list, or one comma-separated string (`"read_file, grep"`).
-        let tools = match &args["tools"] {
-            Value::Null => None,
-            Value::String(list) => Some(
-                list.split(',')
-                    .map(|t| t.trim().to_string())
-                    .filter(|t| !t.is_empty())
-                    .collect(),
-            ),
-            value => Some(serde_json::from_value(value.clone()).map_err(|_| {
-                "`tools` must be a list of tool names or a comma-separated string".to_string()
-            })?),
-        };
+        let description = description_arg(args)?;
+        let tools = tools_arg(args)?;
         let constraints = match &args["constraints"] {
             Value::Null => Vec::new(),
             value => serde_json::from_value(value.clone())
@@ -139,6 +118,36 @@ impl SpawnRequest {
             background,
         })
     }
+}
+
+/// `description` on one line, cut to 80 characters, or `None` when absent or blank.
+fn description_arg(args: &Value) -> Result<Option<String>, String> {
+    Ok(text_arg(args, "description")?
+        .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            if d.chars().count() > 80 {
+                d.chars().take(79).chain(['…']).collect()
+            } else {
+                d
+            }
+        }))
+}
+
+/// `tools`: a list, or one comma-separated string (`"read_file, grep"`).
+fn tools_arg(args: &Value) -> Result<Option<Vec<String>>, String> {
+    Ok(match &args["tools"] {
+        Value::Null => None,
+        Value::String(list) => Some(
+            list.split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+        ),
+        value => Some(serde_json::from_value(value.clone()).map_err(|_| {
+            "`tools` must be a list of tool names or a comma-separated string".to_string()
+        })?),
+    })
 }
 
 /// A positive integer argument, or `None` when absent.

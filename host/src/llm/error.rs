@@ -180,23 +180,8 @@ impl LlmError {
             text("code"),
             error["message"].as_str().unwrap_or_default(),
         );
-        let numeric = error["code"]
-            .as_u64()
-            .or_else(|| error["status"].as_u64())
-            .or_else(|| code.parse().ok());
-        let excerpt = excerpt(&format!(
-            "in-stream error{}{}: {message}",
-            if kind.is_empty() {
-                String::new()
-            } else {
-                format!(" {kind}")
-            },
-            if code.is_empty() || code == kind {
-                String::new()
-            } else {
-                format!(" ({code})")
-            },
-        ));
+        let numeric = in_stream_status(error, &code);
+        let excerpt = in_stream_excerpt(&kind, &code, message);
         let says = |words: &[&str]| words.iter().any(|w| kind.contains(w) || code.contains(w));
         let model = model.to_string();
         match numeric {
@@ -301,4 +286,31 @@ pub(crate) fn excerpt(body: &str) -> String {
         "{}…",
         &trimmed[..trimmed.floor_char_boundary(EXCERPT_BYTES)]
     )
+}
+
+/// The HTTP status an in-stream error carries: its numeric `code` or `status`, or a
+/// `code` written as a number.
+fn in_stream_status(error: &serde_json::Value, code: &str) -> Option<u64> {
+    error["code"]
+        .as_u64()
+        .or_else(|| error["status"].as_u64())
+        .or_else(|| code.parse().ok())
+}
+
+/// The excerpt of an in-stream error: its type and code (when it has them and they
+/// differ), then its message.
+fn in_stream_excerpt(kind: &str, code: &str, message: &str) -> String {
+    excerpt(&format!(
+        "in-stream error{}{}: {message}",
+        if kind.is_empty() {
+            String::new()
+        } else {
+            format!(" {kind}")
+        },
+        if code.is_empty() || code == kind {
+            String::new()
+        } else {
+            format!(" ({code})")
+        },
+    ))
 }

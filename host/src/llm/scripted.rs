@@ -103,6 +103,35 @@ impl Scripted {
             next_call: Default::default(),
         })
     }
+
+    /// The first unused turn of the script for this request (its profile, and its
+    /// `when` text in the newest input), marked used; an error when none is left.
+    fn next_turn(&self, request: &ChatRequest) -> Result<Turn, LlmError> {
+        let input = latest_input(request);
+        let mut turns = self.turns.lock().expect("script lock poisoned");
+        let found = turns.iter_mut().find(|(turn, used)| {
+            !*used
+                && turn
+                    .profile
+                    .as_ref()
+                    .is_none_or(|p| *p == request.requester.profile)
+                && turn
+                    .when
+                    .as_ref()
+                    .is_none_or(|w| input.contains(w.as_str()))
+        });
+        match found {
+            Some((turn, used)) => {
+                *used = true;
+                Ok(turn.clone())
+            }
+            None => Err(LlmError::ScriptExhausted {
+                model: self.name.clone(),
+                script: self.script.display().to_string(),
+                profile: request.requester.profile.clone(),
+            }),
+        }
+    }
 }
 
 /// The text a `when` matcher looks at: the newest user or tool message.
@@ -145,34 +174,7 @@ impl super::chat::Provider for Scripted {
         request: &ChatRequest,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        let input = latest_input(request);
-        let turn = {
-            let mut turns = self.turns.lock().expect("script lock poisoned");
-            let found = turns.iter_mut().find(|(turn, used)| {
-                !*used
-                    && turn
-                        .profile
-                        .as_ref()
-                        .is_none_or(|p| *p == request.requester.profile)
-                    && turn
-                        .when
-                        .as_ref()
-                        .is_none_or(|w| input.contains(w.as_str()))
-            });
-            match found {
-                Some((turn, used)) => {
-                    *used = true;
-                    turn.clone()
-                }
-                None => {
-                    return Err(LlmError::ScriptExhausted {
-                        model: self.name.clone(),
-                        script: self.script.display().to_string(),
-                        profile: request.requester.profile.clone(),
-                    })
-                }
-            }
-        };
+        let turn = self.next_turn(request)?;
         if turn.delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
         }
@@ -196,31 +198,7 @@ impl super::chat::Provider for Scripted {
                 cached_input_tokens: 0,
                 output_tokens: u.output_tokens,
             },
-            None => {
-                let prompt: usize = request.system.len()
-                    + request
-                        .messages
-                        .iter()
-                        .map(|m| match m {
-                            Message::User(t) => t.len(),
-                            Message::Assistant(a) => {
-                                a.text.len()
-                                    + a.tool_calls
-                                        .iter()
-                                        .map(|c| c.arguments.len())
-                                        .sum::<usize>()
-                            }
-                            Message::ToolResult { content, .. } => content.len(),
-                        })
-                        .sum::<usize>();
-                let output =
-                    turn.text.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
-                Usage {
-                    input_tokens: prompt.div_ceil(4) as u64,
-                    cached_input_tokens: 0,
-                    output_tokens: output.div_ceil(4) as u64,
-                }
-            }
+            None => estimated_usage(request, &turn.text, &tool_calls),
         };
         let finish = if tool_calls.is_empty() {
             FinishReason::Stop
@@ -236,5 +214,32 @@ impl super::chat::Provider for Scripted {
         let mut response = ChatResponse::priced(message, finish, usage, &self.price);
         response.request_digest = self.request_digest(request);
         Ok(response)
+    }
+}
+
+/// Usage estimated at about four characters per token, of the request (system prompt
+/// and messages) and of the answer (its text and calls' arguments).
+fn estimated_usage(request: &ChatRequest, text: &str, tool_calls: &[ToolCall]) -> Usage {
+    let prompt: usize = request.system.len()
+        + request
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::User(t) => t.len(),
+                Message::Assistant(a) => {
+                    a.text.len()
+                        + a.tool_calls
+                            .iter()
+                            .map(|c| c.arguments.len())
+                            .sum::<usize>()
+                }
+                Message::ToolResult { content, .. } => content.len(),
+            })
+            .sum::<usize>();
+    let output = text.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+    Usage {
+        input_tokens: prompt.div_ceil(4) as u64,
+        cached_input_tokens: 0,
+        output_tokens: output.div_ceil(4) as u64,
     }
 }

@@ -405,13 +405,7 @@ impl Transport {
             return Attempt::Fail(self.redirected(&response));
         }
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER));
+        let retry_after = retry_after(&response);
         let body = self.error_body(response).await;
         let excerpt = excerpt(&self.secrets.redact(&body));
         debug!(provider = self.provider, status, %excerpt, "model call failed");
@@ -483,6 +477,17 @@ impl Transport {
             }),
         }
     }
+}
+
+/// The wait a `Retry-After` header of seconds asks for, at most [`MAX_RETRY_AFTER`].
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s).min(MAX_RETRY_AFTER))
 }
 
 /// What the host's own HTTP clients (model calls, the OTLP exporter) do with a

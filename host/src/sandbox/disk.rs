@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::{Linker, LinkerInstance, Resource};
 use wasmtime_wasi::filesystem::WasiFilesystemView as _;
 use wasmtime_wasi::p2::bindings::filesystem::preopens::Host as _;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
@@ -250,51 +250,9 @@ const FILESYSTEM_PREOPENS: &str = "wasi:filesystem/preopens@0.2.12";
 /// hold wasmtime-wasi's) with the charging wrappers.
 pub(crate) fn add_to_linker<T: DiskView>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let mut preopens = linker.instance(FILESYSTEM_PREOPENS)?;
-    preopens.func_wrap("get-directories", |mut store, (): ()| {
-        let state = store.data_mut();
-        let dirs = state.filesystem().get_directories()?;
-        for (dir, path) in &dirs {
-            if path == SCRATCH_GUEST_PATH {
-                state.disk().mark_scratch(dir.rep(), PathBuf::new());
-            }
-        }
-        Ok((dirs,))
-    })?;
+    shadow_get_directories(linker)?;
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
-    types.func_wrap_async(
-        "[method]descriptor.open-at",
-        |mut store,
-         (fd, path_flags, path, open_flags, flags): (
-            Resource<Descriptor>,
-            PathFlags,
-            String,
-            OpenFlags,
-            DescriptorFlags,
-        )| {
-            Box::new(async move {
-                let state = store.data_mut();
-                let parent = state.disk().scratch_path(fd.rep());
-                let mut view = state.filesystem();
-                let opened = view
-                    .open_at(fd, path_flags, path.clone(), open_flags, flags)
-                    .await;
-                let result = match opened {
-                    Ok(child) => {
-                        if let Some(parent) = parent {
-                            state.disk().mark_scratch(child.rep(), parent.join(&path));
-                        }
-                        Ok(child)
-                    }
-                    Err(error) => Err(types::Host::convert_error_code(
-                        &mut state.filesystem(),
-                        error,
-                    )?),
-                };
-                Ok((result,))
-            })
-        },
-    )?;
+    shadow_open_at(&mut types)?;
     types.func_wrap_async(
         "[method]descriptor.write",
         |mut store, (fd, buffer, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
@@ -339,4 +297,57 @@ pub(crate) fn add_to_linker<T: DiskView>(linker: &mut Linker<T>) -> wasmtime::Re
     )?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// Shadows `get-directories`, to mark the scratch directory's descriptor as the root
+/// of the scratch tree.
+fn shadow_get_directories<T: DiskView>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    let mut preopens = linker.instance(FILESYSTEM_PREOPENS)?;
+    preopens.func_wrap("get-directories", |mut store, (): ()| {
+        let state = store.data_mut();
+        let dirs = state.filesystem().get_directories()?;
+        for (dir, path) in &dirs {
+            if path == SCRATCH_GUEST_PATH {
+                state.disk().mark_scratch(dir.rep(), PathBuf::new());
+            }
+        }
+        Ok((dirs,))
+    })
+}
+
+/// Shadows `open-at`, to mark what is opened in the scratch tree with its path there.
+fn shadow_open_at<T: DiskView>(types: &mut LinkerInstance<'_, T>) -> wasmtime::Result<()> {
+    types.func_wrap_async(
+        "[method]descriptor.open-at",
+        |mut store,
+         (fd, path_flags, path, open_flags, flags): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let parent = state.disk().scratch_path(fd.rep());
+                let mut view = state.filesystem();
+                let opened = view
+                    .open_at(fd, path_flags, path.clone(), open_flags, flags)
+                    .await;
+                let result = match opened {
+                    Ok(child) => {
+                        if let Some(parent) = parent {
+                            state.disk().mark_scratch(child.rep(), parent.join(&path));
+                        }
+                        Ok(child)
+                    }
+                    Err(error) => Err(types::Host::convert_error_code(
+                        &mut state.filesystem(),
+                        error,
+                    )?),
+                };
+                Ok((result,))
+            })
+        },
+    )
 }

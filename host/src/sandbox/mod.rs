@@ -381,26 +381,15 @@ impl Sandbox {
             .ready
             .as_ref()
             .map(|_| Caller::new(caps, request.scratch, request.profile, request.plugin));
-        let ready = linked
-            .ready
-            .as_ref()
-            .zip(caller.as_ref())
-            .and_then(|(slot, caller)| slot.take(caller));
         let Ready {
             mut store,
             instance,
             stdout,
             stderr,
             descriptors: _descriptors,
-        } = match ready {
-            Some(mut ready) => {
-                arm_deadline(&mut ready.store, limits.tool_timeout());
-                ready
-            }
-            None => match self.fresh(&request).await {
-                Ok(fresh) => fresh,
-                Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
-            },
+        } = match self.ready_for(linked, &request, caller.as_ref()).await {
+            Ok(ready) => ready,
+            Err(source) => return Measured::refused(ToolCallError::Host { tool, source }),
         };
         let store_built = Instant::now();
         let (outcome, instantiated) = instantiate_and_call(
@@ -434,11 +423,51 @@ impl Sandbox {
         let measured = end
             .classify(outcome, fuel_used)
             .with_memory_peak(store.data().memory.peak_bytes());
+        self.recycle(linked, caller, caps, store);
+        if let Some(instantiated) = instantiated {
+            phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
+        }
+        if let Err(error) = &measured.result {
+            tracing::info!(kind = error.kind().as_str(), "tool call failed: {error}");
+        }
+        measured
+    }
+
+    /// The instance made ahead for `caller`, its deadline armed, or else a fresh store.
+    async fn ready_for(
+        &self,
+        linked: &Linked,
+        request: &ToolRequest<'_>,
+        caller: Option<&Caller>,
+    ) -> anyhow::Result<Ready> {
+        let ready = linked
+            .ready
+            .as_ref()
+            .zip(caller)
+            .and_then(|(slot, caller)| slot.take(caller));
+        match ready {
+            Some(mut ready) => {
+                arm_deadline(&mut ready.store, request.capabilities.limits.tool_timeout());
+                Ok(ready)
+            }
+            None => self.fresh(request).await,
+        }
+    }
+
+    /// Hands a finished call's store to a refill of the caller's ready slot (which
+    /// makes its next instance), or drops it when the plugin has none.
+    fn recycle(
+        &self,
+        linked: &Linked,
+        caller: Option<Caller>,
+        caps: &CapabilitySet,
+        store: Store<CallState>,
+    ) {
         match (&linked.ready, caller) {
             (Some(slot), Some(caller)) => Refill {
                 slot: slot.clone(),
                 engine: self.engine.clone(),
-                pre: pre.clone(),
+                pre: linked.for_caps(caps).clone(),
                 caller,
                 handles: self.call_handles(caps),
                 descriptors: self.descriptors.clone(),
@@ -447,13 +476,6 @@ impl Sandbox {
             .start(store),
             _ => drop(store),
         }
-        if let Some(instantiated) = instantiated {
-            phases::PHASES.record([started, store_built, instantiated, called, Instant::now()]);
-        }
-        if let Err(error) = &measured.result {
-            tracing::info!(kind = error.kind().as_str(), "tool call failed: {error}");
-        }
-        measured
     }
 
     /// A fresh store for `request`, with its share of the process's descriptors

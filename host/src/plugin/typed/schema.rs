@@ -161,47 +161,27 @@ impl<'a> SchemaBuilder<'a> {
                 json!({"type": "array", "items": items, "minItems": list.len(), "maxItems": list.len()})
             }
             Type::Record(record) => self.record(record, shadow, path, depth)?,
-            Type::Tuple(tuple) => {
-                let mut items = Vec::new();
-                for (index, ty) in tuple.types().enumerate() {
-                    let inner = shadow.and_then(|s| s.inner(index));
-                    items.push(self.child(&ty, inner, path, depth, &format!("[{index}]"))?);
-                }
-                let n = items.len();
-                json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n})
-            }
+            Type::Tuple(tuple) => self.tuple(tuple, shadow, path, depth)?,
             Type::Variant(variant) => self.variant(variant, shadow, path, depth)?,
             Type::Enum(names) => {
                 let names: Vec<&str> = names.names().collect();
-                self.charge(names.iter().map(|n| n.len() + 3).sum())?;
-                let mut schema = json!({"type": "string", "enum": names});
-                let docs = case_docs(&names, shadow);
-                describe(&mut schema, docs.as_deref(), self)?;
-                schema
+                self.named(
+                    &names,
+                    shadow,
+                    |names| json!({"type": "string", "enum": names}),
+                )?
             }
             Type::Flags(flags) => {
                 let names: Vec<&str> = flags.names().collect();
-                self.charge(names.iter().map(|n| n.len() + 3).sum())?;
-                let mut schema = json!({
-                    "type": "array",
-                    "items": {"type": "string", "enum": names},
-                    "uniqueItems": true,
-                });
-                let docs = case_docs(&names, shadow);
-                describe(&mut schema, docs.as_deref(), self)?;
-                schema
+                self.named(&names, shadow, |names| {
+                    json!({
+                        "type": "array",
+                        "items": {"type": "string", "enum": names},
+                        "uniqueItems": true,
+                    })
+                })?
             }
-            Type::Option(option) => {
-                let inner_ty = option.ty();
-                let nested = matches!(inner_ty, Type::Option(_));
-                let suffix = if nested { ".some" } else { "" };
-                let inner = shadow.and_then(|s| s.inner(0));
-                let inner = self.child(&inner_ty, inner, path, depth, suffix)?;
-                // `option<option<T>>`: `null` is the outer none, so the inner value
-                // (which may itself be `null`) is wrapped as {"some": …}.
-                let present = if nested { tagged("some", inner) } else { inner };
-                json!({"anyOf": [present, {"type": "null"}]})
-            }
+            Type::Option(option) => self.option(option, shadow, path, depth)?,
             Type::Result(result) => {
                 let ok = self.result_arm(result.ok(), shadow, path, depth, (0, "ok"))?;
                 let err = self.result_arm(result.err(), shadow, path, depth, (1, "err"))?;
@@ -259,6 +239,59 @@ impl<'a> SchemaBuilder<'a> {
             "required": required,
             "additionalProperties": false,
         }))
+    }
+
+    /// A tuple: an array of exactly its items, each of its own type.
+    fn tuple(
+        &mut self,
+        tuple: &wasmtime::component::types::Tuple,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        let mut items = Vec::new();
+        for (index, ty) in tuple.types().enumerate() {
+            let inner = shadow.and_then(|s| s.inner(index));
+            items.push(self.child(&ty, inner, path, depth, &format!("[{index}]"))?);
+        }
+        let n = items.len();
+        Ok(
+            json!({"type": "array", "prefixItems": items, "items": false, "minItems": n, "maxItems": n}),
+        )
+    }
+
+    /// An enum or flags: the schema `schema_of` makes of its case names, charged for
+    /// them and described with each case's docs.
+    fn named(
+        &mut self,
+        names: &[&str],
+        shadow: Option<Shadow<'_>>,
+        schema_of: impl FnOnce(&[&str]) -> Value,
+    ) -> Result<Value, SchemaError> {
+        self.charge(names.iter().map(|n| n.len() + 3).sum())?;
+        let mut schema = schema_of(names);
+        let docs = case_docs(names, shadow);
+        describe(&mut schema, docs.as_deref(), self)?;
+        Ok(schema)
+    }
+
+    /// An option: its value or `null`.
+    fn option(
+        &mut self,
+        option: &wasmtime::component::types::OptionType,
+        shadow: Option<Shadow<'_>>,
+        path: &mut String,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        let inner_ty = option.ty();
+        let nested = matches!(inner_ty, Type::Option(_));
+        let suffix = if nested { ".some" } else { "" };
+        let inner = shadow.and_then(|s| s.inner(0));
+        let inner = self.child(&inner_ty, inner, path, depth, suffix)?;
+        // `option<option<T>>`: `null` is the outer none, so the inner value
+        // (which may itself be `null`) is wrapped as {"some": …}.
+        let present = if nested { tagged("some", inner) } else { inner };
+        Ok(json!({"anyOf": [present, {"type": "null"}]}))
     }
 
     /// A variant: any of its cases, each `{"case": payload}`.

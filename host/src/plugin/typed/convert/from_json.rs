@@ -171,16 +171,7 @@ fn convert(
                 .ok_or_else(|| expected(path, value, "a string"))?
                 .to_string(),
         ),
-        Type::List(list) if list.ty() == Type::U8 => match value {
-            Value::String(text) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(text)
-                    .map_err(|e| invalid(path, format!("expected base64 bytes: {e}")))?;
-                Val::List(bytes.into_iter().map(Val::U8).collect())
-            }
-            Value::Array(items) => Val::List(elements(&Type::U8, items, path, depth)?),
-            _ => return Err(expected(path, value, "a base64 string")),
-        },
+        Type::List(list) if list.ty() == Type::U8 => bytes_of(value, path, depth)?,
         Type::List(list) => {
             let items = value
                 .as_array()
@@ -196,27 +187,9 @@ fn convert(
             Val::FixedLengthList(elements(&list.ty(), items, path, depth)?)
         }
         Type::Tuple(tuple) => tuple_of(tuple, value, path, depth)?,
-        Type::Record(record) => {
-            let object = value
-                .as_object()
-                .ok_or_else(|| expected(path, value, "an object"))?;
-            let fields: Vec<(&str, Type)> = record.fields().map(|f| (f.name, f.ty)).collect();
-            Val::Record(object_fields(&fields, object, path, depth, "field")?)
-        }
+        Type::Record(record) => record_of(record, value, path, depth)?,
         Type::Variant(variant) => variant_of(variant, value, path, depth)?,
-        Type::Enum(names) => {
-            let name = value.as_str().filter(|n| names.names().any(|c| c == *n));
-            match name {
-                Some(name) => Val::Enum(name.to_string()),
-                None => {
-                    return Err(expected(
-                        path,
-                        value,
-                        &format!("one of {}", quoted(names.names())),
-                    ))
-                }
-            }
-        }
+        Type::Enum(names) => enum_of(names, value, path)?,
         Type::Flags(flags) => flags_of(flags, value, path)?,
         Type::Option(option) => option_of(option, value, path, depth)?,
         Type::Result(result) => result_of(result, value, path, depth)?,
@@ -227,6 +200,52 @@ fn convert(
         | Type::Stream(_)
         | Type::ErrorContext => return Err(invalid(path, "this type has no JSON form".into())),
     })
+}
+
+/// A `list<u8>`: a base64 string, or an array of bytes.
+fn bytes_of(value: &Value, path: &mut String, depth: usize) -> Result<Val, InvalidArgument> {
+    Ok(match value {
+        Value::String(text) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| invalid(path, format!("expected base64 bytes: {e}")))?;
+            Val::List(bytes.into_iter().map(Val::U8).collect())
+        }
+        Value::Array(items) => Val::List(elements(&Type::U8, items, path, depth)?),
+        _ => return Err(expected(path, value, "a base64 string")),
+    })
+}
+
+/// A record: an object with its fields.
+fn record_of(
+    record: &wasmtime::component::types::Record,
+    value: &Value,
+    path: &mut String,
+    depth: usize,
+) -> Result<Val, InvalidArgument> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| expected(path, value, "an object"))?;
+    let fields: Vec<(&str, Type)> = record.fields().map(|f| (f.name, f.ty)).collect();
+    Ok(Val::Record(object_fields(
+        &fields, object, path, depth, "field",
+    )?))
+}
+
+/// An enum: the name of one of its cases.
+fn enum_of(
+    names: &wasmtime::component::types::Enum,
+    value: &Value,
+    path: &str,
+) -> Result<Val, InvalidArgument> {
+    match value.as_str().filter(|n| names.names().any(|c| c == *n)) {
+        Some(name) => Ok(Val::Enum(name.to_string())),
+        None => Err(expected(
+            path,
+            value,
+            &format!("one of {}", quoted(names.names())),
+        )),
+    }
 }
 
 /// A `char`: a one-character string.

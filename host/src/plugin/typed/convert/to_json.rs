@@ -40,32 +40,12 @@ pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
             object(record, fields)?
         }
         (Type::Variant(variant), Val::Variant(name, payload)) => {
-            let case = variant
-                .cases()
-                .find(|c| c.name == name)
-                .ok_or_else(|| format!("no variant case `{name}`"))?;
-            let payload = match (&case.ty, payload) {
-                (Some(ty), Some(value)) => to_json(ty, value)?,
-                (None, None) => Value::Null,
-                _ => return Err(format!("variant case `{name}` with the wrong payload")),
-            };
-            single(name, payload)
+            variant_case(variant, name, payload)?
         }
         (Type::Enum(names), Val::Enum(name)) if names.names().any(|n| n == name) => {
             Value::String(name.clone())
         }
-        (Type::Flags(flags), Val::Flags(set)) => {
-            if let Some(bad) = set.iter().find(|f| !flags.names().any(|n| n == *f)) {
-                return Err(format!("no flag `{bad}`"));
-            }
-            Value::Array(
-                flags
-                    .names()
-                    .filter(|n| set.iter().any(|s| s == n))
-                    .map(|n| Value::String(n.to_string()))
-                    .collect(),
-            )
-        }
+        (Type::Flags(flags), Val::Flags(set)) => flag_names(flags, set)?,
         (Type::Option(_), Val::Option(None)) => Value::Null,
         (Type::Option(option), Val::Option(Some(value))) => {
             let inner = option.ty();
@@ -76,20 +56,58 @@ pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
                 json
             }
         }
-        (Type::Result(result), Val::Result(outcome)) => {
-            let (tag, ty, payload) = match outcome {
-                Ok(payload) => ("ok", result.ok(), payload),
-                Err(payload) => ("err", result.err(), payload),
-            };
-            let payload = match (ty, payload) {
-                (Some(ty), Some(value)) => to_json(&ty, value)?,
-                (None, None) => Value::Null,
-                _ => return Err(format!("result `{tag}` with the wrong payload")),
-            };
-            single(tag, payload)
-        }
+        (Type::Result(result), Val::Result(outcome)) => result_outcome(result, outcome)?,
         (ty, val) => return Err(mismatch(ty, val)),
     })
+}
+
+/// A variant case as `{"case": payload}` (`null` for a case without one).
+fn variant_case(
+    variant: &wasmtime::component::types::Variant,
+    name: &str,
+    payload: &Option<Box<Val>>,
+) -> Result<Value, String> {
+    let case = variant
+        .cases()
+        .find(|c| c.name == name)
+        .ok_or_else(|| format!("no variant case `{name}`"))?;
+    let payload = match (&case.ty, payload) {
+        (Some(ty), Some(value)) => to_json(ty, value)?,
+        (None, None) => Value::Null,
+        _ => return Err(format!("variant case `{name}` with the wrong payload")),
+    };
+    Ok(single(name, payload))
+}
+
+/// Flags as an array of the names set, in the type's order.
+fn flag_names(flags: &wasmtime::component::types::Flags, set: &[String]) -> Result<Value, String> {
+    if let Some(bad) = set.iter().find(|f| !flags.names().any(|n| n == *f)) {
+        return Err(format!("no flag `{bad}`"));
+    }
+    Ok(Value::Array(
+        flags
+            .names()
+            .filter(|n| set.iter().any(|s| s == n))
+            .map(|n| Value::String(n.to_string()))
+            .collect(),
+    ))
+}
+
+/// A result as `{"ok": payload}` or `{"err": payload}` (`null` for no payload).
+fn result_outcome(
+    result: &wasmtime::component::types::ResultType,
+    outcome: &Result<Option<Box<Val>>, Option<Box<Val>>>,
+) -> Result<Value, String> {
+    let (tag, ty, payload) = match outcome {
+        Ok(payload) => ("ok", result.ok(), payload),
+        Err(payload) => ("err", result.err(), payload),
+    };
+    let payload = match (ty, payload) {
+        (Some(ty), Some(value)) => to_json(&ty, value)?,
+        (None, None) => Value::Null,
+        _ => return Err(format!("result `{tag}` with the wrong payload")),
+    };
+    Ok(single(tag, payload))
 }
 
 /// A `list<u8>` as base64 text.
