@@ -416,7 +416,10 @@ fn the_crate_root_stays_short_and_every_module_has_a_layer() {
     for entry in &entries {
         let module = entry.strip_suffix(".rs").unwrap_or(entry);
         if !["lib", "main"].contains(&module) {
-            assert!(layered.contains(module), "host/src/{entry} has no layer in LAYERS");
+            assert!(
+                layered.contains(module),
+                "host/src/{entry} has no layer in LAYERS"
+            );
         }
     }
 }

@@ -308,3 +308,49 @@ mod tests {
     ];
     assert_eq!(found, expected);
 }
+
+/// Types a public field must not have: an embedder would hold the crate's channels,
+/// cancellation tokens or locks, and could use them past the API (cancel a job without
+/// its owner, read a watch the crate may change).
+const HIDDEN_TYPES: &[&str] = &[
+    "CancellationToken",
+    "Sender",
+    "Receiver",
+    "Mutex",
+    "RwLock",
+    "Notify",
+    "Semaphore",
+];
+
+#[test]
+fn no_public_field_exposes_a_channel_a_token_or_a_lock() {
+    let src = crate::support::root().join("host/src");
+    let mut exposed = Vec::new();
+    for file in rust_files(&src) {
+        let source = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in source.lines().enumerate() {
+            let Some(field) = line.trim_start().strip_prefix("pub ") else {
+                continue;
+            };
+            let Some((name, ty)) = field.split_once(": ") else {
+                continue;
+            };
+            let is_field = name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if is_field && HIDDEN_TYPES.iter().any(|hidden| ty.contains(hidden)) {
+                exposed.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(&src).unwrap().display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        exposed.is_empty(),
+        "public fields of hidden types (make them pub(crate) and offer a method):\n{}",
+        exposed.join("\n")
+    );
+}

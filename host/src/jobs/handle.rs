@@ -26,9 +26,9 @@ pub struct Placement {
     /// The job's id there.
     pub id: JobId,
     /// Cancels the job (and, through `children_cancel`, its descendants).
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// Parent token of the job's own children; cancelled when the job ends.
-    pub children_cancel: CancellationToken,
+    pub(crate) children_cancel: CancellationToken,
     /// The concurrency slots it works in, once granted.
     pub(crate) lease: Arc<Lease>,
 }

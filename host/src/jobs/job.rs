@@ -104,10 +104,11 @@ pub struct Job {
     pub phase: Phase,
     /// When it was created.
     pub created: Instant,
-    /// Cancels it and its descendants.
-    pub cancel: CancellationToken,
+    /// Cancels it and its descendants (through [`Tree::cancel_job`](super::Tree::cancel_job)
+    /// from outside the crate).
+    pub(crate) cancel: CancellationToken,
     /// Flips to `true` when it finishes.
-    pub done: watch::Receiver<bool>,
+    pub(crate) done: watch::Receiver<bool>,
     /// Whether its result went to the parent (awaited or notified).
     pub delivered: bool,
     /// The short label its parent gave at spawn (`description`).

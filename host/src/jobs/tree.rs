@@ -31,7 +31,7 @@ pub struct Tree {
     /// Seeds job ids.
     next_id: AtomicU64,
     /// Cancels the whole run.
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// Where the run's events go.
     pub events: EventBus,
     /// The run's id: random (16 hex digits) unless given. Its job ids derive from it,

@@ -347,7 +347,7 @@ impl ToolRegistry {
             None => info!(
                 plugin = %name,
                 tools = tools.len(),
-                "plugin's tools listed from the binary; its code compiles in the background"
+                "plugin's tools listed from the binary; its code compiles in the background or at its first call"
             ),
         }
         self.plugins.push(Plugin {
