@@ -190,6 +190,25 @@ pub enum Event {
     },
 }
 
+/// The `agent` field of `$event`, borrowed as `$event` is (shared or mutable): the one
+/// list of the events that are about an agent.
+macro_rules! agent_field {
+    ($event:expr) => {
+        match $event {
+            Event::AgentQueued(AgentIntro { agent, .. })
+            | Event::AgentStarted(AgentIntro { agent, .. })
+            | Event::AgentSpec { agent, .. }
+            | Event::TextDelta { agent, .. }
+            | Event::TurnStarted { agent, .. }
+            | Event::ToolCallStarted { agent, .. }
+            | Event::ToolCallFinished { agent, .. }
+            | Event::Usage { agent, .. }
+            | Event::AgentFinished { agent, .. } => Some(agent),
+            Event::Lagged { .. } => None,
+        }
+    };
+}
+
 impl Event {
     /// The `agent_finished` event of agent `agent` that ended with `outcome`: the one
     /// mapping of an outcome to that event, its text bounded to [`RESULT_CHARS`].
@@ -244,34 +263,12 @@ impl Event {
 
     /// The agent the event is about, if any.
     pub fn agent(&self) -> Option<&str> {
-        match self {
-            Event::AgentQueued(AgentIntro { agent, .. })
-            | Event::AgentStarted(AgentIntro { agent, .. })
-            | Event::AgentSpec { agent, .. }
-            | Event::TextDelta { agent, .. }
-            | Event::TurnStarted { agent, .. }
-            | Event::ToolCallStarted { agent, .. }
-            | Event::ToolCallFinished { agent, .. }
-            | Event::Usage { agent, .. }
-            | Event::AgentFinished { agent, .. } => Some(agent),
-            Event::Lagged { .. } => None,
-        }
+        agent_field!(self).map(String::as_str)
     }
 
     /// The agent the event is about, to rename it (a worker's ids in the parent's run).
     pub(crate) fn agent_mut(&mut self) -> Option<&mut String> {
-        match self {
-            Event::AgentQueued(AgentIntro { agent, .. })
-            | Event::AgentStarted(AgentIntro { agent, .. })
-            | Event::AgentSpec { agent, .. }
-            | Event::TextDelta { agent, .. }
-            | Event::TurnStarted { agent, .. }
-            | Event::ToolCallStarted { agent, .. }
-            | Event::ToolCallFinished { agent, .. }
-            | Event::Usage { agent, .. }
-            | Event::AgentFinished { agent, .. } => Some(agent),
-            Event::Lagged { .. } => None,
-        }
+        agent_field!(self)
     }
 }
 
@@ -419,6 +416,19 @@ pub fn summarize(text: &str) -> String {
         .map(|c| if c == '\n' { ' ' } else { c })
         .collect();
     bounded(&flat, SUMMARY_CHARS)
+}
+
+/// The `agent_queued` event of `agent` under `parent`, of profile `p`, for tests.
+#[cfg(test)]
+pub(crate) fn queued(agent: &str, parent: Option<&str>) -> Event {
+    Event::AgentQueued(AgentIntro {
+        agent: agent.into(),
+        parent: parent.map(Into::into),
+        profile: "p".into(),
+        task: String::new(),
+        label: None,
+        mode: None,
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::llm::anthropic::Anthropic;
 use crate::llm::openai::OpenAi;
 use crate::llm::sse::SseParser;
-use crate::llm::{ChatResponse, LlmError, ModelConfig, StreamEvent};
+use crate::llm::{ChatResponse, LlmError, ModelConfig, Secrets, StreamEvent};
 
 // `config` keeps `agent_files` private; the file names nothing else in the crate but
 // `crate::config::output_schema` and `crate::config::limits` (never `super::`), so it
@@ -73,13 +73,22 @@ pub struct StreamOutcome {
     pub events: Vec<StreamEvent>,
 }
 
+/// The provider `cell` holds, built by `new` from the plain config of `provider` on
+/// first use.
+fn plain<P>(
+    cell: &'static OnceLock<P>,
+    provider: &str,
+    new: fn(&str, &ModelConfig, &Secrets) -> Result<P, LlmError>,
+) -> &'static P {
+    cell.get_or_init(|| {
+        new("fuzz", &model_config(provider), &Default::default()).expect("a plain config builds")
+    })
+}
+
 /// Runs the OpenAI stream assembly over `body` as the response body.
 pub fn openai_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<OpenAi> = OnceLock::new();
-    let provider = PROVIDER.get_or_init(|| {
-        OpenAi::new("fuzz", &model_config("openai"), &Default::default())
-            .expect("a plain config builds")
-    });
+    let provider = plain(&PROVIDER, "openai", OpenAi::new);
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))
     })
@@ -88,10 +97,7 @@ pub fn openai_stream(body: &[u8]) -> StreamOutcome {
 /// Runs the Anthropic stream assembly over `body` as the response body.
 pub fn anthropic_stream(body: &[u8]) -> StreamOutcome {
     static PROVIDER: OnceLock<Anthropic> = OnceLock::new();
-    let provider = PROVIDER.get_or_init(|| {
-        Anthropic::new("fuzz", &model_config("anthropic"), &Default::default())
-            .expect("a plain config builds")
-    });
+    let provider = plain(&PROVIDER, "anthropic", Anthropic::new);
     assemble(body, |response, sink| {
         runtime().block_on(provider.read_stream(response, sink))
     })

@@ -507,6 +507,7 @@ fn close_wait(agent: &mut AgentProgress, at: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::queued;
 
     fn record(ts_ms: u64, event: Event) -> EventRecord {
         EventRecord {
@@ -514,17 +515,6 @@ mod tests {
             run: "r".into(),
             event,
         }
-    }
-
-    fn queued(agent: &str, parent: Option<&str>) -> Event {
-        Event::AgentQueued(AgentIntro {
-            agent: agent.into(),
-            parent: parent.map(Into::into),
-            profile: "p".into(),
-            task: String::new(),
-            label: None,
-            mode: None,
-        })
     }
 
     fn tool(agent: &str, tool: &str, started: bool) -> Event {

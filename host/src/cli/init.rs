@@ -139,22 +139,38 @@ async fn ollama_model() -> Option<String> {
     )
 }
 
+/// The `[models.default]` table of a model behind a hosted API: its provider, model,
+/// key variable and prices per million tokens (input, output, cached input).
+fn hosted(
+    provider: &str,
+    model: &str,
+    key: &str,
+    (input, output, cached): (&str, &str, &str),
+) -> String {
+    format!(
+        r#"[models.default]
+provider = "{provider}"
+model = "{model}"
+api_key_env = "{key}"
+price = {{ input_per_mtok = {input}, output_per_mtok = {output}, cached_input_per_mtok = {cached} }}
+"#
+    )
+}
+
 fn config(provider: StarterProvider, ollama_model: Option<&str>) -> String {
     let model = match provider {
-        StarterProvider::Openai => r#"[models.default]
-provider = "openai"
-model = "gpt-4o-mini"
-api_key_env = "OPENAI_API_KEY"
-price = { input_per_mtok = 0.15, output_per_mtok = 0.60, cached_input_per_mtok = 0.075 }
-"#
-        .to_string(),
-        StarterProvider::Anthropic => r#"[models.default]
-provider = "anthropic"
-model = "claude-sonnet-4-5"
-api_key_env = "ANTHROPIC_API_KEY"
-price = { input_per_mtok = 3.0, output_per_mtok = 15.0, cached_input_per_mtok = 0.30 }
-"#
-        .to_string(),
+        StarterProvider::Openai => hosted(
+            "openai",
+            "gpt-4o-mini",
+            "OPENAI_API_KEY",
+            ("0.15", "0.60", "0.075"),
+        ),
+        StarterProvider::Anthropic => hosted(
+            "anthropic",
+            "claude-sonnet-4-5",
+            "ANTHROPIC_API_KEY",
+            ("3.0", "15.0", "0.30"),
+        ),
         StarterProvider::Ollama => format!(
             r#"[models.default]
 provider = "openai"                       # Ollama speaks the OpenAI-compatible API

@@ -257,17 +257,7 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn queued(agent: &str, parent: Option<&str>) -> Event {
-        Event::AgentQueued(AgentIntro {
-            agent: agent.into(),
-            parent: parent.map(Into::into),
-            profile: "p".into(),
-            task: String::new(),
-            label: None,
-            mode: None,
-        })
-    }
+    use crate::events::queued;
 
     /// Children sit under their parent in the order they appeared, however the
     /// events of different branches interleave, and an agent seen twice (queued,

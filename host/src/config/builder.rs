@@ -167,29 +167,25 @@ mod tests {
     #[test]
     fn a_bad_key_or_value_is_refused_naming_it() {
         let dir = tempfile::tempdir().unwrap();
-        let error = Config::builder(dir.path())
-            .set("defaults.max_turn", 4)
-            .build()
-            .unwrap_err()
-            .to_string();
+        // The error of a config built with `key` set to `value`.
+        let refusal = |key: &str, value: toml::Value| {
+            Config::builder(dir.path())
+                .set(key, value)
+                .build()
+                .unwrap_err()
+                .to_string()
+        };
+        let error = refusal("defaults.max_turn", 4.into());
         assert!(
             error.contains("built in code") && error.contains("max_turn"),
             "{error}"
         );
-        let error = Config::builder(dir.path())
-            .set("profiles.a.capabilities.memory_mb", 0)
-            .build()
-            .unwrap_err()
-            .to_string();
+        let error = refusal("profiles.a.capabilities.memory_mb", 0.into());
         assert!(
             error.contains("profiles.a.capabilities.memory_mb") && error.contains("between 1 and"),
             "{error}"
         );
-        let error = Config::builder(dir.path())
-            .set("defaults.model", "nope")
-            .build()
-            .unwrap_err()
-            .to_string();
+        let error = refusal("defaults.model", "nope".into());
         assert!(error.contains("nope"), "{error}");
     }
 }

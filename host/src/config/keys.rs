@@ -78,55 +78,28 @@ pub(crate) enum KeyDefault {
     Required(&'static str),
 }
 
-const PLUGINS: Table = Table {
-    paths: &["plugins"],
-    doc: "Which plugin files and built-ins load, where compiled plugins are cached, and what one plugin may offer (a plugin past a bound is refused at load, naming it).",
-};
-const PLUGIN: Table = Table {
-    paths: &["plugins.*"],
-    doc: "How one plugin's tools are offered: NAME is its file name without `.wasm` (or a built-in's name); see [plugins.md](plugins.md).",
-};
-const PLUGIN_ANNOTATE: Table = Table {
-    paths: &["plugins.*.annotate.*"],
-    doc: "What tool NAME of the plugin does, as MCP tool annotations say it; a hint left out takes MCP's default.",
-};
-const MODEL: Table = Table {
-    paths: &["models.*"],
-    doc: "One model: which wire format it speaks and how to reach it (see [Models](#models)).",
-};
-const PRICE: Table = Table {
-    paths: &["models.*.price"],
-    doc: "Prices in US dollars per million tokens, for cost accounting (no `price`: free).",
-};
-const DEFAULTS: Table = Table {
-    paths: &["defaults"],
-    doc: "What every profile inherits, and the limits of every run.",
-};
-const CAPABILITIES: Table = Table {
-    paths: &["defaults.capabilities", "profiles.*.capabilities"],
-    doc: "What a profile's tools may touch; a profile's table goes over `[defaults.capabilities]` field by field. See [Capabilities and their limits](security.md#capabilities-and-their-limits).",
-};
-const FS_GRANT: Table = Table {
-    paths: &["defaults.capabilities.fs[]", "profiles.*.capabilities.fs[]"],
-    doc:
-        "One granted directory, an entry of `fs` (`fs = [{ host = \"docs\", guest = \"/docs\" }]`).",
-};
-const PROFILE: Table = Table {
-    paths: &["profiles.*"],
-    doc: "A profile: the tools, capabilities, prompt, model and limits of the agents that run under it.",
-};
-const QUEUE: Table = Table {
-    paths: &["queue"],
-    doc: "Sub-agents through Redis (optional; see [workers.md](workers.md)).",
-};
-const JOURNAL: Table = Table {
-    paths: &["journal"],
-    doc: "Where runs are recorded (see [journal.md](journal.md)).",
-};
-const TOP: Table = Table {
-    paths: &[""],
-    doc: "Names for names: tables whose keys are the user's.",
-};
+/// Declares each table of the file, one a line: its constant, its dotted paths and
+/// what it is for.
+macro_rules! tables {
+    ($($name:ident = $paths:expr, $doc:expr;)*) => {
+        $(const $name: Table = Table { paths: $paths, doc: $doc };)*
+    };
+}
+
+tables! {
+    PLUGINS = &["plugins"], "Which plugin files and built-ins load, where compiled plugins are cached, and what one plugin may offer (a plugin past a bound is refused at load, naming it).";
+    PLUGIN = &["plugins.*"], "How one plugin's tools are offered: NAME is its file name without `.wasm` (or a built-in's name); see [plugins.md](plugins.md).";
+    PLUGIN_ANNOTATE = &["plugins.*.annotate.*"], "What tool NAME of the plugin does, as MCP tool annotations say it; a hint left out takes MCP's default.";
+    MODEL = &["models.*"], "One model: which wire format it speaks and how to reach it (see [Models](#models)).";
+    PRICE = &["models.*.price"], "Prices in US dollars per million tokens, for cost accounting (no `price`: free).";
+    DEFAULTS = &["defaults"], "What every profile inherits, and the limits of every run.";
+    CAPABILITIES = &["defaults.capabilities", "profiles.*.capabilities"], "What a profile's tools may touch; a profile's table goes over `[defaults.capabilities]` field by field. See [Capabilities and their limits](security.md#capabilities-and-their-limits).";
+    FS_GRANT = &["defaults.capabilities.fs[]", "profiles.*.capabilities.fs[]"], "One granted directory, an entry of `fs` (`fs = [{ host = \"docs\", guest = \"/docs\" }]`).";
+    PROFILE = &["profiles.*"], "A profile: the tools, capabilities, prompt, model and limits of the agents that run under it.";
+    QUEUE = &["queue"], "Sub-agents through Redis (optional; see [workers.md](workers.md)).";
+    JOURNAL = &["journal"], "Where runs are recorded (see [journal.md](journal.md)).";
+    TOP = &[""], "Names for names: tables whose keys are the user's.";
+}
 
 /// A key with no bounds.
 const fn key(
@@ -135,13 +108,7 @@ const fn key(
     default: KeyDefault,
     doc: &'static str,
 ) -> Key {
-    Key {
-        table,
-        name,
-        default,
-        bounds: Bounds::None,
-        doc,
-    }
+    bounded(table, name, default, Bounds::None, doc)
 }
 
 /// A key with bounds.

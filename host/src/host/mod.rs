@@ -59,6 +59,29 @@ pub(crate) struct JobStart {
     pub(crate) run_id: Option<String>,
 }
 
+impl JobStart {
+    /// A run's root job on this host: `task` under `profile`, at depth 0, with its
+    /// profile's limits and the whole run's budget, as `run_id` when given.
+    fn root(
+        profile: Profile,
+        task: String,
+        budget_usd: Option<f64>,
+        run_id: Option<String>,
+    ) -> Self {
+        JobStart {
+            limits: profile.limits,
+            profile,
+            task,
+            extra_prompt: None,
+            depth: 0,
+            budget_usd,
+            traceparent: None,
+            queue_job: None,
+            run_id,
+        }
+    }
+}
+
 /// A loaded configuration with its plugins and models, ready to run agents.
 #[derive(Clone)]
 pub struct Host {
@@ -238,18 +261,12 @@ impl Host {
                 config.path.display()
             )));
         }
-        let limits = profile.limits;
-        self.launch(JobStart {
+        self.launch(JobStart::root(
             profile,
-            task: task.to_string(),
-            extra_prompt: None,
-            limits,
-            depth: 0,
-            budget_usd: config.run_limits.budget_usd,
-            traceparent: None,
-            queue_job: None,
-            run_id: run_id.map(str::to_string),
-        })
+            task.to_string(),
+            config.run_limits.budget_usd,
+            run_id.map(str::to_string),
+        ))
         .map_err(Error::Run)
     }
 
@@ -302,23 +319,10 @@ impl Host {
         {
             profile.model = Some(model);
         }
-        let limits = profile.limits;
         let tree = Tree::resumed(config.run_limits, journal, Arc::new(resume));
         let task = tree.resume.as_ref().expect("resumed").task.clone();
-        self.launch_in(
-            tree,
-            JobStart {
-                profile,
-                task,
-                extra_prompt: None,
-                limits,
-                depth: 0,
-                budget_usd: config.run_limits.budget_usd,
-                traceparent: None,
-                queue_job: None,
-                run_id: None,
-            },
-        )
+        let start = JobStart::root(profile, task, config.run_limits.budget_usd, None);
+        self.launch_in(tree, start)
     }
 
     /// Replays the run recorded at `journal` ([`crate::journal::locate`]) with this
@@ -390,7 +394,6 @@ impl Host {
             crate::agent::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
                 .map_err(|e| anyhow::anyhow!(e))?;
         }
-        let limits = profile.limits;
         let tree = Tree::replaying(
             config.run_limits,
             recording.clone(),
@@ -400,17 +403,12 @@ impl Host {
         );
         let run = self.launch_in(
             tree,
-            JobStart {
+            JobStart::root(
                 profile,
-                task: recording.task.clone(),
-                extra_prompt: None,
-                limits,
-                depth: 0,
-                budget_usd: config.run_limits.budget_usd,
-                traceparent: None,
-                queue_job: None,
-                run_id: None,
-            },
+                recording.task.clone(),
+                config.run_limits.budget_usd,
+                None,
+            ),
         )?;
         Ok((run, recording))
     }

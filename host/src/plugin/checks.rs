@@ -84,22 +84,30 @@ pub(super) fn check_tool(
     spec: &ToolSpec,
     limits: &PluginLimits,
 ) -> anyhow::Result<Arc<serde_json::Value>> {
-    anyhow::ensure!(
-        spec.description.len() <= limits.max_description_bytes,
-        "{}: the description of `{}` has {} bytes; at most {} KiB ([plugins] max_description_kb)",
-        path.display(),
-        spec.name,
-        spec.description.len(),
-        limits.max_description_bytes / 1024
-    );
-    anyhow::ensure!(
-        spec.input_schema.len() <= limits.max_schema_bytes,
-        "{}: the input schema of `{}` has {} bytes; at most {} KiB ([plugins] max_schema_kb)",
-        path.display(),
-        spec.name,
-        spec.input_schema.len(),
-        limits.max_schema_bytes / 1024
-    );
+    // Each bounded text: what it is, its bytes, the bound and the key that sets it.
+    let sizes = [
+        (
+            "description",
+            spec.description.len(),
+            limits.max_description_bytes,
+            "max_description_kb",
+        ),
+        (
+            "input schema",
+            spec.input_schema.len(),
+            limits.max_schema_bytes,
+            "max_schema_kb",
+        ),
+    ];
+    for (what, bytes, max, key) in sizes {
+        anyhow::ensure!(
+            bytes <= max,
+            "{}: the {what} of `{}` has {bytes} bytes; at most {} KiB ([plugins] {key})",
+            path.display(),
+            spec.name,
+            max / 1024
+        );
+    }
     if !crate::config::is_valid_name(&spec.name) {
         anyhow::bail!(
             "{}: tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",

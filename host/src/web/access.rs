@@ -144,26 +144,16 @@ impl Gate {
 
 /// Adds the headers every response carries.
 pub(super) fn protect(headers: &mut HeaderMap) {
-    headers.insert(
-        hyper::header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(
-        hyper::header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        hyper::header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(
-        hyper::header::X_FRAME_OPTIONS,
-        HeaderValue::from_static("DENY"),
-    );
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-store"),
-    );
+    let protections = [
+        (hyper::header::CONTENT_SECURITY_POLICY, CSP),
+        (hyper::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (hyper::header::REFERRER_POLICY, "no-referrer"),
+        (hyper::header::X_FRAME_OPTIONS, "DENY"),
+        (hyper::header::CACHE_CONTROL, "no-store"),
+    ];
+    for (name, value) in protections {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
 }
 
 #[cfg(test)]
