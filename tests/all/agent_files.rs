@@ -593,9 +593,15 @@ tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
 profile = "main"
 when = "OK]"
 text = "both done"
+[[turns]]
+profile = "main"
+when = "still running"
+text = "both done"
 "#,
     )
     .unwrap();
+    // The last turn: when one helper's end is pushed to the root before its second
+    // turn, the root answers, is told the other still runs, and gets its result.
     world.config(&format!(
         "{DEFAULTS}\n[models.script]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[profiles.main]\ntools = []\n"
     ));

@@ -6,14 +6,23 @@ use std::fmt::Write as _;
 use warren::jobs::Phase;
 use warren::{AgentState, RunReport};
 
-/// The root's turns: spawn `children` `worker` sub-agents in one turn ("CHILD i"),
-/// await them all, answer.
+/// Spawns one model reply may make: a reply runs at most
+/// `MAX_TOOL_CALLS_PER_REPLY` (256) tool calls.
+const SPAWNS_PER_TURN: usize = 250;
+
+/// The root's turns: spawn `children` `worker` sub-agents ("CHILD i"), at most
+/// [`SPAWNS_PER_TURN`] per turn, await them all, answer.
 pub(crate) fn root_turns(children: usize) -> String {
-    let mut script = String::from("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
-    for i in 0..children {
-        let _ = writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},");
+    let mut script = String::new();
+    // The root's first requests take these turns in order (they match any input).
+    for first in (0..children).step_by(SPAWNS_PER_TURN) {
+        script.push_str("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
+        for i in first..children.min(first + SPAWNS_PER_TURN) {
+            let _ = writeln!(script, "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},");
+        }
+        script.push_str("]\n\n");
     }
-    script.push_str("]\n\n[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
     script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
     // If children finish before the root's second turn, their notifications come
     // first; the root answers, is told the others still run, and gets their results.
