@@ -22,7 +22,8 @@ pub(crate) fn root_turns(children: usize) -> String {
         }
         script.push_str("]\n\n");
     }
-    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"Started job\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    // After its spawns ("Started job …" or, past max_concurrent, "Queued job …").
+    script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"ed job \"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
     script.push_str("[[turns]]\nprofile = \"main\"\nwhen = \"OK]\"\ntext = \"all done\"\n\n");
     // If children finish before the root's second turn, their notifications come
     // first; the root answers, is told the others still run, and gets their results.
