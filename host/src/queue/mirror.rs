@@ -41,8 +41,6 @@ pub(super) struct Mirror<'a> {
     seen_cost: HashMap<JobId, f64>,
     /// Unfinished descendants of earlier attempts.
     earlier: HashMap<JobId, JobHandle>,
-    /// The worker's run id, from the batch being applied.
-    run: Option<String>,
 }
 
 impl<'a> Mirror<'a> {
@@ -57,7 +55,6 @@ impl<'a> Mirror<'a> {
             by_job: HashMap::new(),
             seen_cost: HashMap::new(),
             earlier: HashMap::new(),
-            run: None,
         }
     }
 
@@ -66,9 +63,8 @@ impl<'a> Mirror<'a> {
     }
 
     pub(super) fn apply(&mut self, progress: Progress) {
-        self.run = progress.run;
         for event in progress.events {
-            if let Some(event) = self.map(event) {
+            if let Some(event) = self.map(event, progress.run.as_deref()) {
                 self.job.place().tree.events.publish(event);
             }
         }
@@ -77,7 +73,7 @@ impl<'a> Mirror<'a> {
     /// The event with this run's ids, to republish; `None` for one that concerns no
     /// agent of this subtree, or a start or end (recorded through the job's handle,
     /// which publishes it; the child's own end is its caller's to record).
-    fn map(&mut self, mut event: Event) -> Option<Event> {
+    fn map(&mut self, mut event: Event, run: Option<&str>) -> Option<Event> {
         let root = self.job.id();
         match &mut event {
             Event::AgentStarted(AgentIntro {
@@ -92,7 +88,7 @@ impl<'a> Mirror<'a> {
                 self.costs.clear();
                 self.charged = 0.0;
                 self.earlier.extend(self.descendants.drain());
-                self.attempt = self.run.clone().map(|run| (run, agent.clone()));
+                self.attempt = run.map(|run| (run.to_string(), agent.clone()));
                 self.ids.insert(std::mem::take(agent), root.clone());
                 self.job.start();
                 return None;
@@ -214,16 +210,18 @@ impl<'a> Mirror<'a> {
 /// (waiting up to [`CANCEL_GRACE`] while its worker cancels it), or cancelled before
 /// it started when the retry removed it from the queue.
 async fn settled(queue: &RemoteQueue, job: &str) -> AgentOutcome {
+    if queue.profile_and_task(job).await.is_none() {
+        return AgentOutcome {
+            error: Some(
+                "an earlier attempt's sub-agent: the retry removed it from the queue before it started".into(),
+            ),
+            ..AgentOutcome::cancelled_before_start()
+        };
+    }
+    // The retry cancelled it when it began, well before this runs: only its end may
+    // still be on its way.
     let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
     loop {
-        if queue.profile_and_task(job).await.is_none() {
-            return AgentOutcome {
-                error: Some(
-                    "an earlier attempt's sub-agent: the retry removed it from the queue before it started".into(),
-                ),
-                ..AgentOutcome::cancelled_before_start()
-            };
-        }
         if let Ok(Some(outcome)) = queue.finished(job).await {
             return outcome;
         }
