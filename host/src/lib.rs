@@ -18,15 +18,17 @@
 //! - L5: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
 //!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
 //!   children, and the [`jobs::Backend`] seam);
-//! - L6: [`agent`] (the loop and the spawn tools), [`queue`] (BullMQ wire format,
-//!   the Redis backend) and [`run_state`] (where each agent stands, folded from
-//!   events: the one fold the terminal and web views share);
-//! - L7: [`host`]: the composition root and library API (load once, start runs);
-//! - L8: [`worker`] (`warren worker`), [`mcp`] (`warren mcp`: the tools and the
-//!   sub-agent tools served to MCP clients through [`Session`]s), `ui` (the
-//!   terminal view), [`web`] (the live web view and its API), `init`, `doctor`, `agents_report`, `runs_report`, `replay_report` (`warren replay`), `diff_report` (`warren diff`), `scaffold`,
+//! - L6: `scheduler` (the one owner of the spawn protocol: spawn, await, cancel,
+//!   list and the delivery of results, with typed answers) and [`run_state`] (where
+//!   each agent stands, folded from events: the one fold the terminal and web views
+//!   share);
+//! - L7: [`agent`] (the loop, and the spawn tools that put the scheduler's answers in
+//!   words) and [`queue`] (BullMQ wire format, the Redis backend);
+//! - L8: [`host`]: the composition root and library API (load once, start runs);
+//! - L9: [`mcp`] (`warren mcp`: the tools and the sub-agent tools served to MCP
+//!   clients through [`Session`]s), [`web`] (the live web view and its API),
 //!   `fuzzing`;
-//! - L9: `cli`.
+//! - L10: `cli`, each subcommand's body beside its arguments (`warren worker`'s too).
 //!
 //! The library's API is what a program embedding warren needs: a [`Config`] from a
 //! file or made in code ([`ConfigBuilder`]), a [`Host`] loaded from it, with model
@@ -61,10 +63,10 @@ pub mod policy;
 pub mod queue;
 pub mod run_state;
 pub mod sandbox;
+mod scheduler;
 pub mod telemetry;
 mod term;
 pub mod web;
-pub mod worker;
 
 pub use config::{Config, ConfigBuilder, ConfigError, Profile};
 pub use host::{Canceller, Error, Host, HostBuilder, Run, RunReport, Session};

@@ -31,19 +31,20 @@ const LAYERS: &[(&str, u8)] = &[
     // L5: loaded tools; the job tree, its owner, the narrowing rule, the Backend seam.
     ("plugin", 5),
     ("jobs", 5),
-    // L6: the agent loop and its spawn tools; the Redis backend.
-    ("agent", 6),
-    ("queue", 6),
+    // L6: the scheduler (the spawn protocol); where each agent stands.
+    ("scheduler", 6),
     ("run_state", 6),
-    // L7: the composition root.
-    ("host", 7),
-    // L8: what drives a host as a server.
-    ("worker", 8),
-    ("mcp", 8),
-    ("web", 8),
-    ("fuzzing", 8),
-    // L9: the command line, each command's body beside it.
-    ("cli", 9),
+    // L7: the agent loop and its spawn tools; the Redis backend.
+    ("agent", 7),
+    ("queue", 7),
+    // L8: the composition root.
+    ("host", 8),
+    // L9: what drives a host as a server.
+    ("mcp", 9),
+    ("web", 9),
+    ("fuzzing", 9),
+    // L10: the command line, each command's body beside it (`warren worker`'s too).
+    ("cli", 10),
 ];
 
 /// Where the architecture's layer table is documented.

@@ -1,16 +1,29 @@
 //! An agent's children as its loop meets them: results of finished background
 //! children delivered before a turn, children still running awaited before the
-//! agent may finish, and the wait itself (also `await_agents`'s).
+//! agent may finish, and the wait itself (also `await_agents`'s), each a call to the
+//! scheduler whose typed answer is put in words here.
 
 use std::time::Duration;
 
-use futures_util::future::join_all;
-
 use super::runtime::Agent;
-use crate::jobs::{not_found_block, result_block, JobId, Phase};
+use crate::jobs::mode::AgentMode;
+use crate::jobs::{not_found_block, result_block, JobId};
 use crate::journal::Drained;
 use crate::llm::{ChatRequest, Message};
 use crate::outcome::AgentState;
+use crate::scheduler::{Report, Until};
+
+/// The result blocks of a wait's reports, as the model reads them.
+pub(crate) fn report_blocks(reports: &[Report]) -> String {
+    reports
+        .iter()
+        .map(|report| match report {
+            Report::Child(job) => result_block(job),
+            Report::NotFound(id) => not_found_block(&id.0),
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
 
 impl Agent {
     /// The model answered without tool calls: ends the conversation (`Err(Ok)`)
@@ -23,40 +36,23 @@ impl Agent {
         request: &mut ChatRequest,
         next: u32,
     ) -> Result<Drained, Result<(), (AgentState, String)>> {
-        let recorded = self
-            .replaying()
-            .then(|| {
-                self.tree
-                    .recorded(&self.id)?
-                    .response(next)?
-                    .drained
-                    .clone()
-            })
-            .flatten();
+        let recorded = match self.mode() {
+            AgentMode::Replayed(_, Some(agent)) => {
+                agent.response(next).and_then(|r| r.drained.clone())
+            }
+            _ => None,
+        };
         let waited = match recorded {
             Some(waited) => waited,
-            None => {
-                let children = self.tree.children(&self.id);
-                let running: Vec<String> = children
-                    .iter()
-                    .filter(|job| !matches!(job.phase, Phase::Done(_)))
-                    .map(|job| job.id.0.clone())
-                    .collect();
-                if running.is_empty() {
-                    return Err(Ok(()));
-                }
-                // Report the running children and any finished ones not yet
-                // reported, in one message, so no separate notification follows.
-                let delivered = children
-                    .into_iter()
-                    .filter(|job| !job.delivered)
-                    .map(|job| job.id.0)
-                    .collect();
-                Drained { running, delivered }
-            }
+            // Reports the running children and any finished ones not yet reported,
+            // in one message, so no separate notification follows.
+            None => match self.runtime.scheduler.unfinished(&self.place) {
+                Some(unfinished) => unfinished,
+                None => return Err(Ok(())),
+            },
         };
         let pending: Vec<JobId> = waited.delivered.iter().cloned().map(JobId).collect();
-        let blocks = self.await_jobs(&pending, None, false).await;
+        let blocks = self.await_jobs(&pending, None, Until::All).await;
         request.messages.push(Message::User(format!(
             "You were about to finish while sub-agents were still running ({}). Nothing is abandoned: \
              these are their results. Take them into account and give your final answer.\n\n{blocks}",
@@ -69,17 +65,17 @@ impl Agent {
     /// `turn`, with their ids; in a replay, those the recording reported then, once
     /// they finish.
     pub(super) async fn finished_children_notes(&self, turn: u32) -> (Vec<String>, String) {
-        if self.replaying() {
-            if let Some(recorded) = self.tree.recorded(&self.id).and_then(|r| r.response(turn)) {
+        if let AgentMode::Replayed(_, Some(agent)) = self.mode() {
+            if let Some(recorded) = agent.response(turn) {
                 if recorded.notified.is_empty() {
                     return (Vec::new(), String::new());
                 }
                 let ids: Vec<JobId> = recorded.notified.iter().cloned().map(JobId).collect();
-                let blocks = self.await_jobs(&ids, None, false).await;
+                let blocks = self.await_jobs(&ids, None, Until::All).await;
                 return (recorded.notified.clone(), blocks);
             }
         }
-        let jobs = self.tree.take_finished_undelivered(&self.id);
+        let jobs = self.runtime.scheduler.finished(&self.place);
         let ids = jobs.iter().map(|job| job.id.0.clone()).collect();
         let blocks = jobs
             .iter()
@@ -89,96 +85,19 @@ impl Agent {
         (ids, blocks)
     }
 
-    /// Waits for `ids` (all, or the first with `any`), up to `timeout`, and returns
-    /// their result blocks.
+    /// Waits for `ids` (all, or the first with `Until::Any`), up to `timeout`, and
+    /// returns their result blocks.
     pub(crate) async fn await_jobs(
         &self,
         ids: &[JobId],
         timeout: Option<Duration>,
-        any: bool,
+        until: Until,
     ) -> String {
-        let mut waits = Vec::new();
-        for id in ids {
-            if let Some(job) = self
-                .tree
-                .job(id)
-                .filter(|j| j.parent.as_ref() == Some(&self.id))
-            {
-                let mut done = job.done.clone();
-                waits.push(Box::pin(async move {
-                    let _ = done.wait_for(|finished| *finished).await;
-                }));
-            }
-        }
-        if !waits.is_empty() {
-            let wait = async move {
-                if any {
-                    futures_util::future::select_all(waits).await;
-                } else {
-                    join_all(waits).await;
-                }
-            };
-            let waiting = self.step_aside();
-            match timeout {
-                Some(limit) => {
-                    let _ = tokio::time::timeout(limit, wait).await;
-                }
-                None => wait.await,
-            }
-            waiting.rejoin(self).await;
-        }
-        ids.iter()
-            .map(|id| {
-                match self
-                    .tree
-                    .job(id)
-                    .filter(|j| j.parent.as_ref() == Some(&self.id))
-                {
-                    Some(job) => {
-                        if matches!(job.phase, Phase::Done(_)) {
-                            self.tree.mark_delivered(id);
-                        }
-                        result_block(&job)
-                    }
-                    None => not_found_block(&id.0),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    }
-
-    /// This agent only waits for its sub-agents from now until [`Waiting::rejoin`]:
-    /// it gives back its concurrency slots (or, as a root, is counted as waiting, so
-    /// a worker takes another job in its place).
-    fn step_aside(&self) -> Waiting {
-        // Only a root has no spawning call above it.
-        if self.parent_span.is_none() {
-            return Waiting::Root {
-                _counted: self.runtime.slots.root_waits(),
-            };
-        }
-        match self.lease.step_aside() {
-            Some(rejoin) => Waiting::Child(rejoin),
-            None => Waiting::Unslotted,
-        }
-    }
-}
-
-/// What an agent waiting for its sub-agents gave up.
-enum Waiting {
-    /// Counted as waiting until dropped.
-    Root {
-        _counted: crate::jobs::slots::RootWaiting,
-    },
-    Child(crate::jobs::slots::Rejoin),
-    Unslotted,
-}
-
-impl Waiting {
-    /// The wait is over: takes the slots again (ahead of waiting spawns).
-    async fn rejoin(self, agent: &Agent) {
-        if let Waiting::Child(rejoin) = self {
-            rejoin.rejoin(&agent.lease, &agent.cancel).await;
-        }
+        let reports = self
+            .runtime
+            .scheduler
+            .wait(&self.parent(), ids, until, timeout)
+            .await;
+        report_blocks(&reports)
     }
 }

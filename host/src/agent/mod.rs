@@ -8,7 +8,7 @@
 //! into the conversation; an agent that would finish while children still run is told
 //! so and given their results, so nothing is abandoned.
 //!
-//! Layout: [`runtime`] (the shared `Runtime`, an agent's `Role`, the `Agent`),
+//! Layout: [`runtime`] (the shared `Runtime`, which runs agents for the scheduler, and the `Agent`),
 //! `turns` (the loop), `children` (children's results delivered and awaited), `tool_calls` (one tool call, run or answered from the journal
 //! of a resumed run), `replay` (a model turn recorded, a recorded one reused, and a replay's
 //! check of each request and tool result against the recording),
@@ -29,12 +29,13 @@ mod turn_limits;
 mod turns;
 mod typed_output;
 
+pub(crate) use self::children::report_blocks;
 pub(crate) use self::line_diff::line_diff;
-pub(crate) use self::replay::fork_profile;
-pub(crate) use self::runtime::{Agent, Role, Runtime};
+pub(crate) use self::runtime::{Agent, Runtime};
 pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{
-    definitions as spawn_tool_definitions, spawn_request, Delivery,
+    background_answer, definitions as spawn_tool_definitions, foreground_answer, spawn_request,
+    AwaitAsk, Delivery, NO_JOBS,
 };
 pub use self::turn_limits::{MAX_TOOL_CALLS_PER_REPLY, MAX_TURN_RESULT_BYTES};
 pub use self::turns::SUBAGENT_PROMPT;

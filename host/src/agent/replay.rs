@@ -10,7 +10,8 @@
 //! request matches when the digest of the body that would be sent equals the
 //! recorded one; a tool result when its outcome and text do.
 
-use crate::jobs::{Divergence, StopKind};
+use crate::jobs::mode::AgentMode;
+use crate::jobs::{Divergence, Replay, StopKind};
 use crate::journal::resume::{RecordedAgent, RecordedResponse, RecordedTool};
 use crate::journal::{Drained, Record, RecordedCall};
 use crate::llm::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, Provider, ToolCall};
@@ -105,68 +106,10 @@ pub(super) fn replayed_response(recorded: &RecordedResponse) -> crate::llm::Chat
     }
 }
 
-/// Changes `profile` as `fork` asks: another profile's settings (its name kept, so
-/// the agent keeps its place), another model, another system prompt.
-pub(crate) fn fork_profile(
-    config: &crate::config::Config,
-    profile: &mut crate::config::Profile,
-    fork: &crate::jobs::Fork,
-) -> Result<(), String> {
-    if let Some(name) = &fork.profile {
-        let mut other = config
-            .find_profile(name)
-            .cloned()
-            .ok_or_else(|| format!("no profile `{name}`"))?;
-        other.name = profile.name.clone();
-        *profile = other;
-    }
-    if let Some(model) = &fork.model {
-        profile.model = Some(model.clone());
-    }
-    if let Some(prompt) = &fork.prompt {
-        profile.system_prompt = prompt.clone();
-    }
-    Ok(())
-}
-
 impl Agent {
-    /// Whether this agent is replayed from the recording now: in a replay, and not
-    /// (in a fork) running live.
-    pub(super) fn replaying(&self) -> bool {
-        self.tree
-            .replay
-            .as_ref()
-            .is_some_and(|r| !r.is_live(&self.id.0))
-    }
-
-    /// In a fork, where this agent is the forked one: its profile, limits and access
-    /// as the fork changes them (narrowed as any child is); `None` otherwise.
-    pub(super) fn forked_child(
-        &self,
-        id: &crate::jobs::JobId,
-        base: &crate::config::Profile,
-        ask: &crate::jobs::ChildAsk<'_>,
-    ) -> Option<Result<(crate::config::Profile, crate::config::AgentLimits), String>> {
-        let fork = self.tree.replay.as_ref()?.fork.as_ref()?;
-        if fork.from != id.0 {
-            return None;
-        }
-        let mut base = base.clone();
-        let changed = (|| {
-            // The model after narrowing, which would otherwise take the parent's.
-            let without_model = crate::jobs::Fork {
-                model: None,
-                ..fork.clone()
-            };
-            fork_profile(&self.runtime.config, &mut base, &without_model)?;
-            let (mut profile, limits) =
-                crate::jobs::narrow(&base, ask, || self.runtime.registry.names_for(&base))?;
-            if let Some(model) = &fork.model {
-                profile.model = Some(model.clone());
-            }
-            Ok((profile, limits))
-        })();
-        Some(changed)
+    /// What the run's mode means for this agent, asked once per decision.
+    pub(super) fn mode(&self) -> AgentMode<'_> {
+        self.place.tree.mode.agent(&self.place.id)
     }
 
     /// In a replay, the recorded answer to turn `turn` once `request` is found to be
@@ -176,26 +119,26 @@ impl Agent {
     /// point instead (`Ok(None)`: ask the model).
     pub(super) fn replayed_turn(
         &self,
+        (replay, agent): (&Replay, Option<&RecordedAgent>),
         provider: &dyn Provider,
         request: &ChatRequest,
         turn: u32,
     ) -> Result<Option<ChatResponse>, (AgentState, String)> {
-        let replay = self.tree.replay.as_ref().expect("replaying");
         if replay.fork.is_some() {
-            let recorded = self.tree.recorded(&self.id).and_then(|a| a.response(turn));
+            let recorded = agent.and_then(|a| a.response(turn));
             let same = recorded.is_some_and(|r| {
                 r.request_digest.is_none() || r.request_digest == provider.request_digest(request)
             });
             return Ok(match recorded.filter(|_| same) {
                 Some(recorded) => Some(replayed_response(recorded)),
                 None => {
-                    tracing::info!(agent = %self.id, turn, "the fork leaves the recording here: live from this turn");
-                    replay.go_live(&self.id.0);
+                    tracing::info!(agent = %self.place.id, turn, "the fork leaves the recording here: live from this turn");
+                    replay.go_live(&self.place.id.0);
                     None
                 }
             });
         }
-        let Some(agent) = self.tree.recorded(&self.id) else {
+        let Some(agent) = agent else {
             return Err(self.stop_replay(
                 StopKind::Differs,
                 turn,
@@ -247,11 +190,11 @@ impl Agent {
     /// recording has no result for, stops the replay there.
     pub(super) async fn replayed_call(
         &self,
+        replay: &Replay,
         call: &ToolCall,
         turn: u32,
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
-        let replay = self.tree.replay.as_ref().expect("replaying");
         if replay.fork.is_some() && recorded.as_ref().is_none_or(|r| r.finished.is_none()) {
             // Not in the recording: the fork runs it.
             return self
@@ -309,11 +252,8 @@ impl Agent {
     /// Stops the replay at `call`, which the recording has no result for: the recording
     /// differs if this agent finished in it, else it ends here. Returns the message.
     fn stop_without_result(&self, call: &ToolCall, turn: u32) -> String {
-        let (kind, what) = match self
-            .tree
-            .recorded(&self.id)
-            .and_then(|a| a.finished.as_ref())
-        {
+        let recorded = self.place.tree.mode.recorded(&self.place.id);
+        let (kind, what) = match recorded.and_then(|a| a.finished.as_ref()) {
             Some(_) => (
                 StopKind::Differs,
                 format!(
@@ -340,19 +280,19 @@ impl Agent {
         outcome: ToolOutcome,
         recorded_result: Result<String, String>,
     ) -> Result<String, String> {
-        self.tree.record(|| Record::ToolStarted {
-            agent: self.id.0.clone(),
+        self.place.tree.record(|| Record::ToolStarted {
+            agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
         });
         // Served from the recording: no guest ran in this run, so no fuel.
-        self.tree.record(|| {
+        self.place.tree.record(|| {
             let content = match &recorded_result {
                 Ok(text) | Err(text) => text.clone(),
             };
             Record::ToolFinished {
-                agent: self.id.0.clone(),
+                agent: self.place.id.0.clone(),
                 call_id: call.id.clone(),
                 outcome,
                 output_bytes: content.len() as u64,
@@ -368,10 +308,10 @@ impl Agent {
     /// In a replay, the wall time the recording gives this agent, so the result
     /// block its parent reads (which shows it) is the recorded one.
     pub(super) fn replayed_duration(&self) -> Option<std::time::Duration> {
-        if !self.replaying() {
-            return None;
+        match self.mode() {
+            AgentMode::Replayed(_, Some(agent)) => Some(agent.finished.as_ref()?.duration),
+            _ => None,
         }
-        Some(self.tree.recorded(&self.id)?.finished.as_ref()?.duration)
     }
 
     /// Notes where this agent left the recording (the first such point ends the
@@ -383,17 +323,19 @@ impl Agent {
         what: String,
         detail: String,
     ) -> (AgentState, String) {
-        let replay = self.tree.replay.as_ref().expect("replaying");
+        let Some(replay) = self.place.tree.mode.replay() else {
+            return (AgentState::Error, format!("replay stopped: {what}"));
+        };
         let first = replay.stop(Divergence {
             kind,
-            agent: self.id.0.clone(),
-            path: self.tree.path(&self.id),
+            agent: self.place.id.0.clone(),
+            path: self.place.tree.path(&self.place.id),
             turn,
             what: what.clone(),
             detail,
         });
         if first {
-            self.tree.cancel.cancel();
+            self.place.tree.cancel.cancel();
         }
         (AgentState::Error, format!("replay stopped: {what}"))
     }

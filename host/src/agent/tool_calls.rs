@@ -14,6 +14,7 @@ use crate::sandbox::{CallFigures, ToolOutcome};
 
 use super::runtime::Agent;
 use super::spawn_tools;
+use crate::jobs::mode::AgentMode;
 
 /// The result of a call that had started when the run's process died and whose
 /// end was not recorded, when running it again could repeat an effect.
@@ -35,14 +36,17 @@ impl Agent {
         turn: u32,
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
-        if self.replaying() {
-            return self.replayed_call(call, turn, recorded).await;
-        }
-        if self.tree.replay.is_some() {
+        match self.mode() {
+            AgentMode::Replayed(replay, _) => {
+                return self.replayed_call(replay, call, turn, recorded).await;
+            }
             // A fork's live agent: whatever the recording holds, it runs.
-            return self
-                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
-                .await;
+            AgentMode::ForkLive => {
+                return self
+                    .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
+                    .await;
+            }
+            AgentMode::Live | AgentMode::Resumed(_) => {}
         }
         if !spawn_tools::is_spawn_tool(&call.name) {
             match recorded.as_ref().map(|r| &r.finished) {
@@ -54,9 +58,9 @@ impl Agent {
                     };
                 }
                 Some(None) if !self.access.profile.capabilities.replay_safe() => {
-                    tracing::warn!(agent = %self.id, tool = %call.name, "a call in doubt is not run again");
-                    self.tree.record(|| Record::ToolFinished {
-                        agent: self.id.0.clone(),
+                    tracing::warn!(agent = %self.place.id, tool = %call.name, "a call in doubt is not run again");
+                    self.place.tree.record(|| Record::ToolFinished {
+                        agent: self.place.id.0.clone(),
                         call_id: call.id.clone(),
                         outcome: ToolOutcome::InDoubt,
                         content: IN_DOUBT.to_string(),
@@ -94,7 +98,7 @@ impl Agent {
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
-            gen_ai.conversation.id = %self.tree.run_id,
+            gen_ai.conversation.id = %self.place.tree.run_id,
             warren.fuel_used = tracing::field::Empty,
             warren.memory_peak_bytes = tracing::field::Empty,
             warren.output_bytes = tracing::field::Empty,
@@ -102,8 +106,8 @@ impl Agent {
         );
         self.record_start(call, recorded).await;
         let started = Instant::now();
-        self.tree.events.publish(Event::ToolCallStarted {
-            agent: self.id.0.clone(),
+        self.place.tree.events.publish(Event::ToolCallStarted {
+            agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: summarize(&call.arguments),
@@ -129,7 +133,7 @@ impl Agent {
             let effect = !spawn_tools::is_spawn_tool(&call.name)
                 && !self.access.profile.capabilities.replay_safe();
             let finished = || Record::ToolFinished {
-                agent: self.id.0.clone(),
+                agent: self.place.id.0.clone(),
                 call_id: call.id.clone(),
                 outcome,
                 content: match &result {
@@ -141,12 +145,12 @@ impl Agent {
                 memory_peak_bytes: figures.memory_peak_bytes,
             };
             match effect {
-                true => self.tree.record_written(finished).await,
-                false => self.tree.record(finished),
+                true => self.place.tree.record_written(finished).await,
+                false => self.place.tree.record(finished),
             }
         }
-        self.tree.events.publish(Event::ToolCallFinished {
-            agent: self.id.0.clone(),
+        self.place.tree.events.publish(Event::ToolCallFinished {
+            agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             outcome,
@@ -169,7 +173,7 @@ impl Agent {
         // that can have none needs no sync (if its record is lost it is simply run
         // again), and a spawn tool's effect is a job, journaled in its own right.
         let started_record = || Record::ToolStarted {
-            agent: self.id.0.clone(),
+            agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -179,9 +183,9 @@ impl Agent {
         } else if spawn_tools::is_spawn_tool(&call.name)
             || self.access.profile.capabilities.replay_safe()
         {
-            self.tree.record(started_record);
+            self.place.tree.record(started_record);
         } else {
-            self.tree.record_durably(started_record).await;
+            self.place.tree.record_durably(started_record).await;
         }
     }
 

@@ -17,6 +17,7 @@ use crate::outcome::{AgentOutcome, AgentState};
 use super::replay::{record_response, replayed_response, Delivered};
 use super::runtime::Agent;
 use super::typed_output::{drop_response_format, Settled, TypedAnswer};
+use crate::jobs::mode::AgentMode;
 
 /// The system prompt of a sub-agent whose profile has none.
 pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
@@ -141,11 +142,11 @@ impl Agent {
             otel.name = format!("invoke_agent {}", self.profile.name),
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = %self.profile.name,
-            gen_ai.agent.id = %self.id,
-            gen_ai.conversation.id = %self.tree.run_id,
+            gen_ai.agent.id = %self.place.id,
+            gen_ai.conversation.id = %self.place.tree.run_id,
             warren.depth = self.depth,
             warren.traceparent = self.traceparent.as_deref(),
-            warren.run.id = %self.tree.run_id,
+            warren.run.id = %self.place.tree.run_id,
             warren.agent.state = tracing::field::Empty,
             input.value = tracing::field::Empty,
             output.value = tracing::field::Empty,
@@ -163,7 +164,7 @@ impl Agent {
             let mut progress = Progress::default();
             let ended = self.converse_within_limits(task, &mut progress).await;
             // Whatever ended this agent ends its remaining children too.
-            self.children_cancel.cancel();
+            self.place.children_cancel.cancel();
             let (state, error) = match ended {
                 Ok(()) => (AgentState::Ok, None),
                 Err((state, error)) => (state, Some(error)),
@@ -203,7 +204,7 @@ impl Agent {
     /// Records the agent's tool set and spec in the journal, and announces the spec.
     fn record_spec(&self, task: &str) {
         let tools = self.tool_names();
-        self.tree.record_tool_set(&tools, || Record::ToolSet {
+        self.place.tree.record_tool_set(&tools, || Record::ToolSet {
             tools: self
                 .tool_definitions()
                 .into_iter()
@@ -214,8 +215,8 @@ impl Agent {
                 })
                 .collect(),
         });
-        self.tree.record(|| Record::AgentSpec {
-            agent: self.id.0.clone(),
+        self.place.tree.record(|| Record::AgentSpec {
+            agent: self.place.id.0.clone(),
             message: task.to_string(),
             model: self.profile.model.clone(),
             tools,
@@ -225,10 +226,10 @@ impl Agent {
             depth: self.depth,
             system: String::new(),
             // Its prompt is journaled once per process; the spec names it.
-            system_digest: self.tree.record_prompt(&self.system_prompt()),
+            system_digest: self.place.tree.record_prompt(&self.system_prompt()),
         });
-        self.tree.events.publish(Event::AgentSpec {
-            agent: self.id.0.clone(),
+        self.place.tree.events.publish(Event::AgentSpec {
+            agent: self.place.id.0.clone(),
             model: self.profile.model.clone(),
             max_turns: self.limits.max_turns,
             timeout_s: self.limits.timeout_s,
@@ -247,11 +248,11 @@ impl Agent {
         let body = self.converse(task, progress);
         tokio::pin!(body);
         // A resumed agent's earlier wall time counts against its limit.
-        let spent = self.tree.earlier_time(&self.id);
+        let spent = self.place.tree.mode.earlier_time(&self.place.id);
         let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
         tokio::select! {
             biased;
-            _ = self.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
+            _ = self.place.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".to_string())),
             ended = tokio::time::timeout(limit, &mut body) => ended.unwrap_or_else(|_| Err((
                 AgentState::TimedOut,
                 format!("timed out after {} s (timeout_s)", self.limits.timeout_s),
@@ -274,7 +275,7 @@ impl Agent {
             tools: self.tool_definitions(),
             requester: Requester {
                 profile: self.profile.name.clone(),
-                agent_id: self.id.0.clone(),
+                agent_id: self.place.id.0.clone(),
             },
             answer_schema: None,
         };
@@ -349,16 +350,8 @@ impl Agent {
                 format!("max turns ({}) reached", self.limits.max_turns),
             ));
         }
-        if let Some(budget) = self
-            .tree
-            .limits
-            .budget_usd
-            .filter(|_| self.tree.over_budget())
-        {
-            return Err((
-                AgentState::BudgetExceeded,
-                format!("the run's budget of ${budget:.4} is used up (spent ${:.4}; defaults.budget_usd)", self.tree.spent()),
-            ));
+        if let Some(reason) = self.place.tree.budget.used_up() {
+            return Err((AgentState::BudgetExceeded, reason));
         }
         if let Some(cap) = self
             .limits
@@ -386,46 +379,51 @@ impl Agent {
         delivered: Delivered,
     ) -> Result<ChatResponse, (AgentState, String)> {
         progress.turns += 1;
-        self.tree.events.publish(Event::TurnStarted {
-            agent: self.id.0.clone(),
+        self.place.tree.events.publish(Event::TurnStarted {
+            agent: self.place.id.0.clone(),
             turn: progress.turns,
         });
-        let replayed = if self.replaying() {
-            self.replayed_turn(&**provider, request, progress.turns)?
-        } else if self.tree.replay.is_some() {
-            None // a fork's live agent
-        } else {
-            self.tree
-                .recorded(&self.id)
+        let replayed = match self.mode() {
+            AgentMode::Replayed(replay, agent) => {
+                self.replayed_turn((replay, agent), &**provider, request, progress.turns)?
+            }
+            AgentMode::Resumed(agent) => agent
                 .and_then(|r| r.response(progress.turns))
-                .map(replayed_response)
+                .map(replayed_response),
+            AgentMode::Live | AgentMode::ForkLive => None,
         };
-        let fresh = replayed.is_none();
+        // A resumed response's cost was counted when the run resumed; a replay
+        // counts each as recorded, so budgets end it where they did. A fork's journal
+        // holds its replayed turns too: it is a whole run.
+        let fresh = replayed.is_none() || self.place.tree.mode.charges_recorded();
         let response = match replayed {
             Some(response) => response,
             None => self.ask(provider, request).await?,
         };
         progress.usage = progress.usage + response.usage;
         progress.cost_usd += response.cost_usd;
-        if fresh || self.tree.replay.is_some() {
-            // A resumed response's cost was counted when the run resumed; a
-            // replay counts each as recorded, so budgets end it where they did.
-            self.tree.charge(response.cost_usd);
+        if fresh {
+            self.place.tree.budget.charge(response.cost_usd);
         }
-        self.tree.events.publish(Event::Usage {
-            agent: self.id.0.clone(),
+        self.place.tree.events.publish(Event::Usage {
+            agent: self.place.id.0.clone(),
             turns: progress.turns,
             input_tokens: progress.usage.input_tokens,
             output_tokens: progress.usage.output_tokens,
             cost_usd: progress.cost_usd,
         });
         progress.text = response.message.text.clone();
-        if fresh || self.tree.replay.is_some() {
+        if fresh {
             // Written before any of its tool calls runs, and synced with the start
-            // of the first that could have an effect (see `traced_call`). A fork's
-            // journal holds its replayed turns too: it is a whole run.
-            self.tree.record(|| {
-                record_response(&self.id, progress.turns, request, &response, delivered)
+            // of the first that could have an effect (see `traced_call`).
+            self.place.tree.record(|| {
+                record_response(
+                    &self.place.id,
+                    progress.turns,
+                    request,
+                    &response,
+                    delivered,
+                )
             });
         }
         Ok(response)
@@ -464,8 +462,10 @@ impl Agent {
     /// results to `request`.
     async fn run_tool_calls(&self, calls: &[ToolCall], turn: u32, request: &mut ChatRequest) {
         let recorded = |call: &ToolCall| {
-            self.tree
-                .recorded(&self.id)
+            self.place
+                .tree
+                .mode
+                .recorded(&self.place.id)
                 .and_then(|r| r.tool(turn, &call.id))
                 .cloned()
         };
@@ -489,7 +489,7 @@ impl Agent {
         request: &mut ChatRequest,
     ) -> Result<crate::llm::ChatResponse, (AgentState, String)> {
         // Streamed text goes to the event bus as it arrives.
-        let (bus, agent) = (self.tree.events.clone(), self.id.0.clone());
+        let (bus, agent) = (self.place.tree.events.clone(), self.place.id.0.clone());
         let sink = EventSink::new(move |event| {
             if let StreamEvent::TextDelta(text) = event {
                 bus.publish(Event::TextDelta {
@@ -504,8 +504,8 @@ impl Agent {
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = provider.provider_name(),
             gen_ai.request.model = provider.model(),
-            gen_ai.agent.id = %self.id,
-            gen_ai.conversation.id = %self.tree.run_id,
+            gen_ai.agent.id = %self.place.id,
+            gen_ai.conversation.id = %self.place.tree.run_id,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,

@@ -35,6 +35,7 @@ mod scaffold;
 mod serve;
 mod tools;
 mod ui;
+mod worker;
 
 /// Parses the command line, runs the command and reports its error, if any.
 pub(crate) fn main() -> ExitCode {

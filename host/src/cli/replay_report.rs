@@ -35,7 +35,7 @@ pub(crate) async fn replay(
     let (run, recording) = host.replay(journal, tools, None)?;
     let tree = run.tree.clone();
     let report = run.wait().await;
-    if let Some(divergence) = tree.replay.as_ref().and_then(|r| r.divergence()) {
+    if let Some(divergence) = tree.mode.replay().and_then(|r| r.divergence()) {
         return Ok(match divergence.kind {
             StopKind::Differs => Verdict::Differs(divergence),
             StopKind::RecordingEnds => Verdict::RecordingEnds(divergence),

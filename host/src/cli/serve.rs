@@ -66,13 +66,13 @@ pub(super) async fn worker(config_path: &Path, args: WorkerArgs) -> Result<(), F
         )));
     }
     let host = load(config).await?;
-    let options = crate::worker::WorkerOptions {
+    let options = super::worker::WorkerOptions {
         concurrency: args.concurrency as usize,
         max_waiting: args.max_waiting as usize,
-        name: args.name.unwrap_or_else(crate::worker::default_name),
+        name: args.name.unwrap_or_else(super::worker::default_name),
     };
     let (first, second) = shutdown_signals();
-    crate::worker::run(host, options, first, second).await?;
+    super::worker::run(host, options, first, second).await?;
     Ok(())
 }
 

@@ -19,13 +19,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::agent::{Agent, Delivery, Role, Runtime};
+use crate::agent::{Delivery, Runtime};
 use crate::config::{AgentLimits, Config, Profile, RunLimits};
-use crate::jobs::{Backend, JobHandle, Tree};
+use crate::jobs::{Backend, Tree};
 use crate::llm;
 use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
+use crate::scheduler::{Role, RootStart, Scheduler};
 
 mod builder;
 mod error;
@@ -35,6 +36,7 @@ pub use self::builder::HostBuilder;
 use self::builder::Supplied;
 pub use self::error::Error;
 pub use self::run::{Canceller, Run, RunReport};
+pub(crate) use self::session::Answer;
 pub use self::session::Session;
 
 /// A job from the queue, ready to run as the root of a tree on this host.
@@ -179,18 +181,23 @@ impl Host {
             Some(backend) => Some(backend),
             None => queue.clone().map(|q| q as Arc<dyn Backend>),
         };
-        Ok(Host {
-            parts: Arc::new(Runtime {
-                spawn_tools: crate::agent::spawn_tool_definitions(&config, Delivery::Notified),
-                config,
-                registry: Arc::new(registry),
-                providers,
+        let config = Arc::new(config);
+        let registry = Arc::new(registry);
+        let parts = Arc::new_cyclic(|runtime: &std::sync::Weak<Runtime>| Runtime {
+            spawn_tools: crate::agent::spawn_tool_definitions(&config, Delivery::Notified),
+            scheduler: Scheduler::new(
+                config.clone(),
+                registry.clone(),
                 missing_keys,
                 slots,
                 remote,
-            }),
-            queue,
-        })
+                runtime.clone(),
+            ),
+            config,
+            registry,
+            providers,
+        });
+        Ok(Host { parts, queue })
     }
 
     /// The configuration in use.
@@ -201,7 +208,7 @@ impl Host {
     /// The models left out by [`Host::load_for_serving`] for want of their API key,
     /// by name, with the variable that should hold it.
     pub fn missing_keys(&self) -> &BTreeMap<String, String> {
-        &self.parts.missing_keys
+        self.parts.scheduler.missing_keys()
     }
 
     /// The queue sub-agents go through, when `[queue] redis` is set.
@@ -212,7 +219,7 @@ impl Host {
     /// How many roots of this host's runs only wait for their sub-agents, as it
     /// changes.
     pub(crate) fn roots_waiting(&self) -> tokio::sync::watch::Receiver<usize> {
-        self.parts.slots.roots_waiting()
+        self.parts.scheduler.slots().roots_waiting()
     }
 
     /// The tool registry.
@@ -319,8 +326,8 @@ impl Host {
         {
             profile.model = Some(model);
         }
+        let task = resume.task.clone();
         let tree = Tree::resumed(config.run_limits, journal, Arc::new(resume));
-        let task = tree.resume.as_ref().expect("resumed").task.clone();
         let start = JobStart::root(profile, task, config.run_limits.budget_usd, None);
         self.launch_in(tree, start)
     }
@@ -391,7 +398,7 @@ impl Host {
             None => (None, None),
         };
         if fork.as_ref().is_some_and(|f| f.from == recording.root) {
-            crate::agent::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
+            crate::jobs::mode::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
                 .map_err(|e| anyhow::anyhow!(e))?;
         }
         let tree = Tree::replaying(
@@ -495,8 +502,6 @@ impl Host {
     fn launch_in(&self, tree: Arc<Tree>, job: JobStart) -> anyhow::Result<Run> {
         // Its scratch directory before the job exists, as for every agent.
         let access = ToolAccess::new(job.profile.clone())?;
-        let handle = JobHandle::root(&tree, &job.profile.name, &job.task);
-        let id = handle.id().clone();
         let role = Role {
             profile: job.profile,
             limits: job.limits,
@@ -504,21 +509,18 @@ impl Host {
             depth: job.depth,
             traceparent: job.traceparent,
         };
-        let root = Agent::new(self.parts.clone(), handle.place(), role, access, None);
         // Subscribed before the root starts: the first caller of `Run::events` sees
         // its `agent_started`.
         let first_events = std::sync::Mutex::new(Some(tree.events.subscribe()));
-        let task = job.task;
-        let handle = match tree.earlier_outcome(&id) {
-            Some(outcome) => tokio::spawn(async move { handle.finish(outcome) }),
-            None => {
-                handle.start();
-                tokio::spawn(async move { handle.finish(root.run(task).await) })
-            }
+        let root = RootStart {
+            role,
+            task: job.task,
+            access,
         };
+        let (root, handle) = self.parts.scheduler.start_root(&tree, root);
         Ok(Run {
             tree,
-            root: id,
+            root,
             handle,
             first_events,
         })

@@ -56,7 +56,7 @@ impl Run {
     /// In a replay, the first point where it left the recording (`None`: it has not,
     /// or this is not a replay).
     pub fn replay_divergence(&self) -> Option<crate::jobs::Divergence> {
-        self.tree.replay.as_ref()?.divergence()
+        self.tree.mode.replay()?.divergence()
     }
 
     /// A token that cancels the whole tree (for Ctrl-C handlers).
@@ -107,7 +107,7 @@ impl Run {
         };
         self.tree.record(|| Record::RunFinished {
             state: root.state,
-            cost_usd: self.tree.spent(),
+            cost_usd: self.tree.budget.spent(),
         });
         if let Some(journal) = &self.tree.journal {
             journal.flush().await;
@@ -118,7 +118,7 @@ impl Run {
             run_id: self.tree.run_id.clone(),
             root,
             agents,
-            cost_usd: self.tree.spent(),
+            cost_usd: self.tree.budget.spent(),
         }
     }
 }

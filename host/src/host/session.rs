@@ -11,13 +11,26 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::agent::{spawn_request, spawn_tool_definitions, Agent, Delivery, Role, Runtime};
+use crate::agent::{
+    background_answer, foreground_answer, report_blocks, spawn_request, spawn_tool_definitions,
+    Agent, AwaitAsk, Delivery, Runtime, NO_JOBS,
+};
 use crate::events::{AgentIntro, Event, EventStream};
-use crate::jobs::{JobHandle, JobId, JobSelection, Phase, Tree};
+use crate::jobs::{Job, JobHandle, JobId, Phase, Tree};
 use crate::journal::Record;
 use crate::llm::{ToolCall, ToolDefinition};
 use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
+use crate::scheduler::{Report, Role, Start, Until};
+
+/// What a session's tool call answered.
+pub(crate) struct Answer {
+    /// The text the caller reads.
+    pub(crate) text: String,
+    /// For the spawn tools, the typed answers of the jobs the text reports
+    /// (`{"results": [...]}`), when there are any or the profile declares them.
+    pub(crate) structured: Option<Value>,
+}
 
 /// What a session's root job says its task is (there is no task: the caller drives).
 pub(super) const SESSION_TASK: &str = "(session: tools called by an outside client)";
@@ -83,7 +96,14 @@ impl Session {
         let access = ToolAccess::new(profile.clone())?;
         let job = JobHandle::root(&tree, &profile.name, SESSION_TASK);
         let spawn_tools = spawn_tool_definitions(&runtime.config, Delivery::Awaited);
-        let root = Agent::new(runtime, job.place(), Role::root(profile), access, None);
+        let start = Start {
+            place: job.place().clone(),
+            role: Role::root(profile),
+            access,
+            task: SESSION_TASK.to_string(),
+            parent_span: None,
+        };
+        let root = Agent::new(runtime, start);
         job.start();
         Ok(Session {
             tree,
@@ -126,7 +146,7 @@ impl Session {
 
     /// The root job's id: the parent of every agent the session spawns.
     pub fn root(&self) -> &JobId {
-        &self.root.id
+        &self.root.place.id
     }
 
     /// The tools the session may call: the profile's plugin tools, then the spawn tools
@@ -164,33 +184,33 @@ impl Session {
     ///
     /// Dropping the future before it finishes cancels the agents the call started.
     pub async fn call(&self, name: &str, arguments: &str) -> Result<String, String> {
-        self.call_watched(name, arguments, None).await
+        self.call_watched(name, arguments, None)
+            .await
+            .map(|answer| answer.text)
     }
 
-    /// The typed answers (output schemas) of this session's jobs whose result blocks
-    /// `text` holds, as `{"results": [{"id", "state", "output"}]}`; `None` when it
-    /// holds none (a client reads the values rather than the blocks). When the
-    /// session's profile fixes a schema (so the spawn tools declare
-    /// [`Session::results_schema`]), every job `text` names is listed, with its state
-    /// as it stands and `output` null until it ends with a typed answer.
-    pub fn typed_results(&self, text: &str) -> Option<Value> {
+    /// The typed answers (output schemas) of `jobs`, as a spawn tool's answer reported
+    /// them, as `{"results": [{"id", "state", "output"}]}`; `None` when none has one
+    /// (a client reads the values rather than the blocks). When the session's profile
+    /// fixes a schema (so the spawn tools declare [`Session::results_schema`]), every
+    /// job is listed, with its state as reported and `output` null until it ends
+    /// with a typed answer.
+    fn typed_results(&self, jobs: &[Job]) -> Option<Value> {
         let declared = self.root.profile.output_schema.is_some();
-        let results: Vec<Value> = self
-            .tree
-            .children(&self.root.id)
-            .into_iter()
-            .filter_map(|job| match &job.phase {
-                Phase::Done(outcome) if text.contains(&format!("[{}: ", job.id)) => {
-                    match (&outcome.output, declared) {
-                        (Some(output), _) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": output})),
-                        (None, true) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": null})),
-                        (None, false) => None,
-                    }
-                }
-                phase if declared && text.contains(&job.id.0) => Some(
+        let mut listed = BTreeSet::new();
+        let results: Vec<Value> = jobs
+            .iter()
+            .filter(|job| listed.insert(&job.id))
+            .filter_map(|job| match (&job.phase, declared) {
+                (Phase::Done(outcome), _) => match (&outcome.output, declared) {
+                    (Some(output), _) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": output})),
+                    (None, true) => Some(serde_json::json!({"id": job.id.0, "state": outcome.state, "output": null})),
+                    (None, false) => None,
+                },
+                (phase, true) => Some(
                     serde_json::json!({"id": job.id.0, "state": phase.name(), "output": null}),
                 ),
-                _ => None,
+                (_, false) => None,
             })
             .collect();
         (declared || !results.is_empty()).then(|| serde_json::json!({ "results": results }))
@@ -223,83 +243,96 @@ impl Session {
 
     /// As [`Session::call`], sending to `watch` every event of the agents the call
     /// waits for (a foreground `spawn_agent`'s child, the jobs `await_agents` names)
-    /// and of their descendants, while it waits.
-    pub async fn call_watched(
+    /// and of their descendants, while it waits; the answer carries the typed results
+    /// of the jobs a spawn tool reported.
+    pub(crate) async fn call_watched(
         &self,
         name: &str,
         arguments: &str,
         watch: Option<UnboundedSender<Event>>,
-    ) -> Result<String, String> {
+    ) -> Result<Answer, String> {
         let call = ToolCall {
             id: format!("session-{}", self.calls.fetch_add(1, Ordering::Relaxed)),
             name: name.to_string(),
             arguments: arguments.to_string(),
         };
-        self.root
-            .traced_call(&call, self.spawn_tool(name, arguments, watch), None)
-            .await
+        let mut jobs = Vec::new();
+        let text = self
+            .root
+            .traced_call(
+                &call,
+                self.spawn_tool(name, arguments, watch, &mut jobs),
+                None,
+            )
+            .await?;
+        let structured = matches!(name, "spawn_agent" | "await_agents")
+            .then(|| self.typed_results(&jobs))
+            .flatten();
+        Ok(Answer { text, structured })
     }
 
+    /// Spawn tool `name`, done by the scheduler for the session's root; `reported`
+    /// gets the jobs its answer reports, as it reports them.
     async fn spawn_tool(
         &self,
         name: &str,
         arguments: &str,
         watch: Option<UnboundedSender<Event>>,
+        reported: &mut Vec<Job>,
     ) -> Result<String, String> {
+        let scheduler = &self.root.runtime.scheduler;
+        let parent = self.root.parent();
         match name {
             "spawn_agent" => {
                 let request = spawn_request(arguments)?;
                 let foreground = !request.background;
                 // Subscribed before the spawn: the child's first events are followed.
                 let events = watch.as_ref().filter(|_| foreground).map(|_| self.events());
-                let spawned = self.root.spawn(request)?;
+                let grant = scheduler.spawn(&parent, request)?;
                 if !foreground {
-                    return Ok(spawned.background_answer(Delivery::Awaited, &self.tree.limits));
+                    reported.extend(self.tree.job(&grant.id));
+                    let limits = &self.tree.limits;
+                    return Ok(background_answer(&grant, Delivery::Awaited, limits));
                 }
-                // A foreground spawn is a background spawn and an await of its child,
+                // A foreground spawn is a background spawn and a wait for its child,
                 // as inside warren; split here so the child's events are followed, and
                 // so it is cancelled should the caller give up.
                 let mut started = StartedAgents {
                     tree: self.tree.clone(),
-                    ids: vec![spawned.id.clone()],
+                    ids: vec![grant.id.clone()],
                 };
-                let wait = self
-                    .root
-                    .await_jobs(std::slice::from_ref(&spawned.id), None, false);
-                let block = follow(wait, events.zip(watch), vec![spawned.id.clone()]).await;
+                let ids = std::slice::from_ref(&grant.id);
+                let wait = scheduler.wait(&parent, ids, Until::All, None);
+                let reports = follow(wait, events.zip(watch), ids.to_vec()).await;
                 started.ids.clear();
-                Ok(spawned.foreground_answer(block))
+                let block = report_blocks(&reports);
+                reported.extend(reports.into_iter().filter_map(Report::into_job));
+                Ok(foreground_answer(&grant, block))
             }
             "await_agents" => {
-                let mut args = serde_json::from_str::<Value>(arguments).unwrap_or_default();
-                let ids = self
-                    .tree
-                    .select(&self.root.id, &JobSelection::parse(&args["job_ids"]));
-                let bounded = match (self.await_limit, args.as_object_mut()) {
-                    (Some(limit), Some(object)) if !object.contains_key("timeout_s") => {
-                        object.insert("timeout_s".into(), limit.as_secs_f64().into());
-                        true
-                    }
-                    _ => false,
-                };
+                let args = serde_json::from_str::<Value>(arguments).unwrap_or_default();
+                let mut ask = AwaitAsk::parse(&args);
+                let ids = scheduler.select(&self.root.place, &ask.jobs);
+                if ids.is_empty() {
+                    return Ok(NO_JOBS.into());
+                }
+                let bounded = ask.timeout.is_none() && self.await_limit.is_some();
+                ask.timeout = ask.timeout.or(self.await_limit);
                 let events = watch.as_ref().map(|_| self.events());
                 if let Some(sink) = &watch {
                     self.announce(&ids, sink);
                 }
-                let arguments = match bounded {
-                    true => args.to_string(),
-                    false => arguments.to_string(),
-                };
-                let wait = self.root.spawn_tool(name, &arguments);
-                let mut answer = follow(wait, events.zip(watch), ids.clone()).await?;
-                let running: Vec<&str> = ids
+                let wait = scheduler.wait(&parent, &ids, ask.until, ask.timeout);
+                let reports = follow(wait, events.zip(watch), ids.clone()).await;
+                let mut answer = report_blocks(&reports);
+                let running: Vec<&str> = reports
                     .iter()
-                    .filter(|id| {
-                        self.tree
-                            .job(id)
-                            .is_some_and(|job| !matches!(job.phase, Phase::Done(_)))
+                    .filter_map(|report| match report {
+                        Report::Child(job) if !matches!(job.phase, Phase::Done(_)) => {
+                            Some(job.id.0.as_str())
+                        }
+                        _ => None,
                     })
-                    .map(|id| id.0.as_str())
                     .collect();
                 if bounded && !running.is_empty() {
                     answer.push_str(&format!(
@@ -307,6 +340,7 @@ impl Session {
                         running.join(", ")
                     ));
                 }
+                reported.extend(reports.into_iter().filter_map(Report::into_job));
                 Ok(answer)
             }
             _ => self.root.spawn_tool(name, arguments).await,
@@ -335,7 +369,7 @@ impl Drop for Session {
             });
             self.tree.record(|| Record::RunFinished {
                 state: outcome.state,
-                cost_usd: self.tree.spent(),
+                cost_usd: self.tree.budget.spent(),
             });
         }
     }

@@ -31,6 +31,9 @@ pub struct Placement {
     pub(crate) children_cancel: CancellationToken,
     /// The concurrency slots it works in, once granted.
     pub(crate) lease: Arc<Lease>,
+    /// Whether it is its tree's root (a run's, a session's, or a worker's queue job):
+    /// a root holds no slot of its own.
+    pub(crate) root: bool,
 }
 
 impl Placement {
@@ -52,7 +55,7 @@ impl Placement {
             Some(mode),
             cancel.clone(),
         );
-        let child = JobHandle::new(tree, id, cancel, done);
+        let child = JobHandle::new(tree, id, cancel, done, false);
         child.registered(true);
         child
     }
@@ -74,7 +77,7 @@ impl JobHandle {
     pub(crate) fn root(tree: &Arc<Tree>, profile: &str, task: &str) -> JobHandle {
         let cancel = tree.cancel.clone();
         let (id, done) = tree.insert(None, profile, task, None, None, cancel.clone());
-        let root = JobHandle::new(tree, id, cancel, done);
+        let root = JobHandle::new(tree, id, cancel, done, true);
         root.registered(false);
         root
     }
@@ -84,6 +87,7 @@ impl JobHandle {
         id: JobId,
         cancel: CancellationToken,
         done: watch::Sender<bool>,
+        root: bool,
     ) -> JobHandle {
         JobHandle {
             place: Placement {
@@ -92,6 +96,7 @@ impl JobHandle {
                 children_cancel: cancel.child_token(),
                 cancel,
                 lease: Arc::default(),
+                root,
             },
             done: Some(done),
         }

@@ -5,16 +5,17 @@
 //! is registered, started and finished through one, so each transition and its event
 //! happen in one place), [`spawn_request`] (the shape of a `spawn_agent` call), [`child`] (the one narrowing rule, a child's first message, and
 //! the [`Backend`] seam through which a child runs on another machine), `slots` (who
-//! runs and who waits), [`replay`] (a replay's settings and where it left the recording) and [`blocks`] (result blocks). Every sub-agent is a job; its
+//! runs and who waits), [`budget`] (what the run may spend, and every check against it), [`mode`] (how a run runs: live, resumed, replayed or forked, and the replay and fork machinery) and [`blocks`] (result blocks). Every sub-agent is a job; its
 //! cancellation token is a child of its parent's, so cancelling a job cancels every
 //! descendant, and results stay in the tree until the run ends so repeated awaits see
 //! them.
 
 pub mod blocks;
+pub mod budget;
 pub mod child;
 pub mod handle;
 pub mod job;
-pub mod replay;
+pub mod mode;
 pub(crate) mod slots;
 pub mod spawn_request;
 pub mod tree;
@@ -22,6 +23,6 @@ pub mod tree;
 pub use self::blocks::{not_found_block, result_block, thousands};
 pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub use self::handle::{JobHandle, Placement};
-pub use self::replay::{Divergence, Fork, Replay, ReplayTools, StopKind};
+pub use self::mode::{Divergence, Fork, Mode, Replay, ReplayTools, StopKind};
 pub(crate) use self::tree::random_id;
 pub use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

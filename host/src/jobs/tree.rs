@@ -15,7 +15,6 @@ pub use super::job::{title, CancelJob, Job, JobId, JobSelection, Phase};
 use super::slots;
 use crate::config::RunLimits;
 use crate::events::{EventBus, SpawnMode};
-use crate::journal::resume::RecordedAgent;
 use crate::journal::{Journal, Record, Resume};
 
 /// The shared state of one run (one agent tree).
@@ -26,8 +25,8 @@ pub struct Tree {
     pub(crate) slots: Arc<slots::RunSlots>,
     /// The run's limits.
     pub limits: RunLimits,
-    /// Dollars spent by every agent so far.
-    spent_micros: AtomicU64,
+    /// What the whole tree may spend, and has spent.
+    pub budget: super::budget::Budget,
     /// Seeds job ids.
     next_id: AtomicU64,
     /// Cancels the whole run.
@@ -42,13 +41,8 @@ pub struct Tree {
     pub(crate) queue_job: Option<String>,
     /// Where the run is journaled, when it is.
     pub(crate) journal: Option<Arc<Journal>>,
-    /// What an earlier process recorded, when this run continues one
-    /// (`warren resume`): jobs take their recorded ids, and records already in the
-    /// journal are not written again.
-    pub(crate) resume: Option<Arc<Resume>>,
-    /// When this run replays `resume`'s recording (`warren replay`): every agent
-    /// runs again, its model answered from the recording while its requests match.
-    pub replay: Option<Arc<super::replay::Replay>>,
+    /// How the run runs: live, resumed, replayed or forked.
+    pub mode: super::mode::Mode,
     /// The system prompts this process has journaled (by digest).
     prompts: Mutex<std::collections::HashSet<String>>,
     /// The tool sets whose definitions this process has journaled (by names).
@@ -108,15 +102,14 @@ impl Tree {
             jobs: Mutex::default(),
             slots: slots::RunSlots::new(limits.max_concurrent),
             limits,
-            spent_micros: AtomicU64::new(0),
+            budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
             cancel: CancellationToken::new(),
             events,
             run_id,
             queue_job,
             journal,
-            resume: None,
-            replay: None,
+            mode: super::mode::Mode::Live,
             tool_sets: Mutex::default(),
             prompts: Mutex::default(),
         })
@@ -128,14 +121,13 @@ impl Tree {
     pub(crate) fn replaying(
         limits: RunLimits,
         resume: Arc<Resume>,
-        replay: super::replay::Replay,
+        replay: super::mode::Replay,
         run_id: Option<String>,
         journal: Option<Arc<Journal>>,
     ) -> Arc<Tree> {
         let mut tree = Tree::for_queue_job(limits, None, run_id, journal);
         let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
-        fresh.resume = Some(resume);
-        fresh.replay = Some(Arc::new(replay));
+        fresh.mode = super::mode::Mode::replaying(resume, replay);
         tree
     }
 
@@ -148,8 +140,8 @@ impl Tree {
     ) -> Arc<Tree> {
         let mut tree = Tree::for_queue_job(limits, None, Some(resume.run.clone()), Some(journal));
         let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
-        fresh.charge(resume.spent_usd);
-        fresh.resume = Some(resume);
+        fresh.budget.charge(resume.spent_usd);
+        fresh.mode = super::mode::Mode::Resumed(resume);
         tree
     }
 
@@ -171,14 +163,7 @@ impl Tree {
         cancel: CancellationToken,
     ) -> (JobId, watch::Sender<bool>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
-        // A fork's live agent spawns live children: none takes a recorded id.
-        let live_parent =
-            parent.is_some_and(|p| self.replay.as_ref().is_some_and(|r| r.is_live(&p.0)));
-        let recorded = self
-            .resume
-            .as_ref()
-            .filter(|_| !live_parent)
-            .and_then(|r| r.claim(parent.map(|p| p.0.as_str()), profile, task));
+        let recorded = self.mode.claim(parent, profile, task);
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
             // A multiplicative hash of a counter: short, distinct, not sequential-looking.
             let n = self
@@ -186,7 +171,7 @@ impl Tree {
                 .fetch_add(1, Ordering::Relaxed)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let id = JobId(format!("{:06x}", (n >> 40) & 0xff_ffff));
-            let taken = self.resume.as_ref().is_some_and(|r| r.is_recorded(&id.0));
+            let taken = self.mode.is_recorded(&id);
             if !jobs.jobs.contains_key(&id) && !taken {
                 break id;
             }
@@ -356,33 +341,7 @@ impl Tree {
     fn to_journal(&self, record: impl FnOnce() -> Record) -> Option<(&Journal, Record)> {
         let journal = self.journal.as_ref()?;
         let record = record();
-        let written = self.replay.is_none() && self.resume.as_ref().is_some_and(|r| r.has(&record));
-        (!written).then_some((journal, record))
-    }
-
-    /// What an earlier process recorded of job `id`, when this run continues or
-    /// replays one.
-    pub(crate) fn recorded(&self, id: &JobId) -> Option<&RecordedAgent> {
-        self.resume.as_ref()?.agent(&id.0)
-    }
-
-    /// How job `id` ended in an earlier process, when this run continues one (a
-    /// replay runs every job again).
-    pub(crate) fn earlier_outcome(&self, id: &JobId) -> Option<crate::outcome::AgentOutcome> {
-        if self.replay.is_some() {
-            return None;
-        }
-        self.recorded(id)?.finished.clone()
-    }
-
-    /// Wall time job `id` ran in earlier processes (none in a replay).
-    pub(crate) fn earlier_time(&self, id: &JobId) -> std::time::Duration {
-        match self.replay {
-            Some(_) => std::time::Duration::ZERO,
-            None => self
-                .recorded(id)
-                .map_or(std::time::Duration::ZERO, RecordedAgent::time_spent),
-        }
+        (!self.mode.journaled(&record)).then_some((journal, record))
     }
 
     /// Journals the definitions of `tools` unless this process did already (so a
@@ -436,24 +395,6 @@ impl Tree {
         if let Some(journal) = &self.journal {
             journal.record_durably(record()).await;
         }
-    }
-
-    /// Adds to the tree's spending.
-    pub(crate) fn charge(&self, usd: f64) {
-        self.spent_micros
-            .fetch_add((usd * 1e6).round() as u64, Ordering::Relaxed);
-    }
-
-    /// Dollars spent so far.
-    pub fn spent(&self) -> f64 {
-        self.spent_micros.load(Ordering::Relaxed) as f64 / 1e6
-    }
-
-    /// Whether the tree budget is used up.
-    pub fn over_budget(&self) -> bool {
-        self.limits
-            .budget_usd
-            .is_some_and(|budget| self.spent() >= budget)
     }
 }
 

@@ -19,7 +19,7 @@ use tracing::Instrument as _;
 use super::auth::Owner;
 use super::logging::LogSink;
 use super::progress::CallProgress;
-use crate::host::{Host, Session};
+use crate::host::{Answer, Host, Session};
 
 /// How long an `await_agents` call without `timeout_s` waits at most, unless the
 /// operator says otherwise (`warren mcp --await-limit`): under the shortest common
@@ -163,27 +163,19 @@ impl WarrenServer {
             }
             result = work => result,
         };
-        tool_result(&self.session, name, result)
+        tool_result(result)
     }
 }
 
-/// The `CallToolResult` of tool `name`'s call in `session` that ended with `result`:
-/// its text, and for the spawn tools their typed answers as `structuredContent`.
-pub(super) fn tool_result(
-    session: &Session,
-    name: &str,
-    result: Result<String, String>,
-) -> CallToolResult {
+/// The `CallToolResult` of a call that ended with `result`: its text, and for the
+/// spawn tools their typed answers as `structuredContent` (when the profile fixes a
+/// schema, the spawn tools declare `Session::results_schema` and every result of
+/// theirs carries it: a background spawn's job, queued).
+pub(super) fn tool_result(result: Result<Answer, String>) -> CallToolResult {
     match result {
-        Ok(text) => {
-            // A typed answer goes to the client as data too; when the profile fixes
-            // a schema, the spawn tools declare `Session::results_schema` and every
-            // result of theirs carries it (a background spawn's job, queued).
-            let typed = matches!(name, "spawn_agent" | "await_agents")
-                .then(|| session.typed_results(&text))
-                .flatten();
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            result.structured_content = typed;
+        Ok(answer) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
+            result.structured_content = answer.structured;
             result
         }
         Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),

@@ -34,7 +34,7 @@ use super::auth::Owner;
 use super::progress::CallProgress;
 use super::server::tool_result;
 use super::server::SessionOptions;
-use crate::host::{Host, Session};
+use crate::host::{Answer, Host, Session};
 use saved::TASK_FILE_PREFIX;
 use stamps::{epoch_ms, iso8601, task_id};
 
@@ -474,7 +474,7 @@ impl TaskRun {
                 }
                 State::Cancelled
             }
-            Some(result) => self.done_state(&session, result),
+            Some(result) => self.done_state(result),
         };
         if let Some(entry) = self.lock().get_mut(&self.task) {
             if !matches!(entry.state, State::Cancelled) {
@@ -494,10 +494,9 @@ impl TaskRun {
 
     /// A finished call's state: its tool result, or an error saying it was over
     /// `max_result_bytes`.
-    fn done_state(&self, session: &Session, result: Result<String, String>) -> State {
+    fn done_state(&self, result: Result<Answer, String>) -> State {
         let failed = result.is_err();
-        let mut value =
-            serde_json::to_value(tool_result(session, &self.name, result)).unwrap_or_default();
+        let mut value = serde_json::to_value(tool_result(result)).unwrap_or_default();
         let size = value.to_string().len();
         let max_result_bytes = self.max_result_bytes;
         if size > max_result_bytes {

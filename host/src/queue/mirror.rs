@@ -137,7 +137,7 @@ impl<'a> Mirror<'a> {
             } => {
                 let before = self.costs.insert(agent.clone(), *cost_usd).unwrap_or(0.0);
                 let spent = (*cost_usd - before).max(0.0);
-                self.job.place().tree.charge(spent);
+                self.job.place().tree.budget.charge(spent);
                 self.charged += spent;
                 *agent = self.local(agent)?;
                 self.seen_cost.insert(JobId(agent.clone()), *cost_usd);
@@ -188,6 +188,7 @@ impl<'a> Mirror<'a> {
             self.job
                 .place()
                 .tree
+                .budget
                 .charge((outcome.cost_usd - seen).max(0.0));
             handle.finish(outcome);
         }

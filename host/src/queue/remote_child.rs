@@ -25,7 +25,7 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
     let started = Instant::now();
     let child = job.place();
     let id = job_id(&child.tree.run_id, &child.id.0);
-    if child.tree.resume.is_some() {
+    if child.tree.mode.continues() {
         queue.adopt(&id).await;
     }
     let mut notices = queue.watch(&id);
@@ -43,6 +43,7 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
     // they missed (events lost to a Redis restart, or sent after the result).
     child
         .tree
+        .budget
         .charge((outcome.cost_usd - mirror.charged).max(0.0));
     mirror.settle_earlier_attempts(queue, &id).await;
     mirror.finish_descendants();
@@ -73,12 +74,10 @@ async fn wait_remote(
     // `budget_exceeded`, as an in-process agent would at its next turn.
     let mut over_budget: Option<String> = None;
     loop {
-        if over_budget.is_none() && cancel_deadline.is_none() && child.tree.over_budget() {
-            let reason = format!(
-                "the run's budget of ${:.4} is used up (spent ${:.4}; defaults.budget_usd)",
-                child.tree.limits.budget_usd.unwrap_or_default(),
-                child.tree.spent()
-            );
+        let used_up = (over_budget.is_none() && cancel_deadline.is_none())
+            .then(|| child.tree.budget.used_up())
+            .flatten();
+        if let Some(reason) = used_up {
             tracing::info!(job = %id, "{reason}: cancelling the remote job");
             over_budget = Some(reason);
             cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);

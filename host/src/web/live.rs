@@ -155,7 +155,7 @@ impl LiveRun {
             state: root.map_or("queued", |r| r.state).to_string(),
             budget_usd: self.tree.limits.budget_usd,
             max_concurrent: Some(self.tree.limits.max_concurrent),
-            cost_usd: self.tree.spent(),
+            cost_usd: self.tree.budget.spent(),
         }
     }
 

@@ -39,11 +39,11 @@ use crate::queue::wire::{
     HEARTBEAT_POLL, OUTCOME_LOG_PREFIX,
 };
 
-pub use crate::queue::wire::process_name as default_name;
+pub(super) use crate::queue::wire::process_name as default_name;
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
-pub struct WorkerOptions {
+pub(super) struct WorkerOptions {
     /// Jobs run at once, not counting those whose agent only waits for its own
     /// sub-agents.
     pub concurrency: usize,
@@ -64,7 +64,7 @@ struct Shared {
 
 /// Runs a worker until `shutdown` resolves (the first signal), then shuts down
 /// gracefully; `hand_back_now` resolving (a second signal) cuts the grace short.
-pub async fn run(
+pub(super) async fn run(
     host: Host,
     options: WorkerOptions,
     shutdown: impl Future<Output = ()>,
