@@ -68,6 +68,27 @@ impl SpawnMode {
     }
 }
 
+/// How a message reaches its agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageMode {
+    /// At the agent's next turn boundary; it never starts a turn of its own.
+    Queue,
+    /// Now: the agent's model request or tool wait is cut, its turn ends, and the
+    /// message is its next input.
+    Interrupt,
+}
+
+impl MessageMode {
+    /// The mode's name, as the tool and events spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageMode::Queue => "queue",
+            MessageMode::Interrupt => "interrupt",
+        }
+    }
+}
+
 /// Something that happened in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -183,6 +204,28 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output: Option<serde_json::Value>,
     },
+    /// A message was left for an agent (by its parent, an ancestor, or a person).
+    AgentMessage {
+        /// To whom.
+        agent: String,
+        /// Its number in the run.
+        seq: u64,
+        /// Who sent it (an agent's path, or a person).
+        from: String,
+        /// How it is delivered.
+        mode: MessageMode,
+        /// Its text, up to [`RESULT_CHARS`] characters.
+        text: String,
+    },
+    /// A message reached its agent: it is in the request of the agent's turn `turn`.
+    AgentMessageDelivered {
+        /// To whom.
+        agent: String,
+        /// Its number in the run.
+        seq: u64,
+        /// The turn whose request carries it.
+        turn: u32,
+    },
     /// A subscriber fell behind and lost this many events (never published by agents).
     Lagged {
         /// Events lost.
@@ -203,6 +246,8 @@ macro_rules! agent_field {
             | Event::ToolCallStarted { agent, .. }
             | Event::ToolCallFinished { agent, .. }
             | Event::Usage { agent, .. }
+            | Event::AgentMessage { agent, .. }
+            | Event::AgentMessageDelivered { agent, .. }
             | Event::AgentFinished { agent, .. } => Some(agent),
             Event::Lagged { .. } => None,
         }

@@ -202,7 +202,9 @@ impl RunState {
                 a.cost_usd = *cost_usd;
             }),
             Event::AgentFinished { agent, .. } => self.finish(agent, event.outcome()?, at),
-            Event::TextDelta { agent, .. } => self.update(agent, at, |_| {}),
+            Event::TextDelta { agent, .. }
+            | Event::AgentMessage { agent, .. }
+            | Event::AgentMessageDelivered { agent, .. } => self.update(agent, at, |_| {}),
             Event::Lagged { .. } => None,
         }
         .map(|agent| &*agent)

@@ -297,6 +297,7 @@ fn tool_aliases_and_model_aliases_come_from_warren_toml() {
             "spawn_agent",
             "await_agents",
             "cancel_agent",
+            "message_agent",
             "list_agents"
         ])
     );

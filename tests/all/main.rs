@@ -26,6 +26,7 @@ mod mcp_bounds;
 mod mcp_clients;
 mod mcp_http;
 mod mcp_tasks;
+mod messages;
 mod newcomer;
 mod plugins;
 mod producers;

@@ -289,6 +289,7 @@ async fn tools_listed_allowed_and_denied(transport: Transport) {
             "spawn_agent",
             "await_agents",
             "cancel_agent",
+            "message_agent",
             "list_agents"
         ]),
         "{report}"
@@ -902,7 +903,7 @@ async fn stdout_carries_only_protocol_messages_even_with_debug_logs() {
     let mut raw = RawStdio::start(&world, "debug");
     let _ = raw.request("logging/setLevel", json!({"level": "debug"}));
     let listed = raw.request("tools/list", json!({}));
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 8);
     let read = raw.request(
         "tools/call",
         json!({"name": "read_file", "arguments": {"path": "/docs/notes.md"}}),
@@ -1028,6 +1029,7 @@ async fn tools_are_listed_before_the_builtins_are_compiled() {
             "spawn_agent",
             "await_agents",
             "cancel_agent",
+            "message_agent",
             "list_agents"
         ],
         "{listed}"
@@ -1232,6 +1234,7 @@ async fn the_mcp_inspector_cli_lists_and_calls_tools() {
                 "spawn_agent",
                 "await_agents",
                 "cancel_agent",
+                "message_agent",
                 "list_agents"
             ],
             "{target:?}"

@@ -9,19 +9,21 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, which runs agents for the scheduler, and the `Agent`),
-//! `turns` (the loop), `children` (children's results delivered and awaited), `tool_calls` (one tool call, run or answered from the journal
+//! `turns` (the loop), `children` (children's results delivered and awaited), `inbox` (what reaches an agent between turns: results, receipts, messages; and the interrupts that cut a turn), `tool_calls` (one tool call, run or answered from the journal
 //! of a resumed run), `replay` (a model turn recorded, a recorded one reused, and a replay's
 //! check of each request and tool result against the recording),
-//! `spawn_tools` (the four spawn tools and how a child is spawned),
-//! `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
+//! `spawn_tools` (the spawn tools: the model's calls to the scheduler and its answers in words),
+//! `spans` (what an agent's span records of its work), `spawn_profiles` (the bounded list of profiles a spawning agent is shown),
 //! `turn_limits` (how many tool calls one reply runs and how much of their results
 //! is kept), `typed_output` (an answer asked for and checked against an output schema),
 //! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
 mod children;
+mod inbox;
 mod line_diff;
 mod replay;
 mod runtime;
+mod spans;
 mod spawn_profiles;
 mod spawn_tools;
 mod tool_calls;

@@ -1,5 +1,5 @@
 //! The spawn tools, exactly as the parent model sees them: `spawn_agent`,
-//! `await_agents`, `cancel_agent` and `list_agents`, each read from the model's
+//! `await_agents`, `cancel_agent`, `message_agent` and `list_agents`, each read from the model's
 //! arguments, done by the scheduler, and its typed answer put in words. Argument
 //! errors come back as tool errors the model can correct; `await_agents` never fails
 //! itself.
@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 
 use super::runtime::Agent;
 use crate::config::{Config, RunLimits, SPAWN_TOOLS};
+use crate::events::MessageMode;
 use crate::jobs::spawn_request::{text_arg, SpawnRequest};
 use crate::jobs::{not_found_block, CancelJob, JobId, JobSelection, Phase};
 use crate::llm::ToolDefinition;
-use crate::scheduler::{Grant, Until};
+use crate::scheduler::{Grant, Receipt, Until};
 
 /// How whoever spawned a background child learns that it finished.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +189,20 @@ pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefini
             input_schema: json!({"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"], "additionalProperties": false}).into(),
         },
         ToolDefinition {
+            name: "message_agent".into(),
+            description: "Send a message to one of your sub-agents (or theirs) while it runs. mode \"queue\" (default): it reads the message at its next turn boundary; \"interrupt\": its current model request or tool wait is cut and the message is its next input. The answer is a receipt (queued, behind how many, or rejected with the reason); you are told when it is delivered, and a message it never read is named in its result.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "job_id": {"type": "string"},
+                    "message": {"type": "string", "maxLength": crate::jobs::mailbox::MAX_MESSAGE_BYTES},
+                    "mode": {"type": "string", "enum": ["queue", "interrupt"], "default": "queue"}
+                },
+                "required": ["job_id", "message"],
+                "additionalProperties": false
+            }).into(),
+        },
+        ToolDefinition {
             name: "list_agents".into(),
             description: "List your sub-agents: id, profile, state, turns, cost, elapsed time.".into(),
             input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}).into(),
@@ -228,6 +243,7 @@ impl Agent {
             }
             "await_agents" => Ok(self.await_agents(&args).await),
             "cancel_agent" => self.cancel_agent(&args),
+            "message_agent" => self.message_agent(&args),
             _ => Ok(self.list_agents()),
         }
     }
@@ -262,6 +278,41 @@ impl Agent {
                 ),
             },
         )
+    }
+
+    fn message_agent(&self, args: &Value) -> Result<String, String> {
+        let id = text_arg(args, "job_id")?.ok_or("`job_id` is required")?;
+        let id = JobId(id.trim().to_string());
+        let text = text_arg(args, "message")?.ok_or("`message` is required")?;
+        let mode = match text_arg(args, "mode")?.as_deref().map(str::trim) {
+            None | Some("queue") => MessageMode::Queue,
+            Some("interrupt") => MessageMode::Interrupt,
+            Some(other) => {
+                return Err(format!(
+                    "`mode` must be \"queue\" or \"interrupt\", not \"{other}\""
+                ))
+            }
+        };
+        match self
+            .runtime
+            .scheduler
+            .message(&self.parent(), &id, text.to_string(), mode)
+        {
+            Receipt::Queued { seq, behind } => Ok(format!(
+                "Message #{seq} to job {id} is queued{}: {} You will be told when it is delivered.",
+                match behind {
+                    0 => String::new(),
+                    1 => " behind 1 earlier message".to_string(),
+                    n => format!(" behind {n} earlier messages"),
+                },
+                match mode {
+                    MessageMode::Queue => "it reads it at its next turn boundary.",
+                    MessageMode::Interrupt =>
+                        "its current step is being cut, and the message is its next input.",
+                }
+            )),
+            Receipt::Rejected(why) => Err(format!("message to job {id} rejected: {why}")),
+        }
     }
 
     fn list_agents(&self) -> String {

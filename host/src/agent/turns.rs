@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, info_span, Instrument};
 
-use crate::events::{bounded, Event, RESULT_CHARS};
+use crate::events::Event;
 use crate::journal::{Drained, Record, RecordedToolDef};
 use crate::llm::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
@@ -14,8 +14,10 @@ use crate::llm::{
 };
 use crate::outcome::{AgentOutcome, AgentState};
 
+use super::inbox::unless_interrupted;
 use super::replay::{record_response, replayed_response, Delivered};
 use super::runtime::Agent;
+use super::spans::{record_input, record_output};
 use super::typed_output::{drop_response_format, Settled, TypedAnswer};
 use crate::jobs::mode::AgentMode;
 
@@ -103,33 +105,6 @@ fn unusable_turn(
         )),
         _ => None,
     }
-}
-
-/// What an agent was asked, on its span: the GenAI conventions' messages and the plain
-/// input trace UIs show, bounded. Only built when spans are exported.
-fn record_input(span: &tracing::Span, task: &str) {
-    let asked = bounded(task, RESULT_CHARS);
-    span.record("input.value", asked.as_str());
-    span.record(
-        "gen_ai.input.messages",
-        serde_json::json!([{"role": "user", "parts": [{"type": "text", "content": asked}]}])
-            .to_string(),
-    );
-}
-
-/// What an agent answered (or why it failed), on its span, as [`record_input`].
-fn record_output(span: &tracing::Span, outcome: &AgentOutcome) {
-    let answer = match &outcome.error {
-        Some(error) if outcome.text.is_empty() => error.as_str(),
-        _ => outcome.text.as_str(),
-    };
-    let answer = bounded(answer, RESULT_CHARS);
-    span.record("output.value", answer.as_str());
-    span.record(
-        "gen_ai.output.messages",
-        serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": outcome.state.as_str()}])
-            .to_string(),
-    );
 }
 
 impl Agent {
@@ -284,21 +259,23 @@ impl Agent {
             typed.prepare(&mut request);
         }
         let mut drained = None;
+        let mut interrupts = self.place.mailbox.interrupts();
         loop {
-            let (notified, notes) = self.finished_children_notes(progress.turns + 1).await;
-            if !notes.is_empty() {
-                request.messages.push(Message::User(format!(
-                    "<agent_notifications>\nThese background sub-agents finished:\n\n{notes}\n</agent_notifications>"
-                )));
-            }
+            // An interrupt sent from here on cuts this turn; its message is read now
+            // or at the next boundary.
+            interrupts.borrow_and_update();
+            let notified = self.before_turn(&mut request, progress.turns + 1).await;
             let delivered = Delivered {
                 notified,
                 drained: drained.take(),
             };
             self.check_limits(progress)?;
-            let response = self
-                .turn(&provider, &mut request, progress, delivered)
-                .await?;
+            let turn = self.turn(&provider, &mut request, progress, delivered);
+            let Some(response) = unless_interrupted(&mut interrupts, turn).await else {
+                tracing::info!(agent = %self.place.id, "an interrupt cut the model request");
+                continue;
+            };
+            let response = response?;
             if let Some(ended) = unusable_turn(&response.finish, &response.message, model) {
                 return Err(ended);
             }
@@ -316,8 +293,10 @@ impl Agent {
                 }
                 continue;
             }
-            self.run_tool_calls(&calls, progress.turns, &mut request)
-                .await;
+            let run = self.run_tool_calls(&calls, progress.turns, &mut request);
+            if unless_interrupted(&mut interrupts, run).await.is_none() {
+                self.interrupted_calls(&calls, &mut request);
+            }
         }
     }
 

@@ -13,7 +13,13 @@ use std::collections::BTreeMap;
 use super::names::is_valid_pattern;
 
 /// The spawn tools, offered by the host itself (never by a plugin).
-pub const SPAWN_TOOLS: [&str; 4] = ["spawn_agent", "await_agents", "cancel_agent", "list_agents"];
+pub const SPAWN_TOOLS: [&str; 5] = [
+    "spawn_agent",
+    "await_agents",
+    "cancel_agent",
+    "message_agent",
+    "list_agents",
+];
 
 /// Claude Code tool names and the warren tools they map to. `Task` and `Agent` stand for
 /// the spawn tools. Users extend or override this with `[tool_aliases]`.

@@ -76,9 +76,17 @@ pub fn result_block(job: &Job) -> String {
                         .join("\n")
                 }
             };
-            format!("[{}: {tag}] {header}\n{body}", job.id)
-                .trim_end()
-                .to_string()
+            let block = format!("[{}: {tag}] {header}\n{body}", job.id);
+            let mut block = block.trim_end().to_string();
+            for letter in job.mailbox.undelivered() {
+                block.push_str(&format!(
+                    "\nNot delivered (it ended first): message #{} from {}: {}",
+                    letter.seq,
+                    letter.from,
+                    crate::events::bounded(&letter.text, 200)
+                ));
+            }
+            block
         }
     }
 }

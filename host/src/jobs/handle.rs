@@ -11,6 +11,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::mailbox::Mailbox;
 use super::slots::{Lease, Permit};
 use super::tree::{JobId, Phase, Tree};
 use crate::events::{AgentIntro, Event, SpawnMode};
@@ -31,6 +32,8 @@ pub struct Placement {
     pub(crate) children_cancel: CancellationToken,
     /// The concurrency slots it works in, once granted.
     pub(crate) lease: Arc<Lease>,
+    /// The messages sent to its agent.
+    pub(crate) mailbox: Arc<Mailbox>,
     /// Whether it is its tree's root (a run's, a session's, or a worker's queue job):
     /// a root holds no slot of its own.
     pub(crate) root: bool,
@@ -47,7 +50,7 @@ impl Placement {
     ) -> JobHandle {
         let tree = &self.tree;
         let cancel = self.children_cancel.child_token();
-        let (id, done) = tree.insert(
+        let (id, done, mailbox) = tree.insert(
             Some(&self.id),
             profile,
             task,
@@ -55,7 +58,7 @@ impl Placement {
             Some(mode),
             cancel.clone(),
         );
-        let child = JobHandle::new(tree, id, cancel, done, false);
+        let child = JobHandle::new(tree, (id, done, mailbox), cancel, false);
         child.registered(true);
         child
     }
@@ -76,17 +79,16 @@ impl JobHandle {
     /// Registers the root job of `tree` (cancelled with the whole tree).
     pub(crate) fn root(tree: &Arc<Tree>, profile: &str, task: &str) -> JobHandle {
         let cancel = tree.cancel.clone();
-        let (id, done) = tree.insert(None, profile, task, None, None, cancel.clone());
-        let root = JobHandle::new(tree, id, cancel, done, true);
+        let entry = tree.insert(None, profile, task, None, None, cancel.clone());
+        let root = JobHandle::new(tree, entry, cancel, true);
         root.registered(false);
         root
     }
 
     fn new(
         tree: &Arc<Tree>,
-        id: JobId,
+        (id, done, mailbox): (JobId, watch::Sender<bool>, Arc<Mailbox>),
         cancel: CancellationToken,
-        done: watch::Sender<bool>,
         root: bool,
     ) -> JobHandle {
         JobHandle {
@@ -97,6 +99,7 @@ impl JobHandle {
                 cancel,
                 lease: Arc::default(),
                 root,
+                mailbox,
             },
             done: Some(done),
         }
@@ -142,6 +145,8 @@ impl JobHandle {
             return;
         };
         let tree = &self.place.tree;
+        // What its agent ended without reading stays undelivered, said in its result.
+        self.place.mailbox.close();
         tree.record(|| Record::agent_finished(&self.place.id.0, &outcome));
         tree.events
             .publish(Event::agent_finished(&self.place.id.0, &outcome));

@@ -115,6 +115,8 @@ pub struct Job {
     pub label: Option<String>,
     /// Whether its parent waits for it (`None` for a root).
     pub mode: Option<SpawnMode>,
+    /// The messages sent to it.
+    pub(crate) mailbox: std::sync::Arc<super::mailbox::Mailbox>,
 }
 
 impl Job {

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod child;
 pub mod handle;
 pub mod job;
+pub mod mailbox;
 pub mod mode;
 pub(crate) mod slots;
 pub mod spawn_request;

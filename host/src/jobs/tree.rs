@@ -161,7 +161,7 @@ impl Tree {
         label: Option<&str>,
         mode: Option<SpawnMode>,
         cancel: CancellationToken,
-    ) -> (JobId, watch::Sender<bool>) {
+    ) -> (JobId, watch::Sender<bool>, Arc<super::mailbox::Mailbox>) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
         let recorded = self.mode.claim(parent, profile, task);
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
@@ -177,6 +177,7 @@ impl Tree {
             }
         });
         let (sender, done) = watch::channel(false);
+        let mailbox = Arc::<super::mailbox::Mailbox>::default();
         if let Some(parent) = parent {
             jobs.children
                 .entry(parent.clone())
@@ -198,9 +199,10 @@ impl Tree {
                 delivered: false,
                 label: label.map(str::to_string),
                 mode,
+                mailbox: mailbox.clone(),
             },
         );
-        (id, sender)
+        (id, sender, mailbox)
     }
 
     /// Adds a placeholder job and returns its id: a run hands out ids in a sequence
@@ -234,6 +236,19 @@ impl Tree {
             .jobs
             .get(id)
             .cloned()
+    }
+
+    /// Whether job `id` descends from job `ancestor` (is its child, or a child's, …).
+    pub(crate) fn descends_from(&self, id: &JobId, ancestor: &JobId) -> bool {
+        let table = self.jobs.lock().expect("job table poisoned");
+        let mut at = table.jobs.get(id).and_then(|job| job.parent.as_ref());
+        while let Some(parent) = at {
+            if parent == ancestor {
+                return true;
+            }
+            at = table.jobs.get(parent).and_then(|job| job.parent.as_ref());
+        }
+        false
     }
 
     /// Cancels job `id` and its descendants (each job's token is a child of its

@@ -5,7 +5,7 @@
 //! Each MCP session is a [`Session`]: one job tree with its own budget and concurrency
 //! limit, whose root is the client. The client sees the profile's tools, each call run
 //! in a fresh sandbox under the profile's capabilities (a denial is a tool error with
-//! its reason), and, when the profile may spawn, the four spawn tools with the same
+//! its reason), and, when the profile may spawn, the spawn tools with the same
 //! contracts as inside warren. A foreground `spawn_agent` or an `await_agents` call
 //! with a progress token reports its agents' turns, tools, tokens and cost as
 //! `notifications/progress`; `notifications/cancelled` cancels the call and the agents

@@ -86,6 +86,12 @@ impl CallProgress {
                     thousands(view.tokens)
                 )
             }
+            Event::AgentMessage { seq, mode, .. } => {
+                format!("message #{seq} sent to it ({})", mode.as_str())
+            }
+            Event::AgentMessageDelivered { seq, turn, .. } => {
+                format!("message #{seq} delivered at turn {turn}")
+            }
             Event::AgentSpec { .. } | Event::TextDelta { .. } | Event::Lagged { .. } => {
                 return None
             }

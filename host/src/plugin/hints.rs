@@ -135,6 +135,7 @@ pub fn spawn_tool(name: &str, capabilities: &CapabilitySet) -> Option<ToolHints>
         "await_agents" => ("Await sub-agents", true, false, true, false),
         "list_agents" => ("List sub-agents", true, false, true, false),
         "cancel_agent" => ("Cancel a sub-agent", false, true, true, false),
+        "message_agent" => ("Message a sub-agent", false, false, false, false),
         _ => return None,
     };
     Some(ToolHints {

@@ -18,12 +18,15 @@
 //! once.
 //!
 //! Layout: `parts` (the [`Scheduler`] and what its calls take), `spawn` (a spawn and
-//! a run's root), `wait` (awaiting, delivering, the slot a waiting parent lends out).
+//! a run's root), `wait` (awaiting, delivering, the slot a waiting parent lends out),
+//! `messages` (a message left for a running descendant, answered by a receipt).
 
+mod messages;
 mod parts;
 mod spawn;
 mod wait;
 
+pub(crate) use self::messages::Receipt;
 pub(crate) use self::parts::{AgentRun, Launch, Parent, Role, Scheduler, Start};
 pub(crate) use self::spawn::{Grant, RootStart};
 pub(crate) use self::wait::{Report, Until};

@@ -42,13 +42,14 @@ enum Transport {
 }
 
 /// The tools the `main` profile serves, in warren's order.
-const SERVED: [&str; 7] = [
+const SERVED: [&str; 8] = [
     "grep",
     "list_dir",
     "read_file",
     "spawn_agent",
     "await_agents",
     "cancel_agent",
+    "message_agent",
     "list_agents",
 ];
 

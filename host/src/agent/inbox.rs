@@ -1,0 +1,117 @@
+//! What reaches an agent between its turns besides its tool results: its finished
+//! children's results, the receipts of messages it sent, and the messages sent to
+//! it, in one user message before the turn; and an interrupt, which cuts the turn's
+//! model request or tool wait.
+
+use std::future::Future;
+use std::time::SystemTime;
+
+use tokio::sync::watch;
+
+use super::runtime::Agent;
+use crate::events::{Event, MessageMode};
+use crate::jobs::mailbox::Letter;
+use crate::jobs::JobId;
+use crate::llm::{ChatRequest, Message, ToolCall};
+
+/// The result of a tool call an interrupt cut.
+const CUT_BY_INTERRUPT: &str = "cut by an interrupt (a message sent to you, which follows) before its result came back: it may or may not have taken effect";
+
+/// `work`'s output, or `None` when an interrupt comes first (`work` is then dropped,
+/// as a cancelled call is).
+pub(super) async fn unless_interrupted<T>(
+    interrupts: &mut watch::Receiver<u64>,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        value = work => Some(value),
+        Ok(()) = interrupts.changed() => None,
+    }
+}
+
+impl Agent {
+    /// Before turn `turn`: adds to `request` what reached this agent since its last
+    /// one (finished children's results, receipts, messages), in one user message.
+    /// Returns the ids of the children whose results it carries.
+    pub(super) async fn before_turn(&self, request: &mut ChatRequest, turn: u32) -> Vec<String> {
+        let (notified, notes) = self.finished_children_notes(turn).await;
+        let mut parts = Vec::new();
+        if !notes.is_empty() {
+            parts.push(format!(
+                "<agent_notifications>\nThese background sub-agents finished:\n\n{notes}\n</agent_notifications>"
+            ));
+        }
+        let receipts = self.place.mailbox.take_receipts();
+        if !receipts.is_empty() {
+            parts.push(format!(
+                "<message_receipts>\n{}\n</message_receipts>",
+                receipts.join("\n")
+            ));
+        }
+        let letters = self.place.mailbox.take();
+        if !letters.is_empty() {
+            self.delivered(&letters, turn);
+            parts.extend(letters.iter().map(letter_text));
+        }
+        if !parts.is_empty() {
+            request.messages.push(Message::User(parts.join("\n\n")));
+        }
+        notified
+    }
+
+    /// `letters` reach this agent in turn `turn`'s request: each is announced, and its
+    /// sender gets a receipt.
+    fn delivered(&self, letters: &[Letter], turn: u32) {
+        let tree = &self.place.tree;
+        for letter in letters {
+            tree.events.publish(Event::AgentMessageDelivered {
+                agent: self.place.id.0.clone(),
+                seq: letter.seq,
+                turn,
+            });
+            let sender = letter.sender.clone().and_then(|id| tree.job(&JobId(id)));
+            if let Some(sender) = sender {
+                let waited = letter.sent.elapsed().unwrap_or_default().as_secs_f64();
+                sender.mailbox.receipt(format!(
+                    "Your message #{} to {} ({}) was delivered: it is in the request of its turn {turn}, {waited:.1} s after you sent it.",
+                    letter.seq,
+                    self.place.id,
+                    letter.mode.as_str()
+                ));
+            }
+        }
+    }
+
+    /// An interrupt cut the tool calls of a turn: each gets a result saying so.
+    pub(super) fn interrupted_calls(&self, calls: &[ToolCall], request: &mut ChatRequest) {
+        tracing::info!(agent = %self.place.id, calls = calls.len(), "an interrupt cut the turn's tool calls");
+        for call in calls {
+            request.messages.push(Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: CUT_BY_INTERRUPT.to_string(),
+                is_error: true,
+            });
+        }
+    }
+}
+
+/// A message as its agent reads it: who sent it, when, and how, clearly marked.
+fn letter_text(letter: &Letter) -> String {
+    let sent = letter
+        .sent
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let how = match letter.mode {
+        MessageMode::Queue => "queued for your next turn",
+        MessageMode::Interrupt => "an interrupt: your last step was cut to deliver it",
+    };
+    format!(
+        "<agent_message seq=\"{}\" from=\"{}\" sent_unix=\"{sent}\" mode=\"{}\">\nA message to you ({how}), not a tool result:\n{}\n</agent_message>",
+        letter.seq,
+        letter.from,
+        letter.mode.as_str(),
+        letter.text
+    )
+}

@@ -1,0 +1,170 @@
+//! A job's mailbox: the messages sent to its agent while it runs (delivered at its
+//! next turn boundary, in the order sent), the interrupts that cut its current step,
+//! what it finished without reading, and the receipts of the messages it sent.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use tokio::sync::watch;
+
+pub use crate::events::MessageMode;
+
+/// Bytes one message may hold.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+/// Messages that may wait, undelivered, in one agent's mailbox.
+pub const MAX_QUEUED_MESSAGES: usize = 32;
+
+/// One message, as sent.
+#[derive(Clone, Debug)]
+pub struct Letter {
+    /// Its number in the run (1, 2, …).
+    pub seq: u64,
+    /// Who sent it: the sending agent's path, or a person.
+    pub from: String,
+    /// The sender's job id, when an agent sent it (its receipt goes there).
+    pub sender: Option<String>,
+    /// When it was sent.
+    pub sent: SystemTime,
+    /// Its text.
+    pub text: String,
+    /// How it is delivered.
+    pub mode: MessageMode,
+}
+
+/// What a job's agent has not read yet, and what it learned of its own messages.
+#[derive(Debug)]
+pub struct Mailbox {
+    /// Letters waiting, oldest first; `None` once the agent ended (what was left is
+    /// in `undelivered`).
+    letters: Mutex<Option<VecDeque<Letter>>>,
+    /// Letters the agent ended without reading.
+    undelivered: Mutex<Vec<Letter>>,
+    /// Counts interrupts: the agent watches it while it waits for its model or tools.
+    interrupts: watch::Sender<u64>,
+    /// Receipts of the messages this job's agent sent, for its next turn.
+    receipts: Mutex<Vec<String>>,
+}
+
+impl Default for Mailbox {
+    fn default() -> Self {
+        Mailbox {
+            letters: Mutex::new(Some(VecDeque::new())),
+            undelivered: Mutex::default(),
+            interrupts: watch::channel(0).0,
+            receipts: Mutex::default(),
+        }
+    }
+}
+
+impl Mailbox {
+    /// Leaves `letter` for the agent (and cuts its current step, for an interrupt).
+    /// `Ok`: how many letters wait before it. `Err`: why it was refused (the agent
+    /// ended, or too many wait).
+    pub(crate) fn post(&self, letter: Letter) -> Result<usize, String> {
+        let mut letters = lock(&self.letters);
+        let Some(waiting) = letters.as_mut() else {
+            return Err("it has finished: a message can no longer reach it".into());
+        };
+        if waiting.len() >= MAX_QUEUED_MESSAGES {
+            return Err(format!(
+                "{} messages already wait for it (at most {MAX_QUEUED_MESSAGES} may: MAX_QUEUED_MESSAGES)",
+                waiting.len()
+            ));
+        }
+        let behind = waiting.len();
+        let interrupt = letter.mode == MessageMode::Interrupt;
+        waiting.push_back(letter);
+        drop(letters);
+        if interrupt {
+            self.interrupts.send_modify(|count| *count += 1);
+        }
+        Ok(behind)
+    }
+
+    /// Every letter waiting, taken now, oldest first.
+    pub(crate) fn take(&self) -> Vec<Letter> {
+        lock(&self.letters)
+            .as_mut()
+            .map(|waiting| waiting.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// A watch that changes at each interrupt posted from now on.
+    pub(crate) fn interrupts(&self) -> watch::Receiver<u64> {
+        self.interrupts.subscribe()
+    }
+
+    /// The agent ended: no letter is accepted any more, and those left unread are
+    /// kept as undelivered. Returns them.
+    pub(crate) fn close(&self) -> Vec<Letter> {
+        let left: Vec<Letter> = lock(&self.letters)
+            .take()
+            .map(Vec::from)
+            .unwrap_or_default();
+        lock(&self.undelivered).extend(left.iter().cloned());
+        left
+    }
+
+    /// The letters the agent ended without reading.
+    pub fn undelivered(&self) -> Vec<Letter> {
+        lock(&self.undelivered).clone()
+    }
+
+    /// Leaves a receipt for this job's agent (of a message it sent).
+    pub(crate) fn receipt(&self, text: String) {
+        lock(&self.receipts).push(text);
+    }
+
+    /// The receipts left for this job's agent, taken now.
+    pub(crate) fn take_receipts(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.receipts))
+    }
+}
+
+/// `mutex` locked, whatever a panicking holder left.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn letter(seq: u64, mode: MessageMode) -> Letter {
+        Letter {
+            seq,
+            from: "main[root]".into(),
+            sender: None,
+            sent: SystemTime::now(),
+            text: format!("message {seq}"),
+            mode,
+        }
+    }
+
+    #[test]
+    fn letters_wait_in_order_interrupts_are_counted_and_a_closed_box_keeps_what_was_unread() {
+        let mailbox = Mailbox::default();
+        let mut interrupts = mailbox.interrupts();
+        assert_eq!(mailbox.post(letter(1, MessageMode::Queue)), Ok(0));
+        assert!(!interrupts.has_changed().unwrap());
+        assert_eq!(mailbox.post(letter(2, MessageMode::Interrupt)), Ok(1));
+        assert!(interrupts.has_changed().unwrap());
+        interrupts.borrow_and_update();
+        let taken: Vec<u64> = mailbox.take().iter().map(|l| l.seq).collect();
+        assert_eq!(taken, [1, 2]);
+        assert!(mailbox.take().is_empty());
+        for seq in 3..3 + MAX_QUEUED_MESSAGES as u64 {
+            mailbox.post(letter(seq, MessageMode::Queue)).unwrap();
+        }
+        let full = mailbox.post(letter(99, MessageMode::Queue)).unwrap_err();
+        assert!(full.contains("MAX_QUEUED_MESSAGES"), "{full}");
+        assert_eq!(mailbox.close().len(), MAX_QUEUED_MESSAGES);
+        assert_eq!(mailbox.undelivered().len(), MAX_QUEUED_MESSAGES);
+        let ended = mailbox.post(letter(100, MessageMode::Queue)).unwrap_err();
+        assert!(ended.contains("finished"), "{ended}");
+        assert!(mailbox.take().is_empty());
+    }
+}

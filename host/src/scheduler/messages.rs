@@ -1,0 +1,84 @@
+//! Messages to running agents: a parent (or an ancestor) leaves a message in a
+//! descendant's mailbox, to be read at its next turn boundary or to cut its current
+//! step; the answer is a receipt, never an error that ends the sender.
+
+use std::time::SystemTime;
+
+use super::parts::{Parent, Scheduler};
+use crate::events::{bounded, Event, MessageMode, RESULT_CHARS};
+use crate::jobs::mailbox::{Letter, MAX_MESSAGE_BYTES};
+use crate::jobs::{JobId, Phase};
+
+/// What became of a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Receipt {
+    /// It waits in the agent's mailbox (behind `behind` earlier ones) and is read at
+    /// the agent's next turn boundary; an interrupt also cuts the agent's current step.
+    Queued {
+        /// Its number in the run.
+        seq: u64,
+        /// Messages waiting before it.
+        behind: usize,
+    },
+    /// It was not accepted, for this reason.
+    Rejected(String),
+}
+
+impl Scheduler {
+    /// Leaves `text` for `parent`'s descendant `to`, delivered as `mode` says.
+    pub(crate) fn message(
+        &self,
+        parent: &Parent<'_>,
+        to: &JobId,
+        text: String,
+        mode: MessageMode,
+    ) -> Receipt {
+        let tree = &parent.place.tree;
+        if text.trim().is_empty() {
+            return Receipt::Rejected("the message is empty".into());
+        }
+        if text.len() > MAX_MESSAGE_BYTES {
+            return Receipt::Rejected(format!(
+                "the message is {} bytes; a message may hold at most {MAX_MESSAGE_BYTES} (MAX_MESSAGE_BYTES)",
+                text.len()
+            ));
+        }
+        let Some(job) = tree.job(to) else {
+            return Receipt::Rejected(format!("there is no agent {to} in this run"));
+        };
+        if !tree.descends_from(to, &parent.place.id) {
+            return Receipt::Rejected(format!(
+                "agent {to} is not one of your sub-agents (nor one of theirs)"
+            ));
+        }
+        if let Phase::Done(outcome) = &job.phase {
+            return Receipt::Rejected(format!(
+                "agent {to} has ended ({}): a message reaches only an agent that is queued or running",
+                outcome.state.as_str()
+            ));
+        }
+        let seq = self.next_message();
+        let letter = Letter {
+            seq,
+            from: tree.path(&parent.place.id),
+            sender: Some(parent.place.id.0.clone()),
+            sent: SystemTime::now(),
+            text,
+            mode,
+        };
+        let event = Event::AgentMessage {
+            agent: to.0.clone(),
+            seq,
+            from: letter.from.clone(),
+            mode,
+            text: bounded(&letter.text, RESULT_CHARS),
+        };
+        match job.mailbox.post(letter) {
+            Ok(behind) => {
+                tree.events.publish(event);
+                Receipt::Queued { seq, behind }
+            }
+            Err(why) => Receipt::Rejected(format!("agent {to}: {why}")),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Messages to running sub-agents (`message_agent`), through the `warren` binary
+//! against the fake OpenAI-compatible server: a queued message reaches a running
+//! child's next request and its sender is told; an interrupt cuts a child's model
+//! request at once; messages that cannot be delivered are rejected with the reason.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Recorded, Reply};
+use crate::support::{text, World};
+
+/// The fake model, a root `main` and a `worker` that may list `/docs`.
+fn config(world: &World, server: &FakeLlm) {
+    world.config(&format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+max_retries = 0
+
+[profiles.main]
+description = "Coordinator"
+system_prompt = "You coordinate."
+tools = []
+
+[profiles.worker]
+description = "Does one thing"
+system_prompt = "You are a worker."
+tools = ["list_dir"]
+[profiles.worker.capabilities]
+fs = [{{ host = ".", guest = "/docs", mode = "ro" }}]
+"#,
+        server.base_url
+    ));
+}
+
+/// The id in the newest "Started job ID" of `body`'s messages.
+fn started_job(body: &Value) -> Option<String> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .rev()
+        .filter_map(|m| m["content"].as_str())
+        .find_map(|text| {
+            let rest = text.split("Started job ").nth(1)?;
+            Some(rest.split_whitespace().next()?.to_string())
+        })
+}
+
+/// The newest message of a request, as JSON text.
+fn newest(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+fn calls(list: &[(&str, Value)]) -> Reply {
+    Reply::tool_calls(list, (10, 5))
+}
+
+/// Runs `warren run TASK` with its events written, and waits for `ready` (given the
+/// requests so far) to open `gate` once.
+async fn run_until(
+    world: &World,
+    server: &FakeLlm,
+    task: &str,
+    gate: Option<(&Arc<tokio::sync::Semaphore>, &str)>,
+) -> (std::process::Output, Vec<Value>) {
+    let events = world.path("events.jsonl");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "--progress", "plain", "--events"])
+        .arg(&events)
+        .arg(task)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some((gate, ready)) = gate {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !server
+            .requests()
+            .iter()
+            .any(|r| newest(&r.body).contains(ready))
+        {
+            assert!(Instant::now() < deadline, "no request showed {ready:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        gate.add_permits(1);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the run ended")
+        .unwrap();
+    let events = std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .collect();
+    (output, events)
+}
+
+/// The requests whose newest message contains `marker`.
+fn requests_with(server: &FakeLlm, marker: &str) -> Vec<Recorded> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| newest(&r.body).contains(marker))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_queued_message_reaches_a_running_childs_next_request_and_its_sender_is_told() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK"}),
+        )]),
+    );
+    // The child's first turn waits until its parent's message is in its mailbox.
+    server.route(
+        "CHILD-TASK",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(calls(&[("list_dir", json!({"path": "/docs"}))])),
+        ),
+    );
+    server.route("STEER-TEXT", Reply::answer("CHILD-SAW-STEER", (10, 5)));
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job") {
+            let id = started_job(body)?;
+            let message = json!({"job_id": id, "message": "STEER-TEXT: look only at /docs"});
+            return Some(calls(&[("message_agent", message)]));
+        }
+        if newest.contains("is queued") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("was delivered") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let (output, events) =
+        run_until(&world, &server, "ROOT-TASK", Some((&gate, "is queued"))).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // The child's second request carries the message, marked as one, after its tool
+    // result: read at its turn boundary.
+    let steered = requests_with(&server, "STEER-TEXT");
+    assert_eq!(steered.len(), 1, "{stderr}");
+    let message = newest(&steered[0].body);
+    assert!(message.contains("<agent_message seq="), "{message}");
+    assert!(message.contains("from=\\\"main["), "{message}");
+    assert!(message.contains("mode=\\\"queue\\\""), "{message}");
+    let messages = steered[0].body["messages"].as_array().unwrap();
+    assert_eq!(messages[messages.len() - 2]["role"], "tool", "{messages:?}");
+    // Its sender was told it was queued, then delivered.
+    let receipt = requests_with(&server, "was delivered");
+    assert_eq!(receipt.len(), 1);
+    assert!(
+        newest(&receipt[0].body).contains("in the request of its turn 2"),
+        "{}",
+        newest(&receipt[0].body)
+    );
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let sent = kinds.iter().position(|k| *k == "agent_message");
+    let delivered = kinds.iter().position(|k| *k == "agent_message_delivered");
+    assert!(sent.is_some() && delivered > sent, "{kinds:?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_cuts_a_childs_model_request_and_is_its_next_input() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK"}),
+        )]),
+    );
+    // The child's first model request never answers.
+    server.route("CHILD-TASK", Reply::Hang);
+    server.route("STOP-NOW", Reply::answer("CHILD-STOPPED", (10, 5)));
+    let hangs = server.hangs.clone();
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job") {
+            // Sent once the child's request hangs, so the interrupt cuts it.
+            let id = started_job(body)?;
+            let message =
+                json!({"job_id": id, "message": "STOP-NOW and report", "mode": "interrupt"});
+            return Some(Reply::Gated(
+                hangs.clone(),
+                Box::new(calls(&[("message_agent", message)])),
+            ));
+        }
+        if newest.contains("is being cut") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("CHILD-STOPPED") || newest.contains("was delivered") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let started = Instant::now();
+    let (output, _) = run_until(&world, &server, "ROOT-TASK", None).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE", "{stderr}");
+    assert!(
+        server
+            .hang_dropped
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the child's hanging request was not cut"
+    );
+    let interrupted = requests_with(&server, "STOP-NOW");
+    assert_eq!(interrupted.len(), 1, "{stderr}");
+    assert!(newest(&interrupted[0].body).contains("mode=\\\"interrupt\\\""));
+    // A hanging request is cut at once, not at the child's time limit.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK"}),
+        )]),
+    );
+    // The child fails: its model refuses the request.
+    server.route(
+        "CHILD-TASK",
+        Reply::status(400, r#"{"error":{"message":"bad request"}}"#),
+    );
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains(": ERROR]") {
+            let id = started_job(body)?;
+            let huge = "x".repeat(20 * 1024);
+            return Some(calls(&[
+                (
+                    "message_agent",
+                    json!({"job_id": id, "message": "too late"}),
+                ),
+                ("message_agent", json!({"job_id": id, "message": huge})),
+                (
+                    "message_agent",
+                    json!({"job_id": "zz9999", "message": "anyone?"}),
+                ),
+                (
+                    "message_agent",
+                    json!({"job_id": id, "message": "hi", "mode": "shout"}),
+                ),
+            ]));
+        }
+        if newest.contains("rejected") || newest.contains("`mode`") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let (output, _) = run_until(&world, &server, "ROOT-TASK", None).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let last = server.requests().last().unwrap().body.clone();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    let results = &results[results.len() - 4..];
+    assert!(
+        results[0].contains("rejected: agent") && results[0].contains("has ended (error)"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("MAX_MESSAGE_BYTES"), "{}", results[1]);
+    assert!(
+        results[2].contains("there is no agent zz9999"),
+        "{}",
+        results[2]
+    );
+    assert!(results[3].contains("`mode` must be"), "{}", results[3]);
+}
