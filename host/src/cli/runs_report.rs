@@ -286,18 +286,17 @@ fn print_record(record: Record) -> anyhow::Result<()> {
             outcome,
             content,
             duration_ms,
-            fuel_used,
-            output_bytes,
-            memory_peak_bytes,
+            figures,
             ..
         } => {
-            let memory = memory_peak_bytes
+            let memory = figures
+                .memory_peak_bytes
                 .map(|bytes| format!(", memory peak {} KiB", thousands(bytes / 1024)))
                 .unwrap_or_default();
             reportln!(
                 "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes{memory})",
-                fuel_used.map_or("—".to_string(), thousands),
-                thousands(output_bytes)
+                figures.fuel_used.map_or("—".to_string(), thousands),
+                thousands(figures.output_bytes)
             )?;
             reportln!("{content}")?;
         }

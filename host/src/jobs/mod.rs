@@ -13,6 +13,7 @@
 pub mod blocks;
 pub mod child;
 pub mod handle;
+mod happened;
 pub mod job;
 pub mod replay;
 pub(crate) mod slots;

@@ -426,6 +426,20 @@ mod tests {
                 agent: "a1".into(),
                 turn: 2,
             },
+            // Its figures are flattened into it, and come back whole.
+            Event::ToolCallFinished {
+                agent: "a1".into(),
+                call_id: "c1".into(),
+                tool: "read".into(),
+                outcome: crate::sandbox::ToolOutcome::Ok,
+                summary: "ok".into(),
+                duration_ms: 3,
+                figures: crate::sandbox::CallFigures {
+                    fuel_used: Some(7),
+                    output_bytes: 2,
+                    memory_peak_bytes: Some(65536),
+                },
+            },
             Event::agent_finished("a1", &AgentOutcome::cancelled_before_start()),
         ];
         let progress = events_progress("run1", &events);
