@@ -1,8 +1,8 @@
 //! What happens in a run, as one [`Event`] enum on a broadcast bus.
 //!
 //! Agents publish; the terminal view, the JSONL log and library callers subscribe.
-//! A moment that is also journaled is told once, as a `journal::Fact`, which makes
-//! both its event and its record.
+//! A moment that is also journaled is built once, as its journal record (a
+//! `journal::Fact`), and its event is made from that record (`Record::event`).
 //! Publishing never waits: a subscriber that falls behind loses the oldest events and
 //! is told how many (`Lagged`), so a slow consumer never slows an agent down.
 
