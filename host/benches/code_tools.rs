@@ -88,7 +88,7 @@ fn main() -> anyhow::Result<()> {
                 Default::default(),
             );
             let load = || {
-                ToolRegistry::load_with(sandbox.clone(), &[], &builtins, &cache, &limits, &tables)
+                ToolRegistry::load_with(sandbox.clone(), &[], &builtins, &cache, &limits, &tables, false)
             };
             // Compiled once (or found in the cache), so the cold start below loads it
             // from disk as a new process would.

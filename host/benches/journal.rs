@@ -12,7 +12,7 @@
 use warren::events::AgentIntro;
 use warren::journal::{Journal, Record, RecordedCall};
 use warren::outcome::AgentState;
-use warren::sandbox::ToolOutcome;
+use warren::sandbox::{CallFigures, ToolOutcome};
 
 const ROUNDS: usize = 10;
 const FAN: usize = 100;
@@ -236,8 +236,9 @@ fn finished_call(agent: &str, call_id: &str, content: &str, fuel_used: Option<u6
         outcome: ToolOutcome::Ok,
         content: content.into(),
         duration_ms: 0,
-        fuel_used,
-        output_bytes: content.len() as u64,
-        memory_peak_bytes: Some(1 << 20),
+        figures: CallFigures {
+            memory_peak_bytes: Some(1 << 20),
+            ..CallFigures::of(content, fuel_used)
+        },
     }
 }

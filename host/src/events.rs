@@ -1,6 +1,8 @@
 //! What happens in a run, as one [`Event`] enum on a broadcast bus.
 //!
 //! Agents publish; the terminal view, the JSONL log and library callers subscribe.
+//! A moment that is also journaled is built once, as its journal record (a
+//! `journal::Fact`), and its event is made from that record (`Record::event`).
 //! Publishing never waits: a subscriber that falls behind loses the oldest events and
 //! is told how many (`Lagged`), so a slow consumer never slows an agent down.
 
@@ -12,7 +14,7 @@ use tokio::sync::broadcast;
 
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
-use crate::sandbox::ToolOutcome;
+use crate::sandbox::{CallFigures, ToolOutcome};
 
 /// Events kept for a run's slow subscribers before they start losing the oldest.
 const BUS_CAPACITY: usize = 8192;
@@ -154,17 +156,10 @@ pub enum Event {
         summary: String,
         /// Wall time.
         duration_ms: u64,
-        /// Fuel the plugin's guest burned, of its `capabilities.fuel`; absent for a
-        /// call no guest ran (the spawn tools, a call refused before it ran).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fuel_used: Option<u64>,
-        /// Bytes of the whole result or error message (the summary is its start).
-        #[serde(default)]
-        output_bytes: u64,
-        /// The most linear memory the guest held at once, in bytes; absent when no
-        /// guest ran (and in journals written before it was recorded).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        memory_peak_bytes: Option<u64>,
+        /// What the call used (`fuel_used`, `output_bytes` of the whole result or
+        /// error message, `memory_peak_bytes`), as fields of the event.
+        #[serde(flatten)]
+        figures: CallFigures,
     },
     /// Usage after a model turn (cumulative for the agent).
     Usage {

@@ -11,6 +11,7 @@ use hyper::body::Frame;
 use serde_json::json;
 
 use crate::llm::anthropic::Anthropic;
+use crate::llm::http::HttpApi;
 use crate::llm::openai::OpenAi;
 use crate::llm::sse::SseParser;
 use crate::llm::{ChatResponse, LlmError, ModelConfig, Secrets, StreamEvent};

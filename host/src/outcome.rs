@@ -70,6 +70,18 @@ impl AgentState {
     }
 }
 
+impl std::str::FromStr for AgentState {
+    type Err = String;
+
+    /// The state named `name`, or an error listing the names.
+    fn from_str(name: &str) -> Result<AgentState, String> {
+        AgentState::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = AgentState::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`{name}` is not an agent state ({})", names.join(", "))
+        })
+    }
+}
+
 impl std::fmt::Display for AgentState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.pad(self.as_str())

@@ -176,14 +176,13 @@ impl RunState {
                 agent,
                 outcome,
                 summary,
-                fuel_used,
-                output_bytes,
+                figures,
                 ..
             } => self.update(agent, at, |a| {
                 close_wait(a, at);
                 a.tool_calls += 1;
-                a.fuel_used = a.fuel_used.saturating_add(fuel_used.unwrap_or(0));
-                a.output_bytes = a.output_bytes.saturating_add(*output_bytes);
+                a.fuel_used = a.fuel_used.saturating_add(figures.fuel_used.unwrap_or(0));
+                a.output_bytes = a.output_bytes.saturating_add(figures.output_bytes);
                 if outcome.is_denial(summary) {
                     a.denials += 1;
                 }
@@ -388,7 +387,10 @@ impl RunState {
         }
     }
 
-    /// The events a journal record stands for, given the state so far.
+    /// The events a journal record stands for, given the state so far: the event it
+    /// was published as ([`Record::event`]), with what the record does not hold taken
+    /// from the state (the agent a start introduces, the tool a result names); the
+    /// root's registration stands for its `agent_queued`, which was not published.
     fn events_of(&self, record: &Record) -> Vec<Event> {
         let known = |agent: &str| self.agents.get(agent);
         match record {
@@ -409,22 +411,6 @@ impl RunState {
                 })
                 .into_iter()
                 .collect(),
-            Record::AgentSpec {
-                agent,
-                model,
-                max_turns,
-                timeout_s,
-                max_cost_usd,
-                depth,
-                ..
-            } => vec![Event::AgentSpec {
-                agent: agent.clone(),
-                model: model.clone(),
-                max_turns: *max_turns,
-                timeout_s: *timeout_s,
-                max_cost_usd: *max_cost_usd,
-                depth: *depth,
-            }],
             Record::ModelResponse {
                 agent,
                 turn,
@@ -442,59 +428,14 @@ impl RunState {
                 })
                 .into_iter()
                 .collect(),
-            Record::ToolStarted { .. } | Record::ToolFinished { .. } => self.tool_events(record),
-            Record::AgentFinished { .. } => record
-                .finished()
-                .map(|(agent, outcome)| Event::agent_finished(agent, &outcome))
-                .into_iter()
-                .collect(),
-            Record::RunStarted { .. }
-            | Record::RunResumed { .. }
-            | Record::ToolSet { .. }
-            | Record::SystemPrompt { .. }
-            | Record::JournalFull { .. }
-            | Record::RunFinished { .. } => Vec::new(),
-        }
-    }
-
-    /// The event a tool record stands for (other records stand for none here).
-    fn tool_events(&self, record: &Record) -> Vec<Event> {
-        match record {
-            Record::ToolStarted {
-                agent,
-                call_id,
-                tool,
-                arguments,
-            } => vec![Event::ToolCallStarted {
-                agent: agent.clone(),
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                arguments: summarize(arguments),
-            }],
-            Record::ToolFinished {
-                agent,
-                call_id,
-                outcome,
-                content,
-                duration_ms,
-                fuel_used,
-                output_bytes,
-                memory_peak_bytes,
-            } => vec![Event::ToolCallFinished {
-                agent: agent.clone(),
-                call_id: call_id.clone(),
-                tool: match self.agents.get(agent).map(|a| &a.activity) {
-                    Some(Activity::Tool(tool)) => tool.clone(),
-                    _ => String::new(),
-                },
-                outcome: *outcome,
-                summary: summarize(content),
-                duration_ms: *duration_ms,
-                fuel_used: *fuel_used,
-                output_bytes: *output_bytes,
-                memory_peak_bytes: *memory_peak_bytes,
-            }],
-            _ => Vec::new(),
+            Record::ToolFinished { agent, .. } => {
+                let tool = match known(agent).map(|a| &a.activity) {
+                    Some(Activity::Tool(tool)) => tool.as_str(),
+                    _ => "",
+                };
+                record.event(tool).into_iter().collect()
+            }
+            _ => record.event("").into_iter().collect(),
         }
     }
 }
@@ -535,9 +476,11 @@ mod tests {
                 outcome: crate::sandbox::ToolOutcome::Denied,
                 summary: String::new(),
                 duration_ms: 1,
-                fuel_used: Some(1_000),
-                output_bytes: 12,
-                memory_peak_bytes: Some(65_536),
+                figures: crate::sandbox::CallFigures {
+                    fuel_used: Some(1_000),
+                    output_bytes: 12,
+                    memory_peak_bytes: Some(65_536),
+                },
             }
         }
     }

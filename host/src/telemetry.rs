@@ -10,6 +10,7 @@
 //! is its `otel.name` field when it has one (tracing names are static strings).
 
 use std::collections::hash_map::RandomState;
+use std::fmt::Write as _;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -383,30 +384,35 @@ impl<S> tracing_subscriber::layer::Filter<S> for ProbeAnswers {
         if !metadata.target().starts_with("rmcp") || *metadata.level() != tracing::Level::WARN {
             return true;
         }
-        let mut answer = ErrorAnswer::default();
+        let mut answer = RecordLine::default();
         event.record(&mut answer);
-        !(answer.message == "response error" && answer.error.contains("ErrorCode(-32022)"))
+        !(answer.message == "response error" && answer.fields.contains("ErrorCode(-32022)"))
     }
 }
 
-/// The message and `error` field of an rmcp record.
+/// A record as one line: the message, then `key=value` for each other field (what
+/// `warren mcp` sends its clients, and what a record is checked by here).
 #[derive(Default)]
-struct ErrorAnswer {
-    message: String,
-    error: String,
+pub(crate) struct RecordLine {
+    /// The message.
+    pub(crate) message: String,
+    /// ` key=value` for each other field.
+    pub(crate) fields: String,
 }
 
-impl Visit for ErrorAnswer {
+impl Visit for RecordLine {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.message = value.to_string();
+            self.message.push_str(value);
+        } else {
+            let _ = write!(self.fields, " {}={value}", field.name());
         }
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        match field.name() {
-            "message" => self.message = format!("{value:?}"),
-            "error" => self.error = format!("{value:?}"),
-            _ => {}
+        if field.name() == "message" {
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            let _ = write!(self.fields, " {}={value:?}", field.name());
         }
     }
 }

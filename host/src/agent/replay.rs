@@ -16,7 +16,7 @@ use crate::journal::resume::{RecordedAgent, RecordedResponse, RecordedTool};
 use crate::journal::{Drained, Record, RecordedCall};
 use crate::llm::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, Provider, ToolCall};
 use crate::outcome::AgentState;
-use crate::sandbox::ToolOutcome;
+use crate::sandbox::{CallFigures, ToolOutcome};
 
 use super::line_diff::line_diff;
 use super::runtime::Agent;
@@ -295,11 +295,9 @@ impl Agent {
                 agent: self.place.id.0.clone(),
                 call_id: call.id.clone(),
                 outcome,
-                output_bytes: content.len() as u64,
+                figures: CallFigures::of(&content, None),
                 content,
                 duration_ms: 0,
-                fuel_used: None,
-                memory_peak_bytes: None,
             }
         });
         recorded_result

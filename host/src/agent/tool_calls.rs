@@ -6,9 +6,8 @@ use std::time::Instant;
 
 use tracing::{info_span, Instrument};
 
-use crate::events::{summarize, Event};
 use crate::journal::resume::RecordedTool;
-use crate::journal::Record;
+use crate::journal::{Fact, Journaling, Record};
 use crate::llm::ToolCall;
 use crate::sandbox::{CallFigures, ToolOutcome};
 
@@ -65,9 +64,7 @@ impl Agent {
                         outcome: ToolOutcome::InDoubt,
                         content: IN_DOUBT.to_string(),
                         duration_ms: 0,
-                        fuel_used: None,
-                        output_bytes: IN_DOUBT.len() as u64,
-                        memory_peak_bytes: None,
+                        figures: CallFigures::of(IN_DOUBT, None),
                     });
                     return Err(IN_DOUBT.to_string());
                 }
@@ -106,12 +103,6 @@ impl Agent {
         );
         self.record_start(call, recorded).await;
         let started = Instant::now();
-        self.place.tree.events.publish(Event::ToolCallStarted {
-            agent: self.place.id.0.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments: summarize(&call.arguments),
-        });
         let (result, outcome, figures) = self.dispatch(call, spawn).instrument(span.clone()).await;
         let duration_ms = started.elapsed().as_millis() as u64;
         if outcome != ToolOutcome::Ok {
@@ -129,64 +120,54 @@ impl Agent {
         // (at once for a call that could have had an effect: its end is what keeps
         // it from being in doubt after a crash); not again for a spawn tool a
         // resumed run repeats.
-        if recorded.is_none_or(|r| r.finished.is_none()) {
-            let effect = !spawn_tools::is_spawn_tool(&call.name)
-                && !self.access.profile.capabilities.replay_safe();
-            let finished = || Record::ToolFinished {
-                agent: self.place.id.0.clone(),
-                call_id: call.id.clone(),
-                outcome,
-                content: match &result {
-                    Ok(text) | Err(text) => text.clone(),
-                },
-                duration_ms,
-                fuel_used: figures.fuel_used,
-                output_bytes: figures.output_bytes,
-                memory_peak_bytes: figures.memory_peak_bytes,
-            };
-            match effect {
-                true => self.place.tree.record_written(finished).await,
-                false => self.place.tree.record(finished),
-            }
-        }
-        self.place.tree.events.publish(Event::ToolCallFinished {
+        let effect = !spawn_tools::is_spawn_tool(&call.name)
+            && !self.access.profile.capabilities.replay_safe();
+        let journaling = match (recorded.is_none_or(|r| r.finished.is_none()), effect) {
+            (false, _) => Journaling::Not,
+            (true, true) => Journaling::Written,
+            (true, false) => Journaling::Queued,
+        };
+        let record = Record::ToolFinished {
             agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
-            tool: call.name.clone(),
             outcome,
-            summary: summarize(match &result {
-                Ok(text) | Err(text) => text,
-            }),
+            content: match &result {
+                Ok(text) | Err(text) => text.clone(),
+            },
             duration_ms,
-            fuel_used: figures.fuel_used,
-            output_bytes: figures.output_bytes,
-            memory_peak_bytes: figures.memory_peak_bytes,
-        });
+            figures,
+        };
+        let tool = &call.name;
+        let finished = Fact::ToolCallFinished { record, tool };
+        self.place.tree.happened_as(finished, journaling).await;
         result
     }
 
-    /// The call's start in the journal: on disk before it runs when it could have an
-    /// effect; not again for a call a resumed run recorded.
+    /// The call's start, in the journal and then announced: on disk before it runs
+    /// when it could have an effect; not again in a journal that has it (a resumed
+    /// run).
     async fn record_start(&self, call: &ToolCall, recorded: Option<&RecordedTool>) {
         // A plugin call that could have an effect is on disk (its model response
         // with it) before it runs: one with no recorded end may have happened. A call
         // that can have none needs no sync (if its record is lost it is simply run
         // again), and a spawn tool's effect is a job, journaled in its own right.
-        let started_record = || Record::ToolStarted {
+        let started = Fact::Recorded(Record::ToolStarted {
             agent: self.place.id.0.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
-        };
-        if recorded.is_some() {
+        });
+        let journaling = if recorded.is_some() {
             // Its start is in the journal already (a resumed run).
+            Journaling::Not
         } else if spawn_tools::is_spawn_tool(&call.name)
             || self.access.profile.capabilities.replay_safe()
         {
-            self.place.tree.record(started_record);
+            Journaling::Queued
         } else {
-            self.place.tree.record_durably(started_record).await;
-        }
+            Journaling::Durably
+        };
+        self.place.tree.happened_as(started, journaling).await;
     }
 
     /// Runs the call: a spawn tool (when this agent may spawn) by `spawn`, any other

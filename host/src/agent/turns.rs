@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, info_span, Instrument};
 
 use crate::events::Event;
-use crate::journal::{Drained, Record, RecordedToolDef};
+use crate::journal::{Drained, Fact, Record, RecordedToolDef};
 use crate::llm::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
     Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
@@ -190,7 +190,7 @@ impl Agent {
                 })
                 .collect(),
         });
-        self.place.tree.record(|| Record::AgentSpec {
+        self.place.tree.happened(Fact::Recorded(Record::AgentSpec {
             agent: self.place.id.0.clone(),
             message: task.to_string(),
             model: self.profile.model.clone(),
@@ -202,15 +202,7 @@ impl Agent {
             system: String::new(),
             // Its prompt is journaled once per process; the spec names it.
             system_digest: self.place.tree.record_prompt(&self.system_prompt()),
-        });
-        self.place.tree.events.publish(Event::AgentSpec {
-            agent: self.place.id.0.clone(),
-            model: self.profile.model.clone(),
-            max_turns: self.limits.max_turns,
-            timeout_s: self.limits.timeout_s,
-            max_cost_usd: self.limits.max_cost_usd,
-            depth: self.depth,
-        });
+        }));
     }
 
     /// [`Agent::converse`], ended early by a cancellation or by `timeout_s` (less

@@ -247,53 +247,5 @@ You review files under /project. Report each finding as `file:line: what is wron
 most important first. You cannot change files; say what should change.
 "#;
 
-const SCRIPT: &str = r#"# An offline model for the starter project: it replays these turns (see docs/configuration.md, Models).
-# Replace [models.default] in warren.toml with a real model when you have one.
-
-[[turns]]
-profile = "main"
-delay_ms = 300
-text = "I'll ask a researcher to look at the project, and an analyst to measure it."
-tool_calls = [
-  { name = "spawn_agent", arguments = { profile = "researcher", task = "List /project and say what this project contains." } },
-  { name = "spawn_agent", arguments = { profile = "analyst", task = "Count the lines of each file in /project." } },
-]
-
-[[turns]]
-profile = "analyst"
-delay_ms = 300
-tool_calls = [{ name = "run_python", arguments = { code = """
-from pathlib import Path
-lines = {p.name: len(p.read_text(errors="replace").splitlines()) for p in sorted(Path("/project").iterdir()) if p.is_file()}
-Path("/scratch/lines.json").write_text(str(lines))
-lines""" } }]
-
-[[turns]]
-profile = "analyst"
-delay_ms = 300
-when = "value"
-text = "Lines per file in /project, counted with run_python: see the tool result above (also saved to /scratch/lines.json)."
-
-[[turns]]
-profile = "researcher"
-delay_ms = 300
-tool_calls = [{ name = "list_dir", arguments = { path = "/project" } }]
-
-[[turns]]
-profile = "researcher"
-delay_ms = 300
-when = "warren.toml"
-text = "The project holds warren.toml (the configuration), AGENTS.md (the shared prompt) and agents/ (agent files)."
-
-[[turns]]
-profile = "main"
-delay_ms = 300
-when = "Started job"
-tool_calls = [{ name = "await_agents", arguments = { job_ids = "*" } }]
-
-[[turns]]
-profile = "main"
-delay_ms = 300
-when = "OK]"
-text = "This is a new warren project: warren.toml configures the models and profiles, AGENTS.md is the shared prompt, and agents/ holds agent files. (This answer came from the offline scripted model in script.toml; add a real model to warren.toml to ask real questions.)"
-"#;
+/// The offline model's turns of the starter project (its `script.toml`).
+const SCRIPT: &str = include_str!("../../templates/init/script.toml");

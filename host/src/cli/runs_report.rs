@@ -43,7 +43,7 @@ pub(crate) fn list(dir: &Path, as_json: bool) -> anyhow::Result<()> {
         reportln!(
             "{:<16}  {:<19}  {:<15}  {:>6}  {:>10}  {:>9}  {:>8}  {}",
             run.id,
-            utc(run.started_ms),
+            crate::journal::utc_text(run.started_ms),
             state(run),
             if run.counted {
                 run.agents.len().to_string()
@@ -150,7 +150,7 @@ fn tree(run: &RunRecord) -> anyhow::Result<()> {
         run.agents.len(),
         thousands(run.tokens()),
         run.cost_usd,
-        utc(run.started_ms)
+        crate::journal::utc_text(run.started_ms)
     )?;
     reportln!("task: {}", one_line(&run.task, 200))?;
     // Walked with a stack, children in order under their parent: no recursion, so
@@ -286,18 +286,17 @@ fn print_record(record: Record) -> anyhow::Result<()> {
             outcome,
             content,
             duration_ms,
-            fuel_used,
-            output_bytes,
-            memory_peak_bytes,
+            figures,
             ..
         } => {
-            let memory = memory_peak_bytes
+            let memory = figures
+                .memory_peak_bytes
                 .map(|bytes| format!(", memory peak {} KiB", thousands(bytes / 1024)))
                 .unwrap_or_default();
             reportln!(
                 "← {call_id} {outcome} ({duration_ms} ms, fuel {}, {} bytes{memory})",
-                fuel_used.map_or("—".to_string(), thousands),
-                thousands(output_bytes)
+                figures.fuel_used.map_or("—".to_string(), thousands),
+                thousands(figures.output_bytes)
             )?;
             reportln!("{content}")?;
         }
@@ -317,11 +316,6 @@ fn one_line(text: &str, max: usize) -> String {
     crate::events::bounded(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
-/// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
-fn utc(ms: u64) -> String {
-    crate::journal::utc_text(ms)
-}
-
 /// The code of a `run_python` or `run_js` call, as the model wrote it, framed, on the
 /// lines after its call.
 fn written_code(tool: &str, arguments: &str) -> Option<String> {
@@ -331,17 +325,4 @@ fn written_code(tool: &str, arguments: &str) -> Option<String> {
     let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
     let code = arguments.get("code")?.as_str()?;
     Some(format!("\n┌ code\n{}\n└", code.trim_end()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_as_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(1_795_999_999_000), "2026-11-30 00:53:19");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
-        assert_eq!(utc(u64::MAX), "invalid time");
-    }
 }

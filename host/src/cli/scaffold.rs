@@ -19,96 +19,57 @@ pub(crate) enum Language {
     Js,
 }
 
+/// `(path, text)` for each file `path` under `$dir` (relative to this file), its
+/// text embedded, so each file is named once; `path from "other/"` takes it from
+/// another directory.
+macro_rules! embedded {
+    (@text $dir:literal $path:literal) => {
+        include_str!(concat!($dir, $path))
+    };
+    (@text $dir:literal $path:literal $other:literal) => {
+        include_str!(concat!($other, $path))
+    };
+    ($dir:literal: $($path:literal $(from $other:literal)?),* $(,)?) => {
+        &[$(($path, embedded!(@text $dir $path $($other)?))),*]
+    };
+}
+
 /// The contract, copied into every new plugin so it builds on its own.
-const WIT: &[(&str, &str)] = &[
-    ("wit/plugin.wit", include_str!("../../../wit/plugin.wit")),
-    (
-        "wit/deps/cli.wit",
-        include_str!("../../../wit/deps/cli.wit"),
-    ),
-    (
-        "wit/deps/clocks.wit",
-        include_str!("../../../wit/deps/clocks.wit"),
-    ),
-    (
-        "wit/deps/filesystem.wit",
-        include_str!("../../../wit/deps/filesystem.wit"),
-    ),
-    (
-        "wit/deps/http.wit",
-        include_str!("../../../wit/deps/http.wit"),
-    ),
-    ("wit/deps/io.wit", include_str!("../../../wit/deps/io.wit")),
-    (
-        "wit/deps/random.wit",
-        include_str!("../../../wit/deps/random.wit"),
-    ),
-    (
-        "wit/deps/sockets.wit",
-        include_str!("../../../wit/deps/sockets.wit"),
-    ),
-];
+const WIT: &[(&str, &str)] = embedded!("../../../":
+    "wit/plugin.wit",
+    "wit/deps/cli.wit",
+    "wit/deps/clocks.wit",
+    "wit/deps/filesystem.wit",
+    "wit/deps/http.wit",
+    "wit/deps/io.wit",
+    "wit/deps/random.wit",
+    "wit/deps/sockets.wit",
+);
 
-const COMMON: &[(&str, &str)] = &[
-    ("test.sh", include_str!("../../templates/test.sh")),
-    ("warren.toml", include_str!("../../templates/warren.toml")),
-];
+const COMMON: &[(&str, &str)] = embedded!("../../templates/": "test.sh", "warren.toml");
 
-const RUST: &[(&str, &str)] = &[
-    (
-        "Cargo.toml",
-        include_str!("../../templates/rust/Cargo.toml"),
-    ),
-    (
-        "src/lib.rs",
-        include_str!("../../templates/rust/src/lib.rs"),
-    ),
-    ("build.sh", include_str!("../../templates/rust/build.sh")),
-];
+const RUST: &[(&str, &str)] =
+    embedded!("../../templates/rust/": "Cargo.toml", "src/lib.rs", "build.sh");
 
-const PYTHON: &[(&str, &str)] = &[
-    ("app.py", include_str!("../../templates/python/app.py")),
-    (
-        "requirements.txt",
-        include_str!("../../templates/python/requirements.txt"),
-    ),
-    ("build.sh", include_str!("../../templates/python/build.sh")),
-];
+const PYTHON: &[(&str, &str)] =
+    embedded!("../../templates/python/": "app.py", "requirements.txt", "build.sh");
 
 /// A typed component: its own WIT, no warren contract.
-const TYPED_RUST: &[(&str, &str)] = &[
-    (
-        "Cargo.toml",
-        include_str!("../../templates/typed-rust/Cargo.toml"),
-    ),
-    (
-        "src/lib.rs",
-        include_str!("../../templates/typed-rust/src/lib.rs"),
-    ),
-    (
-        "wit/world.wit",
-        include_str!("../../templates/typed-rust/wit/world.wit"),
-    ),
-    ("build.sh", include_str!("../../templates/rust/build.sh")),
-    (
-        "test.sh",
-        include_str!("../../templates/typed-rust/test.sh"),
-    ),
-    (
-        "warren.toml",
-        include_str!("../../templates/typed-rust/warren.toml"),
-    ),
-];
+const TYPED_RUST: &[(&str, &str)] = embedded!("../../templates/typed-rust/":
+    "Cargo.toml",
+    "src/lib.rs",
+    "wit/world.wit",
+    "build.sh" from "../../templates/rust/",
+    "test.sh",
+    "warren.toml",
+);
 
-const JS: &[(&str, &str)] = &[
-    ("plugin.js", include_str!("../../templates/js/plugin.js")),
-    (
-        "package.json",
-        include_str!("../../templates/js/package.json"),
-    ),
-    ("build.mjs", include_str!("../../templates/js/build.mjs")),
-    ("build.sh", include_str!("../../templates/js/build.sh")),
-];
+const JS: &[(&str, &str)] = embedded!("../../templates/js/":
+    "plugin.js",
+    "package.json",
+    "build.mjs",
+    "build.sh",
+);
 
 /// The longest example tool name after the plugin's prefix (the typed scaffold's
 /// second function), so the prefix can be cut to keep every tool name within 64.

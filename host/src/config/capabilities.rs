@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::error::ConfigError;
 use super::source::Source;
-use super::values::{EnvName, GuestPath};
+use super::values::{EnvName, GuestPath, Parsed};
 use crate::policy::capabilities::{capability_keys, KnownKey};
 use crate::policy::{
     CapabilitySet, EnvGrant, FsGrant, FsMode, NetPattern, NetPolicy, PartialCallLimits,
@@ -29,7 +29,7 @@ pub(super) struct RawCapabilities {
     /// Variables passed to the guest, by name or with a literal value.
     env: Option<Vec<RawEnvGrant>>,
     /// `host[:port]` patterns.
-    net: Option<Vec<NetPatternValue>>,
+    net: Option<Vec<Parsed<NetPattern>>>,
     /// The per-call limits given here.
     limits: PartialCallLimits,
 }
@@ -130,19 +130,6 @@ enum RawEnvGrant {
         /// Its value.
         value: String,
     },
-}
-
-/// A `capabilities.net` entry, validated at its line.
-#[derive(Clone, Debug, Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(try_from = "String")]
-struct NetPatternValue(#[cfg_attr(test, schemars(with = "String"))] NetPattern);
-
-impl TryFrom<String> for NetPatternValue {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
-        value.parse().map(NetPatternValue)
-    }
 }
 
 /// The capabilities of `raw` (a profile's table, or `[defaults.capabilities]` with

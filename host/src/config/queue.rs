@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::values::{Bounded, ProfileName, QueueName};
+use super::values::{Bounded, Parsed, ProfileName, QueueName};
 use crate::outcome::AgentState;
 
 /// `keep_results_s` and `keep_failed_s`: up to a year.
@@ -137,25 +137,9 @@ pub(super) struct RawQueue {
     #[cfg_attr(test, schemars(with = "Option<String>"))]
     pub(super) default_profile: Option<Spanned<ProfileName>>,
     /// See [`QueueConfig::fail_jobs_on`].
-    fail_jobs_on: Option<Vec<StateName>>,
+    fail_jobs_on: Option<Vec<Parsed<AgentState>>>,
     /// See [`QueueConfig::keep_failed_s`].
     keep_failed_s: Option<Retention>,
-}
-
-/// An agent end state by name (`error`, `timed_out`, `truncated`, …).
-#[derive(Clone, Copy, Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(try_from = "String")]
-struct StateName(#[cfg_attr(test, schemars(with = "String"))] AgentState);
-
-impl TryFrom<String> for StateName {
-    type Error = String;
-    fn try_from(value: String) -> Result<Self, String> {
-        AgentState::from_name(&value).map(StateName).ok_or_else(|| {
-            let names: Vec<&str> = AgentState::ALL.iter().map(|s| s.as_str()).collect();
-            format!("`{value}` is not an agent state ({})", names.join(", "))
-        })
-    }
 }
 
 impl RawQueue {

@@ -50,6 +50,21 @@ impl<const MIN: u64, const MAX: u64> TryFrom<i64> for Bounded<MIN, MAX> {
     }
 }
 
+/// A value read from its text by its `FromStr` (a `capabilities.net` entry, an agent
+/// state), refused at its line with that parser's message.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(test, schemars(bound = ""))]
+#[serde(try_from = "String", bound = "T: std::str::FromStr<Err = String>")]
+pub(super) struct Parsed<T>(#[cfg_attr(test, schemars(with = "String"))] pub(super) T);
+
+impl<T: std::str::FromStr<Err = String>> TryFrom<String> for Parsed<T> {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        value.parse().map(Parsed)
+    }
+}
+
 macro_rules! validated_string {
     ($(#[$doc:meta])* $name:ident, $check:expr) => {
         $(#[$doc])*

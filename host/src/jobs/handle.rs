@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use super::mailbox::Mailbox;
 use super::slots::{Lease, Permit};
 use super::tree::{JobId, Phase, Tree};
-use crate::events::{AgentIntro, Event, SpawnMode};
-use crate::journal::Record;
+use crate::events::{AgentIntro, SpawnMode};
+use crate::journal::{Fact, Record};
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// Where a job sits: its tree, its id and its cancellation tokens. Cheap to clone;
@@ -59,7 +59,7 @@ impl Placement {
             cancel.clone(),
         );
         let child = JobHandle::new(tree, (id, done, mailbox), cancel, false);
-        child.registered(true);
+        child.registered();
         child
     }
 }
@@ -81,7 +81,7 @@ impl JobHandle {
         let cancel = tree.cancel.clone();
         let entry = tree.insert(None, profile, task, None, None, cancel.clone());
         let root = JobHandle::new(tree, entry, cancel, true);
-        root.registered(false);
+        root.registered();
         root
     }
 
@@ -126,10 +126,9 @@ impl JobHandle {
     pub fn start(&self) {
         let tree = &self.place.tree;
         tree.set_phase(&self.place.id, Phase::Running(Instant::now()));
-        tree.record(|| Record::AgentStarted {
-            agent: self.place.id.0.clone(),
-        });
-        self.announce();
+        if let Some(intro) = self.intro() {
+            tree.happened(Fact::AgentStarted(&intro));
+        }
     }
 
     /// The job ended with `outcome`: its `agent_finished` event, its phase, then its
@@ -147,9 +146,10 @@ impl JobHandle {
         let tree = &self.place.tree;
         // What its agent ended without reading stays undelivered, said in its result.
         self.place.mailbox.close();
-        tree.record(|| Record::agent_finished(&self.place.id.0, &outcome));
-        tree.events
-            .publish(Event::agent_finished(&self.place.id.0, &outcome));
+        tree.happened(Fact::Recorded(Record::agent_finished(
+            &self.place.id.0,
+            &outcome,
+        )));
         tree.set_phase(&self.place.id, Phase::Done(outcome));
         done.send_replace(true);
         // Only now may the next child start: given back only after its end is
@@ -158,33 +158,26 @@ impl JobHandle {
         drop(self.place.lease.take());
     }
 
-    /// Publishes the event that introduces the job as it stands.
-    fn announce(&self) {
-        if let Some(job) = self.place.tree.job(&self.place.id) {
-            self.place.tree.events.publish(job.introduction());
+    /// Journals the job's registration (the root's too, so a journal names every job)
+    /// and, for a child, announces it (`agent_queued`).
+    fn registered(&self) {
+        if let Some(intro) = self.intro() {
+            let queued = Record::AgentQueued(intro);
+            self.place.tree.happened(Fact::Recorded(queued));
         }
     }
 
-    /// Journals the job's registration (the root's too, so a journal names every job)
-    /// and, for a child, announces it (`agent_queued`): one read of the job for both.
-    fn registered(&self, announce: bool) {
-        let tree = &self.place.tree;
-        let Some(job) = tree.job(&self.place.id) else {
-            return;
-        };
-        if announce {
-            tree.events.publish(job.introduction());
-        }
-        tree.record(|| {
-            Record::AgentQueued(AgentIntro {
-                agent: job.id.0,
-                parent: job.parent.map(|p| p.0),
-                profile: job.profile,
-                task: job.task,
-                label: job.label,
-                mode: job.mode,
-            })
-        });
+    /// Who the job is, its task whole (one read of it).
+    fn intro(&self) -> Option<AgentIntro> {
+        let job = self.place.tree.job(&self.place.id)?;
+        Some(AgentIntro {
+            agent: job.id.0,
+            parent: job.parent.map(|p| p.0),
+            profile: job.profile,
+            task: job.task,
+            label: job.label,
+            mode: job.mode,
+        })
     }
 }
 
@@ -204,6 +197,7 @@ impl Drop for JobHandle {
 mod tests {
     use super::*;
     use crate::config::RunLimits;
+    use crate::events::Event;
     use crate::jobs::slots::{Reservation, RunSlots, SlotQueue};
 
     /// One slot: the job holding it gives it back in `finish`, after its

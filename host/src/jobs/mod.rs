@@ -14,6 +14,7 @@ pub mod blocks;
 pub mod budget;
 pub mod child;
 pub mod handle;
+mod happened;
 pub mod job;
 pub mod mailbox;
 pub mod mode;

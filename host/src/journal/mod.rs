@@ -5,13 +5,15 @@
 //! `warren runs` lists runs, `warren show` prints one; both read journals written by
 //! any earlier process, finished or not.
 //!
-//! Layout: [`record`] (the format, versioned), [`writer`] (appending, with group
+//! Layout: [`record`] (the format, versioned), [`fact`] (the moments both published
+//! and journaled, each made into its event and its record from one value), [`writer`] (appending, with group
 //! commit and what is durable when), `file` (journal files: created owner-only,
 //! opened without following links, read as bounded lines), `check` (what every
 //! record read must hold: ids, figures, a tree), [`read`] (reading back, a torn last
 //! line ignored), [`time`] (how journal times are shown).
 
 pub(crate) mod check;
+pub mod fact;
 pub(crate) mod file;
 pub mod prune;
 pub mod read;
@@ -21,6 +23,7 @@ pub mod time;
 pub mod writer;
 
 pub use self::check::MAX_TREE_DEPTH;
+pub use self::fact::{Fact, Journaling};
 pub use self::file::{
     LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES, MAX_JOURNAL_BYTES, MAX_LINE_BYTES,
 };

@@ -359,26 +359,15 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
                 a.text = text.clone();
             }
         }
-        Record::AgentFinished {
-            agent,
-            state,
-            text,
-            error,
-            turns,
-            input_tokens,
-            output_tokens,
-            cost_usd,
-            duration_ms,
-            ..
-        } => {
-            if let Some(a) = agents.get_mut(agent) {
-                a.state = state.as_str().into();
-                a.text = text.clone();
-                a.error = error.clone();
-                a.turns = *turns;
-                a.tokens = input_tokens + output_tokens;
-                a.cost_usd = *cost_usd;
-                a.duration_ms = Some(*duration_ms);
+        Record::AgentFinished { agent, .. } => {
+            if let (Some(a), Some((_, ended))) = (agents.get_mut(agent), record.finished()) {
+                a.state = ended.state.as_str().into();
+                a.text = ended.text;
+                a.error = ended.error;
+                a.turns = ended.turns;
+                a.tokens = ended.usage.input_tokens + ended.usage.output_tokens;
+                a.cost_usd = ended.cost_usd;
+                a.duration_ms = Some(ended.duration.as_millis() as u64);
             }
         }
         Record::RunStarted { .. }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::RunLimits;
 use crate::events::AgentIntro;
 use crate::outcome::{AgentOutcome, AgentState};
-use crate::sandbox::ToolOutcome;
+use crate::sandbox::{CallFigures, ToolOutcome};
 
 /// The journal format's version, in every `run_started` record. Raised when a record
 /// changes in a way an older reader would misread.
@@ -198,18 +198,12 @@ pub enum Record {
         content: String,
         /// Wall time.
         duration_ms: u64,
-        /// Fuel the plugin's guest burned, of its `capabilities.fuel`; absent for a
-        /// call no guest ran (the spawn tools, a call refused before it ran, a call
-        /// in doubt) and in journals written before it was recorded.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fuel_used: Option<u64>,
-        /// Bytes of `content` (0 in journals written before it was recorded).
-        #[serde(default)]
-        output_bytes: u64,
-        /// The most linear memory the guest held at once, in bytes; absent when no
-        /// guest ran (and in journals written before it was recorded).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        memory_peak_bytes: Option<u64>,
+        /// What it used, as fields of the record: `fuel_used` (absent for a call no
+        /// guest ran: the spawn tools, a call refused before it ran, a call in
+        /// doubt), `output_bytes` of `content`, `memory_peak_bytes`; each absent (0)
+        /// in journals written before it was recorded.
+        #[serde(flatten)]
+        figures: CallFigures,
     },
     /// A job ended.
     AgentFinished {

@@ -519,9 +519,11 @@ mod tests {
                     outcome: ToolOutcome::Ok,
                     content: "done".into(),
                     duration_ms: 1,
-                    fuel_used: Some(1),
-                    output_bytes: 4,
-                    memory_peak_bytes: Some(65536),
+                    figures: crate::sandbox::CallFigures {
+                        fuel_used: Some(1),
+                        output_bytes: 4,
+                        memory_peak_bytes: Some(65536),
+                    },
                 })
             } else {
                 line(Record::ToolStarted {

@@ -42,3 +42,16 @@ pub fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
         ms % 1000,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_utc() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00");
+        assert_eq!(utc_text(1_795_999_999_000), "2026-11-30 00:53:19");
+        assert_eq!(utc_text(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc_text(u64::MAX), "invalid time");
+    }
+}

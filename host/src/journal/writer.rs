@@ -433,9 +433,11 @@ mod tests {
                 outcome: crate::sandbox::ToolOutcome::OutOfFuel,
                 content: "é".into(),
                 duration_ms: 7,
-                fuel_used: Some(u64::MAX),
-                output_bytes: 2,
-                memory_peak_bytes: Some(u64::MAX),
+                figures: crate::sandbox::CallFigures {
+                    fuel_used: Some(u64::MAX),
+                    output_bytes: 2,
+                    memory_peak_bytes: Some(u64::MAX),
+                },
             },
             Record::RunResumed {
                 warren: "0".into(),

@@ -13,12 +13,13 @@ use serde_json::{json, Value};
 
 use super::chat::{
     emit, emit_whole, AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason,
-    Message, Price, StreamEvent, ToolCall, ToolDefinition, Usage,
+    Message, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 use super::error::LlmError;
+use super::http::{Http, HttpApi};
 use super::model::ModelConfig;
 use super::secrets::Secrets;
-use super::transport::{api_key, json_offset, malformed, Transport};
+use super::transport::{api_key, malformed};
 
 /// The API version header this code speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -27,14 +28,10 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
 pub struct Anthropic {
-    /// HTTP to `{base_url}/messages`, retries and error classification.
-    transport: Transport,
-    /// For cost.
-    price: Price,
+    /// HTTP to `{base_url}/messages`, the price and whether to stream.
+    http: Http,
     /// Output limit per call.
     max_tokens: u32,
-    /// Whether to stream.
-    stream: bool,
 }
 
 /// One content block being assembled from a stream.
@@ -58,7 +55,7 @@ impl Anthropic {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
         headers.extend(api_key(name, config)?.map(|key| ("x-api-key", key, true)));
         Ok(Anthropic {
-            transport: Transport::new(
+            http: Http::new(
                 "anthropic",
                 name,
                 config,
@@ -66,9 +63,7 @@ impl Anthropic {
                 &headers,
                 secrets,
             )?,
-            price: config.price,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            stream: config.stream,
         })
     }
 
@@ -78,97 +73,14 @@ impl Anthropic {
     /// and a tool call's input is checked, not parsed into one.
     pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
-            model: &self.transport.model,
+            model: self.http.model(),
             max_tokens: self.max_tokens,
             system: &request.system,
             messages: &request.messages,
             tools: &request.tools,
-            stream: self.stream,
+            stream: self.http.stream,
         };
         request.serialise(&body)
-    }
-
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = self.transport.body(response).await?;
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| malformed("anthropic", json_offset(&body, &e), &e.to_string(), &body))?;
-        if value["type"] == "error" {
-            return Err(LlmError::in_stream(
-                "anthropic",
-                &self.transport.model,
-                &value["error"],
-            ));
-        }
-        let mut message = AssistantMessage::default();
-        for block in value["content"].as_array().into_iter().flatten() {
-            match block["type"].as_str() {
-                Some("text") => message
-                    .text
-                    .push_str(block["text"].as_str().unwrap_or_default()),
-                Some("tool_use") => message.tool_calls.push(ToolCall {
-                    id: block["id"].as_str().unwrap_or_default().to_string(),
-                    name: block["name"].as_str().unwrap_or_default().to_string(),
-                    arguments: block["input"].to_string(),
-                }),
-                Some("thinking") => {
-                    message
-                        .reasoning
-                        .push_str(block["thinking"].as_str().unwrap_or_default());
-                    message.provider_blocks.push(block.clone());
-                }
-                Some("redacted_thinking") => message.provider_blocks.push(block.clone()),
-                _ => {}
-            }
-        }
-        let mut usage = Usage::default();
-        add_usage(&mut usage, &value["usage"]);
-        let finish = stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn"));
-        emit_whole(events, &message, usage, &finish);
-        Ok(ChatResponse::priced(message, finish, usage, &self.price))
-    }
-
-    pub(crate) async fn read_stream(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let mut state = StreamState::default();
-        let read = self
-            .transport
-            .read_events(response, |event| {
-                self.stream_event(&mut state, event, events)
-            })
-            .await?;
-        let StreamState {
-            mut message,
-            blocks,
-            usage,
-            finish,
-            stopped,
-        } = state;
-        // Complete when message_stop came, or when message_delta carried the stop
-        // reason and the body then ended cleanly.
-        let Some(finish) = finish.or_else(|| stopped.then_some(FinishReason::Stop)) else {
-            return Err(LlmError::Truncated {
-                provider: "anthropic",
-                offset: read,
-                detail: "the stream ended before message_delta gave the stop reason".into(),
-                retries: 0,
-            });
-        };
-        // A tool call cut by max_tokens is kept with what arrived of its input.
-        for (_, block) in blocks {
-            if let Block::ToolUse(call) = block {
-                emit(events, StreamEvent::ToolCall(call.clone()));
-                message.tool_calls.push(call);
-            }
-        }
-        emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
     fn stream_event(
@@ -199,13 +111,7 @@ impl Anthropic {
             "content_block_stop" => state.block_stop(index, events),
             "message_delta" => state.message_delta(&value, events),
             "message_stop" => state.stopped = true,
-            "error" => {
-                return Err(LlmError::in_stream(
-                    "anthropic",
-                    &self.transport.model,
-                    &value["error"],
-                ))
-            }
+            "error" => return Err(self.http.error(&value["error"])),
             _ => {}
         }
         Ok(())
@@ -490,39 +396,95 @@ fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result
     }))
 }
 
+/// Messages has no structured-output parameter: a typed answer is a tool call.
 #[async_trait::async_trait]
-impl super::chat::Provider for Anthropic {
-    fn model(&self) -> &str {
-        &self.transport.model
+impl HttpApi for Anthropic {
+    const ANSWERS_BY_TOOL: bool = true;
+
+    fn http(&self) -> &Http {
+        &self.http
     }
 
-    fn provider_name(&self) -> &str {
-        "anthropic"
+    fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
+        self.body(request)
     }
 
-    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
-        Some(super::transport::body_digest(&self.body(request)))
-    }
-
-    /// Messages has no structured-output parameter: a typed answer is a tool call.
-    fn answers_by_tool(&self) -> bool {
-        true
-    }
-
-    async fn chat(
+    async fn read_json(
         &self,
-        request: &ChatRequest,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        self.transport
-            .exchange(self.body(request), |response| async move {
-                if self.stream {
-                    self.read_stream(response, events).await
-                } else {
-                    self.read_json(response, events).await
+        let value = self.http.json(response).await?;
+        if value["type"] == "error" {
+            return Err(self.http.error(&value["error"]));
+        }
+        let mut message = AssistantMessage::default();
+        for block in value["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("text") => message
+                    .text
+                    .push_str(block["text"].as_str().unwrap_or_default()),
+                Some("tool_use") => message.tool_calls.push(ToolCall {
+                    id: block["id"].as_str().unwrap_or_default().to_string(),
+                    name: block["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: block["input"].to_string(),
+                }),
+                Some("thinking") => {
+                    message
+                        .reasoning
+                        .push_str(block["thinking"].as_str().unwrap_or_default());
+                    message.provider_blocks.push(block.clone());
                 }
+                Some("redacted_thinking") => message.provider_blocks.push(block.clone()),
+                _ => {}
+            }
+        }
+        let mut usage = Usage::default();
+        add_usage(&mut usage, &value["usage"]);
+        let finish = stop_reason(value["stop_reason"].as_str().unwrap_or("end_turn"));
+        emit_whole(events, &message, usage, &finish);
+        Ok(self.http.priced(message, finish, usage))
+    }
+
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut state = StreamState::default();
+        let read = self
+            .http
+            .transport
+            .read_events(response, |event| {
+                self.stream_event(&mut state, event, events)
             })
-            .await
+            .await?;
+        let StreamState {
+            mut message,
+            blocks,
+            usage,
+            finish,
+            stopped,
+        } = state;
+        // Complete when message_stop came, or when message_delta carried the stop
+        // reason and the body then ended cleanly.
+        let Some(finish) = finish.or_else(|| stopped.then_some(FinishReason::Stop)) else {
+            return Err(LlmError::Truncated {
+                provider: "anthropic",
+                offset: read,
+                detail: "the stream ended before message_delta gave the stop reason".into(),
+                retries: 0,
+            });
+        };
+        // A tool call cut by max_tokens is kept with what arrived of its input.
+        for (_, block) in blocks {
+            if let Block::ToolUse(call) = block {
+                emit(events, StreamEvent::ToolCall(call.clone()));
+                message.tool_calls.push(call);
+            }
+        }
+        emit(events, StreamEvent::Finish(finish.clone()));
+        Ok(self.http.priced(message, finish, usage))
     }
 }
 

@@ -19,7 +19,6 @@
 // on (SEP-2577); warren speaks the revisions up to 2025-11-25, where they are current.
 #![allow(deprecated)]
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -32,6 +31,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use super::auth::Owner;
+use crate::telemetry::RecordLine;
 
 /// Records queued for one session before newer ones are dropped.
 const QUEUE_RECORDS: usize = 512;
@@ -216,30 +216,6 @@ impl Route {
     }
 }
 
-/// A record as one line: the message, then `key=value` for each other field.
-#[derive(Default)]
-struct Line {
-    message: String,
-    fields: String,
-}
-
-impl Visit for Line {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.message.push_str(value);
-        } else {
-            let _ = write!(self.fields, " {}={value}", field.name());
-        }
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.message, "{value:?}");
-        } else {
-            let _ = write!(self.fields, " {}={value:?}", field.name());
-        }
-    }
-}
-
 /// Sends records to the sinks.
 struct ForwardLayer;
 
@@ -268,7 +244,7 @@ where
                 .into_iter()
                 .find_map(|span| span.extensions().get::<Route>().copied())
         });
-        let mut line = Line::default();
+        let mut line = RecordLine::default();
         event.record(&mut line);
         let data = format!("{}{}", line.message, line.fields);
         for sink in sinks().iter() {

@@ -142,7 +142,7 @@ impl ToolRegistry {
         cache: &CompileCache,
     ) -> anyhow::Result<Self> {
         let limits = PluginLimits::default();
-        Self::load_with(sandbox, files, &[], cache, &limits, &BTreeMap::new()).await
+        Self::load_with(sandbox, files, &[], cache, &limits, &BTreeMap::new(), false).await
     }
 
     /// Loads what `config` names: its built-ins and plugin files, through its compile
@@ -166,7 +166,7 @@ impl ToolRegistry {
         config: &Config,
         defer_builtins: bool,
     ) -> anyhow::Result<Self> {
-        let registry = Self::load_inner(
+        let registry = Self::load_with(
             sandbox,
             &config.plugin_files,
             &config.builtins,
@@ -199,19 +199,11 @@ impl ToolRegistry {
     /// component (or a typed one warren cannot offer), a bad tool name or schema, a
     /// host tool's name, a tool list past `limits`, a table naming a plugin or tool
     /// that is not there, or two plugins offering the same tool is an error naming the
-    /// file(s). A file with the very bytes of a built-in replaces it.
+    /// file(s). A file with the very bytes of a built-in replaces it. With
+    /// `defer_builtins` (a server that lists its tools at once, see
+    /// [`ToolRegistry::for_serving`]) the built-ins are offered from their recorded
+    /// tool lists and compiled in the background.
     pub async fn load_with(
-        sandbox: Arc<Sandbox>,
-        files: &[PathBuf],
-        builtins: &[String],
-        cache: &CompileCache,
-        limits: &PluginLimits,
-        tables: &BTreeMap<String, PluginTable>,
-    ) -> anyhow::Result<Self> {
-        Self::load_inner(sandbox, files, builtins, cache, limits, tables, false).await
-    }
-
-    async fn load_inner(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
         builtins: &[String],

@@ -251,21 +251,21 @@ pub struct JobData {
     pub unknown: std::collections::BTreeMap<String, Value>,
 }
 
-/// A job's limits.
+/// A job's limits, each absent unless set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct JobLimits {
     /// Model turns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
     /// Wall time of the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
     /// Cost cap of the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
     /// What is left of the parent run's budget, for the job's whole subtree.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
 }
 
@@ -425,6 +425,20 @@ mod tests {
             Event::TurnStarted {
                 agent: "a1".into(),
                 turn: 2,
+            },
+            // Its figures are flattened into it, and come back whole.
+            Event::ToolCallFinished {
+                agent: "a1".into(),
+                call_id: "c1".into(),
+                tool: "read".into(),
+                outcome: crate::sandbox::ToolOutcome::Ok,
+                summary: "ok".into(),
+                duration_ms: 3,
+                figures: crate::sandbox::CallFigures {
+                    fuel_used: Some(7),
+                    output_bytes: 2,
+                    memory_peak_bytes: Some(65536),
+                },
             },
             Event::agent_finished("a1", &AgentOutcome::cancelled_before_start()),
         ];

@@ -210,21 +210,22 @@ impl CallEnd<'_> {
     /// The disk budget the call passed, as an error.
     fn disk_limit(&self) -> Option<ToolCallError> {
         let limits = self.limits;
-        self.disk.map(|hit| match hit {
-            DiskLimit::Write => self.limit(
-                "of file writes per call",
-                "max_write_mb",
-                limits.max_write_mb,
-                " MiB",
-                Some("the write that crossed it was refused; what the plugin wrote before is left as written".into()),
-            ),
-            DiskLimit::Scratch => self.limit(
-                "in the scratch directory",
-                "scratch_mb",
-                limits.scratch_mb,
-                " MiB",
-                Some("the file whose write crossed it was removed".into()),
-            ),
+        self.disk.map(|hit| {
+            let (what, key, mib, note) = match hit {
+                DiskLimit::Write => (
+                    "of file writes per call",
+                    "max_write_mb",
+                    limits.max_write_mb,
+                    "the write that crossed it was refused; what the plugin wrote before is left as written",
+                ),
+                DiskLimit::Scratch => (
+                    "in the scratch directory",
+                    "scratch_mb",
+                    limits.scratch_mb,
+                    "the file whose write crossed it was removed",
+                ),
+            };
+            self.limit(what, key, mib, " MiB", Some(note.into()))
         })
     }
 

@@ -3,21 +3,28 @@
 //! which puts them on the call's `tool_call_finished` event and `tool_finished`
 //! journal record (its wall time is measured there, around the whole call).
 
+use serde::{Deserialize, Serialize};
+
 use super::error::ToolCallError;
 
-/// What one call used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one call used. Its serde form is the fields of a call's `tool_call_finished`
+/// event and `tool_finished` journal record (flattened into both); a field absent
+/// there (journals written before it was recorded) reads as `None` or 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CallFigures {
     /// Fuel the guest burned, of its `capabilities.fuel` (all of it when it ran out):
     /// how much of its compute budget the call took. `None` when no guest ran: a
     /// host-side tool (the spawn tools) or a call refused before its store was made
     /// (an unknown tool, arguments that are not a JSON object). Never a made-up 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fuel_used: Option<u64>,
     /// Bytes of the result, or of the error message, the call returned: what it
     /// adds to the model's context.
     pub output_bytes: u64,
     /// The most linear memory the guest held at once, in bytes, of its
     /// `capabilities.memory_mb`; `None` when no guest ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_peak_bytes: Option<u64>,
 }
 

@@ -6,11 +6,12 @@
 
 use serde_json::Value;
 
-use super::chat::{emit, emit_whole, ChatRequest, ChatResponse, EventSink, Price, StreamEvent};
+use super::chat::{emit, emit_whole, ChatRequest, ChatResponse, EventSink, StreamEvent};
 use super::error::LlmError;
+use super::http::{Http, HttpApi};
 use super::model::ModelConfig;
 use super::secrets::Secrets;
-use super::transport::{api_key, json_offset, malformed, Transport};
+use super::transport::{api_key, malformed};
 use request::{Body, JsonSchemaFormat, ResponseFormat, StreamOptions, Streaming};
 use response::{finish_reason, usage, Assembly, PlainChunk};
 
@@ -19,14 +20,10 @@ mod response;
 
 /// A model behind an OpenAI-compatible API.
 pub struct OpenAi {
-    /// HTTP to `{base_url}/chat/completions`, retries and error classification.
-    transport: Transport,
-    /// For cost.
-    price: Price,
+    /// HTTP to `{base_url}/chat/completions`, the price and whether to stream.
+    http: Http,
     /// `max_tokens`, when set.
     max_tokens: Option<u32>,
-    /// Whether to stream.
-    stream: bool,
 }
 
 impl OpenAi {
@@ -38,7 +35,7 @@ impl OpenAi {
             .into_iter()
             .collect();
         Ok(OpenAi {
-            transport: Transport::new(
+            http: Http::new(
                 "openai",
                 name,
                 config,
@@ -46,9 +43,7 @@ impl OpenAi {
                 &auth,
                 secrets,
             )?,
-            price: config.price,
             max_tokens: config.max_tokens,
-            stream: config.stream,
         })
     }
 
@@ -57,11 +52,11 @@ impl OpenAi {
     /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
     pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
-            model: &self.transport.model,
+            model: self.http.model(),
             messages: request,
             tools: &request.tools,
             max_tokens: self.max_tokens,
-            streaming: self.stream.then_some(Streaming {
+            streaming: self.http.stream.then_some(Streaming {
                 stream: true,
                 stream_options: StreamOptions {
                     include_usage: true,
@@ -80,47 +75,6 @@ impl OpenAi {
                 }),
         };
         request.serialise(&body)
-    }
-
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = self.transport.body(response).await?;
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| malformed("openai", json_offset(&body, &e), &e.to_string(), &body))?;
-        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
-            return Err(LlmError::in_stream("openai", &self.transport.model, error));
-        }
-        let choice = &value["choices"][0];
-        let mut assembly = Assembly::default();
-        assembly.message(&choice["message"]);
-        assembly.usage = usage(&value).unwrap_or_default();
-        assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
-        let (message, finish, usage) = assembly.into_parts();
-        emit_whole(events, &message, usage, &finish);
-        Ok(ChatResponse::priced(message, finish, usage, &self.price))
-    }
-
-    pub(crate) async fn read_stream(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let mut assembly = Assembly::default();
-        // A stream that ends without `[DONE]` (Ollama and others) is complete.
-        self.transport
-            .read_events(response, |event| {
-                self.stream_event(&mut assembly, event, events)
-            })
-            .await?;
-        let (message, finish, usage) = assembly.into_parts();
-        for call in &message.tool_calls {
-            emit(events, StreamEvent::ToolCall(call.clone()));
-        }
-        emit(events, StreamEvent::Finish(finish.clone()));
-        Ok(ChatResponse::priced(message, finish, usage, &self.price))
     }
 
     /// Applies one SSE event (`[DONE]` only marks the end, which the body's end
@@ -164,10 +118,10 @@ impl OpenAi {
             )
         })?;
         if let Some(error) = value.get("error").filter(|e| e.is_object()) {
-            return Err(LlmError::in_stream("openai", &self.transport.model, error));
+            return Err(self.http.error(error));
         }
         if event.event.as_deref() == Some("error") {
-            return Err(LlmError::in_stream("openai", &self.transport.model, &value));
+            return Err(self.http.error(&value));
         }
         if let Some(seen) = usage(&value) {
             assembly.usage = seen;
@@ -192,33 +146,55 @@ impl OpenAi {
 }
 
 #[async_trait::async_trait]
-impl super::chat::Provider for OpenAi {
-    fn model(&self) -> &str {
-        &self.transport.model
+impl HttpApi for OpenAi {
+    const ANSWERS_BY_TOOL: bool = false;
+
+    fn http(&self) -> &Http {
+        &self.http
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
+        self.body(request)
     }
 
-    fn request_digest(&self, request: &ChatRequest) -> Option<String> {
-        Some(super::transport::body_digest(&self.body(request)))
-    }
-
-    async fn chat(
+    async fn read_json(
         &self,
-        request: &ChatRequest,
+        response: reqwest::Response,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError> {
-        self.transport
-            .exchange(self.body(request), |response| async move {
-                if self.stream {
-                    self.read_stream(response, events).await
-                } else {
-                    self.read_json(response, events).await
-                }
+        let value = self.http.json(response).await?;
+        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+            return Err(self.http.error(error));
+        }
+        let choice = &value["choices"][0];
+        let mut assembly = Assembly::default();
+        assembly.message(&choice["message"]);
+        assembly.usage = usage(&value).unwrap_or_default();
+        assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
+        let (message, finish, usage) = assembly.into_parts();
+        emit_whole(events, &message, usage, &finish);
+        Ok(self.http.priced(message, finish, usage))
+    }
+
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        events: &EventSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut assembly = Assembly::default();
+        // A stream that ends without `[DONE]` (Ollama and others) is complete.
+        self.http
+            .transport
+            .read_events(response, |event| {
+                self.stream_event(&mut assembly, event, events)
             })
-            .await
+            .await?;
+        let (message, finish, usage) = assembly.into_parts();
+        for call in &message.tool_calls {
+            emit(events, StreamEvent::ToolCall(call.clone()));
+        }
+        emit(events, StreamEvent::Finish(finish.clone()));
+        Ok(self.http.priced(message, finish, usage))
     }
 }
 
