@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use crate::fake_llm::{FakeLlm, Recorded, Reply};
 use crate::support::{text, World};
 
-/// The fake model, a root `main` and a `worker` that may list `/docs`.
+/// The fake model, a root `main` and a `worker` that may list `/docs`; messages of
+/// at most 8 KiB.
 fn config(world: &World, server: &FakeLlm) {
     world.config(&format!(
         r#"
@@ -22,6 +23,9 @@ model = "fake-model"
 api_key_env = "CARGO_PKG_NAME"
 stream = false
 max_retries = 0
+
+[defaults]
+max_message_kb = 8
 
 [profiles.main]
 description = "Coordinator"
@@ -266,7 +270,7 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         }
         if newest.contains(": ERROR]") {
             let id = started_job(body)?;
-            let huge = "x".repeat(20 * 1024);
+            let huge = "x".repeat(9 * 1024);
             return Some(calls(&[
                 (
                     "message_agent",
@@ -305,7 +309,11 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         "{}",
         results[0]
     );
-    assert!(results[1].contains("MAX_MESSAGE_BYTES"), "{}", results[1]);
+    assert!(
+        results[1].contains("at most 8 KiB ([defaults] max_message_kb)"),
+        "{}",
+        results[1]
+    );
     assert!(
         results[2].contains("there is no agent zz9999"),
         "{}",

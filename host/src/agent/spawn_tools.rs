@@ -195,7 +195,7 @@ pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefini
                 "type": "object",
                 "properties": {
                     "job_id": {"type": "string"},
-                    "message": {"type": "string", "maxLength": crate::jobs::mailbox::MAX_MESSAGE_BYTES},
+                    "message": {"type": "string", "maxLength": config.run_limits.max_message_kb * 1024},
                     "mode": {"type": "string", "enum": ["queue", "interrupt"], "default": "queue"}
                 },
                 "required": ["job_id", "message"],

@@ -10,7 +10,8 @@ use toml::Spanned;
 use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
 use super::limits::{
-    AgentLimits, AgentSeconds, Depth, HostConcurrency, RunConcurrency, RunLimits, Turns,
+    AgentLimits, AgentSeconds, Depth, HostConcurrency, MessageKib, QueuedMessages, RunConcurrency,
+    RunLimits, Turns,
 };
 use super::models::model_name;
 use super::output_schema::OutputSchema;
@@ -43,6 +44,10 @@ pub(super) struct RawDefaults {
     max_depth: Option<Depth>,
     /// Cost cap of a whole run.
     budget_usd: Option<Dollars>,
+    /// Bytes one message to an agent may hold, in KiB.
+    max_message_kb: Option<MessageKib>,
+    /// Messages that may wait unread in one agent's mailbox.
+    max_queued_messages: Option<QueuedMessages>,
     /// `[defaults.capabilities]`, under every profile's own.
     #[serde(default)]
     pub(super) capabilities: RawCapabilities,
@@ -61,6 +66,12 @@ impl RawDefaults {
                 .map_or(d.max_concurrent_total, |v| v.0 as usize),
             max_depth: self.max_depth.map_or(d.max_depth, |v| v.0 as u32),
             budget_usd: self.budget_usd.map(|v| v.0),
+            max_message_kb: self
+                .max_message_kb
+                .map_or(d.max_message_kb, |v| v.0 as usize),
+            max_queued_messages: self
+                .max_queued_messages
+                .map_or(d.max_queued_messages, |v| v.0 as usize),
         }
     }
 }

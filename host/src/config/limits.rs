@@ -19,6 +19,10 @@ pub(super) type HostConcurrency = Bounded<1, 4096>;
 pub const MAX_DEPTH: u32 = 16;
 /// `[defaults] max_depth`.
 pub(super) type Depth = Bounded<0, { MAX_DEPTH as u64 }>;
+/// `[defaults] max_message_kb`.
+pub(super) type MessageKib = Bounded<1, 1024>;
+/// `[defaults] max_queued_messages`.
+pub(super) type QueuedMessages = Bounded<1, 1024>;
 /// `[plugins] max_tools`.
 pub(super) type ToolCount = Bounded<1, 100_000>;
 /// `[plugins] max_*_kb`.
@@ -34,6 +38,10 @@ pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 3;
 pub(crate) const DEFAULT_MAX_CONCURRENT_TOTAL: usize = 32;
 /// `[defaults] max_depth`.
 pub(crate) const DEFAULT_MAX_DEPTH: u32 = 1;
+/// `[defaults] max_message_kb`.
+pub(crate) const DEFAULT_MAX_MESSAGE_KB: usize = 16;
+/// `[defaults] max_queued_messages`.
+pub(crate) const DEFAULT_MAX_QUEUED_MESSAGES: usize = 32;
 /// `[plugins] max_tools`.
 pub(crate) const DEFAULT_MAX_TOOLS: usize = 256;
 /// `[plugins] max_description_kb`.
@@ -75,6 +83,10 @@ pub struct RunLimits {
     pub max_depth: u32,
     /// Cost cap of the whole tree, in US dollars.
     pub budget_usd: Option<f64>,
+    /// Bytes one message to an agent may hold, in KiB (default 16).
+    pub max_message_kb: usize,
+    /// Messages that may wait unread in one agent's mailbox (default 32).
+    pub max_queued_messages: usize,
 }
 
 impl Default for RunLimits {
@@ -84,6 +96,8 @@ impl Default for RunLimits {
             max_concurrent_total: DEFAULT_MAX_CONCURRENT_TOTAL,
             max_depth: DEFAULT_MAX_DEPTH,
             budget_usd: None,
+            max_message_kb: DEFAULT_MAX_MESSAGE_KB,
+            max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
         }
     }
 }

@@ -10,11 +10,6 @@ use tokio::sync::watch;
 
 pub use crate::events::MessageMode;
 
-/// Bytes one message may hold.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
-/// Messages that may wait, undelivered, in one agent's mailbox.
-pub const MAX_QUEUED_MESSAGES: usize = 32;
-
 /// One message, as sent.
 #[derive(Clone, Debug)]
 pub struct Letter {
@@ -58,17 +53,17 @@ impl Default for Mailbox {
 }
 
 impl Mailbox {
-    /// Leaves `letter` for the agent (and cuts its current step, for an interrupt).
-    /// `Ok`: how many letters wait before it. `Err`: why it was refused (the agent
-    /// ended, or too many wait).
-    pub(crate) fn post(&self, letter: Letter) -> Result<usize, String> {
+    /// Leaves `letter` for the agent (and cuts its current step, for an interrupt),
+    /// unless `most` letters wait already. `Ok`: how many letters wait before it.
+    /// `Err`: why it was refused (the agent ended, or too many wait).
+    pub(crate) fn post(&self, letter: Letter, most: usize) -> Result<usize, String> {
         let mut letters = lock(&self.letters);
         let Some(waiting) = letters.as_mut() else {
             return Err("it has finished: a message can no longer reach it".into());
         };
-        if waiting.len() >= MAX_QUEUED_MESSAGES {
+        if waiting.len() >= most {
             return Err(format!(
-                "{} messages already wait for it (at most {MAX_QUEUED_MESSAGES} may: MAX_QUEUED_MESSAGES)",
+                "{} messages already wait for it unread (at most {most} may: [defaults] max_queued_messages)",
                 waiting.len()
             ));
         }
@@ -148,22 +143,24 @@ mod tests {
     fn letters_wait_in_order_interrupts_are_counted_and_a_closed_box_keeps_what_was_unread() {
         let mailbox = Mailbox::default();
         let mut interrupts = mailbox.interrupts();
-        assert_eq!(mailbox.post(letter(1, MessageMode::Queue)), Ok(0));
+        assert_eq!(mailbox.post(letter(1, MessageMode::Queue), 32), Ok(0));
         assert!(!interrupts.has_changed().unwrap());
-        assert_eq!(mailbox.post(letter(2, MessageMode::Interrupt)), Ok(1));
+        assert_eq!(mailbox.post(letter(2, MessageMode::Interrupt), 32), Ok(1));
         assert!(interrupts.has_changed().unwrap());
         interrupts.borrow_and_update();
         let taken: Vec<u64> = mailbox.take().iter().map(|l| l.seq).collect();
         assert_eq!(taken, [1, 2]);
         assert!(mailbox.take().is_empty());
-        for seq in 3..3 + MAX_QUEUED_MESSAGES as u64 {
-            mailbox.post(letter(seq, MessageMode::Queue)).unwrap();
+        for seq in 3..7 {
+            mailbox.post(letter(seq, MessageMode::Queue), 4).unwrap();
         }
-        let full = mailbox.post(letter(99, MessageMode::Queue)).unwrap_err();
-        assert!(full.contains("MAX_QUEUED_MESSAGES"), "{full}");
-        assert_eq!(mailbox.close().len(), MAX_QUEUED_MESSAGES);
-        assert_eq!(mailbox.undelivered().len(), MAX_QUEUED_MESSAGES);
-        let ended = mailbox.post(letter(100, MessageMode::Queue)).unwrap_err();
+        let full = mailbox.post(letter(99, MessageMode::Queue), 4).unwrap_err();
+        assert!(full.contains("max_queued_messages"), "{full}");
+        assert_eq!(mailbox.close().len(), 4);
+        assert_eq!(mailbox.undelivered().len(), 4);
+        let ended = mailbox
+            .post(letter(100, MessageMode::Queue), 4)
+            .unwrap_err();
         assert!(ended.contains("finished"), "{ended}");
         assert!(mailbox.take().is_empty());
     }

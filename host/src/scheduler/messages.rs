@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::parts::{Parent, Scheduler};
 use crate::events::{bounded, Event, MessageMode, RESULT_CHARS};
-use crate::jobs::mailbox::{Letter, MAX_MESSAGE_BYTES};
+use crate::jobs::mailbox::Letter;
 use crate::jobs::{JobId, Phase};
 
 /// What became of a message.
@@ -37,10 +37,12 @@ impl Scheduler {
         if text.trim().is_empty() {
             return Receipt::Rejected("the message is empty".into());
         }
-        if text.len() > MAX_MESSAGE_BYTES {
+        let limits = &tree.limits;
+        if text.len() > limits.max_message_kb * 1024 {
             return Receipt::Rejected(format!(
-                "the message is {} bytes; a message may hold at most {MAX_MESSAGE_BYTES} (MAX_MESSAGE_BYTES)",
-                text.len()
+                "the message is {} bytes; a message may hold at most {} KiB ([defaults] max_message_kb)",
+                text.len(),
+                limits.max_message_kb
             ));
         }
         let Some(job) = tree.job(to) else {
@@ -73,7 +75,7 @@ impl Scheduler {
             mode,
             text: bounded(&letter.text, RESULT_CHARS),
         };
-        match job.mailbox.post(letter) {
+        match job.mailbox.post(letter, limits.max_queued_messages) {
             Ok(behind) => {
                 tree.events.publish(event);
                 Receipt::Queued { seq, behind }
