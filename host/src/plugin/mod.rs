@@ -32,7 +32,7 @@ pub use self::cache::{CacheOutcome, CompileCache};
 use self::deferred::DeferredCode;
 pub use self::deferred::{record, recorded_tools};
 use self::typed::{TypedComponent, TypedOptions};
-use crate::config::{Config, PluginLimits, PluginTable, Profile};
+use crate::config::{Config, PluginLimits, PluginTable, Profile, ToolHints};
 use crate::llm::ToolDefinition;
 use crate::sandbox::{Measured, Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
@@ -56,7 +56,7 @@ pub struct Plugin {
     /// What the component is, linked; instantiated per call.
     kind: PluginKind,
     /// For each of `tools`, what it does by its nature (MCP tool annotations).
-    hints: Vec<crate::config::ToolHints>,
+    hints: Vec<ToolHints>,
 }
 
 /// The two kinds of plugin.
@@ -157,7 +157,10 @@ impl ToolRegistry {
     /// for its plugin only (a plugin that fails to compile fails the call with the
     /// reason, and logs it; the next call tries again). Plugin files load before it returns, as ever (from the
     /// compile cache, in milliseconds, once compiled).
-    pub async fn for_serving(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
+    pub(crate) async fn for_serving(
+        sandbox: Arc<Sandbox>,
+        config: &Config,
+    ) -> anyhow::Result<Self> {
         Self::load_config(sandbox, config, true).await
     }
 
@@ -200,7 +203,7 @@ impl ToolRegistry {
     /// host tool's name, a tool list past `limits`, a table naming a plugin or tool
     /// that is not there, or two plugins offering the same tool is an error naming the
     /// file(s). A file with the very bytes of a built-in replaces it.
-    pub async fn load_with(
+    pub(crate) async fn load_with(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
         builtins: &[String],
@@ -421,7 +424,7 @@ impl ToolRegistry {
 
     /// Each plugin's SHA-256 by name: what a run's journal records, so a resume
     /// can tell a changed plugin.
-    pub fn digests(&self) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn digests(&self) -> std::collections::BTreeMap<String, String> {
         self.plugins
             .iter()
             .map(|p| (p.name.clone(), p.sha256.clone()))
@@ -436,7 +439,11 @@ impl ToolRegistry {
     /// Checks that the tool definitions `profile` sees (names, descriptions and
     /// schemas, as every model request of its agents carries them) fit in
     /// `limits.max_profile_bytes`.
-    pub fn check_profile(&self, profile: &Profile, limits: &PluginLimits) -> anyhow::Result<()> {
+    pub(crate) fn check_profile(
+        &self,
+        profile: &Profile,
+        limits: &PluginLimits,
+    ) -> anyhow::Result<()> {
         let bytes: usize = self
             .tools_for(profile)
             .map(|(spec, _)| spec.name.len() + spec.description.len() + spec.input_schema.len())
@@ -452,7 +459,7 @@ impl ToolRegistry {
 
     /// What tool `name` does in effect under `profile`, for MCP clients' tool
     /// annotations (`None`: no such tool).
-    pub fn hints_for(&self, name: &str, profile: &Profile) -> Option<crate::config::ToolHints> {
+    pub(crate) fn hints_for(&self, name: &str, profile: &Profile) -> Option<ToolHints> {
         let &(plugin, tool) = self.index.get(name)?;
         Some(hints::effective(
             name,
@@ -462,7 +469,7 @@ impl ToolRegistry {
     }
 
     /// The names of every tool `profile` may call, sorted.
-    pub fn names_for<'a>(&'a self, profile: &'a Profile) -> Vec<&'a str> {
+    pub(crate) fn names_for<'a>(&'a self, profile: &'a Profile) -> Vec<&'a str> {
         self.tools_for(profile)
             .map(|(spec, _)| spec.name.as_str())
             .collect()
@@ -479,7 +486,7 @@ impl ToolRegistry {
     }
 
     /// Every tool `profile` may call, sorted by name, with the plugin offering it.
-    pub fn tools_for<'a>(
+    pub(crate) fn tools_for<'a>(
         &'a self,
         profile: &'a Profile,
     ) -> impl Iterator<Item = (&'a ToolSpec, &'a Plugin)> + 'a {
@@ -500,7 +507,7 @@ impl ToolRegistry {
 
     /// The definitions of every tool `profile` may call, sorted by name, as model
     /// requests carry them; the schemas are shared, not copied.
-    pub fn definitions_for<'a>(
+    pub(crate) fn definitions_for<'a>(
         &'a self,
         profile: &'a Profile,
     ) -> impl Iterator<Item = ToolDefinition> + 'a {
