@@ -37,6 +37,7 @@ mod resume;
 mod sandbox;
 mod shape;
 mod support;
+mod surface;
 mod tools;
 mod typed;
 mod typed_bounds;
