@@ -329,7 +329,7 @@ impl Host {
     /// host's configuration and plugins: every agent runs again, its model answered
     /// from the recording while each request is the recorded one, its tools run
     /// again or served as recorded (`tools`). Nothing is journaled and no model is
-    /// called; the first difference stops the replay (`Run::replay_divergence`).
+    /// called; the first difference stops the replay.
     ///
     /// With `fork`, a fork instead: a new, journaled run in which the agent
     /// `fork.from` (changed as `fork` says) and everything it spawns run live, and

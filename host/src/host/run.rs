@@ -107,12 +107,6 @@ impl From<Job> for AgentReport {
 }
 
 impl Run {
-    /// In a replay, the first point where it left the recording (`None`: it has not,
-    /// or this is not a replay).
-    pub(crate) fn replay_divergence(&self) -> Option<crate::jobs::Divergence> {
-        self.tree.replay.as_ref()?.divergence()
-    }
-
     /// A token that cancels the whole tree (for Ctrl-C handlers).
     pub(crate) fn cancel_token(&self) -> CancellationToken {
         self.tree.cancel.clone()

@@ -77,7 +77,9 @@ macro_rules! call_limits {
             }
         }
 
-        /// Each limit's bounds in a config file, `(min, max)`.
+        /// Each limit's bounds in a config file, `(min, max)` (for the key table's
+        /// test).
+        #[cfg(test)]
         #[derive(Clone, Copy, Debug)]
         pub struct CallLimitBounds {
             $($(#[doc = $doc])* pub $name: ($ty, $ty),)*
@@ -88,6 +90,7 @@ macro_rules! call_limits {
             pub const DEFAULT: CallLimits = CallLimits { $($name: $default,)* };
 
             /// Every limit's bounds in a config file.
+            #[cfg(test)]
             pub const BOUNDS: CallLimitBounds = CallLimitBounds { $($name: ($min, $max),)* };
 
             /// Every limit's name (its key in `capabilities` and in a job's ceiling),
