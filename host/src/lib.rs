@@ -70,41 +70,61 @@ mod term;
 mod web;
 mod worker;
 
-// The library's API, by what an embedder does with it (docs/library.md).
+// The library's API, by what an embedder does with it (docs/library.md), each item
+// named where it is defined (a `pub use` in a private module between would be
+// unreachable, and made `pub(crate)` by `cargo fix`).
 // A configuration, from a file or made in code:
-pub use config::{AgentLimits, Config, ConfigBuilder, ConfigError, Profile};
-pub use policy::{CapabilitySet, FsGrant, FsMode};
+pub use config::builder::ConfigBuilder;
+pub use config::error::ConfigError;
+pub use config::limits::AgentLimits;
+pub use config::profile::Profile;
+pub use config::Config;
+pub use policy::capabilities::{CapabilitySet, FsGrant, FsMode};
 // A host, its runs and sessions, how they end, and what fails:
-pub use host::{AgentReport, Canceller, Error, Host, HostBuilder, Run, RunReport, Session};
+pub use host::builder::HostBuilder;
+pub use host::error::Error;
+pub use host::run::{AgentReport, Canceller, Run, RunReport};
+pub use host::session::Session;
+pub use host::Host;
 pub use outcome::{AgentOutcome, AgentState};
 // The events a run publishes:
 pub use events::{AgentIntro, Event, EventRecord, EventStream, SpawnMode};
 // A model provider supplied in code:
-pub use llm::{
-    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, LlmError, Message,
-    Provider, Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+pub use llm::chat::{
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
+    Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
+pub use llm::error::LlmError;
 // A sub-agent backend supplied in code:
-pub use jobs::{Backend, ChildSpec, JobHandle, JobId};
+pub use jobs::child::{Backend, ChildSpec};
+pub use jobs::handle::JobHandle;
+pub use jobs::job::JobId;
 // Tools called directly, in their sandbox:
 pub use plugin::{ToolAccess, ToolRegistry};
-pub use sandbox::{OutputKind, Sandbox, ToolCallError, ToolOutcome};
+pub use sandbox::error::{OutputKind, ToolCallError, ToolOutcome};
+pub use sandbox::Sandbox;
 
 // Not the library's API: reached only by white-box integration tests and benches that
 // are still to move beside the code they test (`#[cfg(test)]`) or onto the API above.
 // Counted by `tests/all/surface.rs` like everything public.
 #[doc(hidden)]
-pub use agent::SUBAGENT_PROMPT;
+pub use agent::turns::SUBAGENT_PROMPT;
 #[doc(hidden)]
 pub use builtin::BUILTINS;
 #[doc(hidden)]
-pub use journal::{record::prompt_digest, Journal, Record, RecordedCall};
+pub use journal::record::{prompt_digest, Record, RecordedCall};
 #[doc(hidden)]
-pub use llm::{anthropic::Anthropic, connect, openai::OpenAi, ModelConfig, Secrets};
+pub use journal::writer::Journal;
 #[doc(hidden)]
-pub use plugin::typed::{from_json, to_json};
+pub use llm::{
+    anthropic::Anthropic, connect, model::ModelConfig, openai::OpenAi, secrets::Secrets,
+};
 #[doc(hidden)]
-pub use plugin::{record, recorded_tools, CacheOutcome, CompileCache};
+pub use plugin::cache::{CacheOutcome, CompileCache};
+#[doc(hidden)]
+pub use plugin::deferred::{record, recorded_tools};
+#[doc(hidden)]
+pub use plugin::typed::convert::{from_json::from_json, to_json::to_json};
 #[doc(hidden)]
 pub use sandbox::phases::{totals as sandbox_phase_totals, PhaseTotals};
 

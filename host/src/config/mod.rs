@@ -16,10 +16,10 @@
 
 mod agent_dir;
 mod agent_files;
-mod builder;
+pub(crate) mod builder;
 mod capabilities;
 mod defaults;
-mod error;
+pub(crate) mod error;
 mod journal;
 // The key table describes what the resolver does (it names the resolver's defaults
 // and bounds); its checks and the reference's rendering are what read it.
@@ -31,7 +31,7 @@ mod names;
 pub(crate) mod output_schema; // named by path from the fuzz build's copy of agent_files.rs
 mod plugin_tables;
 mod plugins;
-mod profile;
+pub(crate) mod profile;
 mod profile_table;
 mod queue;
 mod raw;

@@ -27,10 +27,10 @@ use crate::plugin::{ToolAccess, ToolRegistry};
 use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 
-mod builder;
-mod error;
-mod run;
-mod session;
+pub(crate) mod builder;
+pub(crate) mod error;
+pub(crate) mod run;
+pub(crate) mod session;
 pub use self::builder::HostBuilder;
 use self::builder::Supplied;
 pub use self::error::Error;

@@ -11,10 +11,10 @@
 //! must list its tools at once). The [`ToolRegistry`] owns
 //! one `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
-mod cache;
+pub(crate) mod cache;
 mod checks;
 pub mod componentize;
-mod deferred;
+pub(crate) mod deferred;
 pub mod hints;
 pub mod overrides;
 pub mod typed;
