@@ -67,7 +67,9 @@ pub use self::output_schema::{
 };
 pub use self::plugin_tables::{PluginTable, ToolHints};
 pub use self::plugins::default_cache_dir;
-pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
+#[cfg(test)] // the spawn tools' tests
+pub(crate) use self::profile::MAX_PROFILE_DESCRIPTION_BYTES;
+pub use self::profile::{Profile, ProfileNote, ProfileSource};
 pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
