@@ -315,7 +315,7 @@ impl Surface {
         let target = self.absolute(module, path);
         if name == "*" {
             let glob = &target[..target.len() - 1];
-            self.walk_module(&glob.to_vec(), public);
+            self.walk_module(glob, public);
             return;
         }
         let named = format!("{public}::{name}");
