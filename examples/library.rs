@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use warren::llm::{
+use warren::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, LlmError, Message, Provider,
     StreamEvent, ToolCall, Usage,
 };
-use warren::{Config, Host, RunReport};
+use warren::{Config, FsGrant, FsMode, Host, RunReport};
 
 /// A model that follows rules: the root spawns a `reader`, awaits it and passes its
 /// answer on; the reader reads the file it was told of and counts its lines.
@@ -107,9 +107,12 @@ pub(crate) async fn run(dir: &std::path::Path) -> anyhow::Result<RunReport> {
         dir.join("notes/plan.txt"),
         "Ship the journal.\nWrite the docs.\nRun the benchmarks.\n",
     )?;
-    let mut grant = toml::Table::new();
-    grant.insert("host".into(), "notes".into());
-    grant.insert("guest".into(), "/notes".into());
+    // `notes` (relative: beside the configuration) seen by the tools as `/notes`.
+    let grant = FsGrant {
+        host: "notes".into(),
+        guest: "/notes".into(),
+        mode: FsMode::ReadOnly,
+    };
     let config = Config::builder(dir)
         .model("rules", "custom", "")
         .set("plugins.builtins", vec!["files"])

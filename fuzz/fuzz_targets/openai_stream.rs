@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use warren::fuzzing::openai_stream;
-use warren::llm::{StreamEvent, Usage};
+use warren::{StreamEvent, Usage};
 
 fuzz_target!(|body: &[u8]| {
     let outcome = openai_stream(body);

@@ -14,8 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use profile::{bench_profile, bench_reset};
-use warren::plugin::CompileCache;
-use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
+use warren::{CompileCache, Sandbox, ToolAccess, ToolRegistry};
 
 const SANDBOX_CALLS: usize = 2_000;
 const NATIVE_CALLS: usize = 500;
@@ -71,14 +70,12 @@ fn main() -> anyhow::Result<()> {
         // A small file for the C plugin's checksum tool.
         let input_dir = tempfile::tempdir()?;
         std::fs::write(input_dir.path().join("input.txt"), "the fox and the dog")?;
-        let profile = bench_profile(CapabilitySet {
-                fs: vec![warren::policy::FsGrant {
-                    host: input_dir.path().canonicalize()?,
-                    guest: "/bench".into(),
-                    mode: warren::policy::FsMode::ReadOnly,
-                }],
-                ..CapabilitySet::default()
-            });
+        let grant = warren::FsGrant {
+            host: input_dir.path().canonicalize()?,
+            guest: "/bench".into(),
+            mode: warren::FsMode::ReadOnly,
+        };
+        let profile = bench_profile(&["*"], vec![grant])?;
         let access = ToolAccess::new(profile)?;
         for _ in 0..100 {
             registry.call(&access, "echo", ARGUMENTS).await?;

@@ -16,9 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use profile::{bench_profile, bench_reset};
-use warren::config::ToolSelection;
-use warren::plugin::CompileCache;
-use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
+use warren::{Config, Sandbox, ToolAccess, ToolRegistry};
 
 const CALLS: usize = 1000;
 const SPAWNS: usize = 100;
@@ -73,23 +71,19 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         let sandbox = Arc::new(Sandbox::new()?);
         println!("{}", bench_reset(&sandbox));
-        let cache = CompileCache::new(std::env::temp_dir().join("warren-bench-code-tools"));
-        let mut profile = bench_profile(CapabilitySet::default());
-        profile.tools = ToolSelection::from_names(vec!["run_python".into(), "run_js".into()]);
-        let access = ToolAccess::new(profile)?;
+        let cache_dir = std::env::temp_dir().join("warren-bench-code-tools");
+        let access = ToolAccess::new(bench_profile(&["run_python", "run_js"], Vec::new())?)?;
         for language in LANGUAGES {
             if which.as_deref().is_some_and(|w| w != language.name) {
                 continue;
             }
             let arguments = serde_json::json!({ "code": language.code }).to_string();
-            let (builtins, limits, tables) = (
-                [language.builtin.to_string()],
-                Default::default(),
-                Default::default(),
-            );
-            let load = || {
-                ToolRegistry::load_with(sandbox.clone(), &[], &builtins, &cache, &limits, &tables, false)
-            };
+            // Only this language's plugin, compiled into the bench's own cache.
+            let config = Config::builder(std::env::temp_dir())
+                .set("plugins.builtins", vec![language.builtin])
+                .set("plugins.cache_dir", cache_dir.to_string_lossy().as_ref())
+                .build()?;
+            let load = || ToolRegistry::for_config(sandbox.clone(), &config);
             // Compiled once (or found in the cache), so the cold start below loads it
             // from disk as a new process would.
             load().await?.call(&access, language.tool, &arguments).await?;
@@ -100,7 +94,7 @@ fn main() -> anyhow::Result<()> {
             assert!(answer.contains("499500"), "{answer}");
 
             let mut samples = Vec::with_capacity(calls);
-            let phases_before = warren::sandbox::phases::totals();
+            let phases_before = warren::sandbox_phase_totals();
             let cpu_before = cpu(libc::RUSAGE_SELF);
             for _ in 0..calls {
                 // An agent's calls come between model turns: the gap lets what is
@@ -111,7 +105,7 @@ fn main() -> anyhow::Result<()> {
                 samples.push(started.elapsed());
             }
             let cpu_per_call = (cpu(libc::RUSAGE_SELF) - cpu_before) / calls as u32;
-            let phases = warren::sandbox::phases::totals() - phases_before;
+            let phases = warren::sandbox_phase_totals() - phases_before;
             let mean = |d: Duration| us(d) / phases.calls.max(1) as f64;
             eprintln!(
                 "{:<23} mean on the call's path: store {:.1} µs, instantiate {:.1} µs, guest call {:.1} µs, teardown {:.1} µs",

@@ -19,8 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use profile::{bench_profile, bench_reset};
-use warren::plugin::CompileCache;
-use warren::{CapabilitySet, Sandbox, ToolAccess, ToolRegistry};
+use warren::{CompileCache, Sandbox, ToolAccess, ToolRegistry};
 
 const CALLS: usize = 400;
 /// What a fresh call of an interpreted plugin's small tool should cost at the median.
@@ -45,10 +44,10 @@ fn main() -> anyhow::Result<()> {
             }
             let file = build();
             let registry = ToolRegistry::load(sandbox.clone(), std::slice::from_ref(&file), &cache).await?;
-            let access = ToolAccess::new(bench_profile(CapabilitySet::default()))?;
+            let access = ToolAccess::new(bench_profile(&["*"], Vec::new())?)?;
             eprintln!("{language}: calling");
             let mut samples = Vec::new();
-            let mut before = warren::sandbox::phases::totals();
+            let mut before = warren::sandbox_phase_totals();
             let calls = std::env::var("CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(CALLS);
             for i in 0..calls + 20 {
                 let started = Instant::now();
@@ -56,12 +55,12 @@ fn main() -> anyhow::Result<()> {
                 if i >= 20 {
                     samples.push(started.elapsed());
                 } else {
-                    before = warren::sandbox::phases::totals();
+                    before = warren::sandbox_phase_totals();
                 }
             }
             samples.sort();
             let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
-            let phases = warren::sandbox::phases::totals() - before;
+            let phases = warren::sandbox_phase_totals() - before;
             let mean = |d: Duration| us(d) / phases.calls as f64;
             let p50 = p(0.5);
             println!(

@@ -9,10 +9,10 @@
 //!
 //! Run with: `cargo bench --bench journal [-- RUNS]`
 
-use warren::events::AgentIntro;
-use warren::journal::{Journal, Record, RecordedCall};
-use warren::outcome::AgentState;
-use warren::sandbox::{CallFigures, ToolOutcome};
+use warren::AgentIntro;
+use warren::AgentState;
+use warren::{CallFigures, ToolOutcome};
+use warren::{Journal, Record, RecordedCall};
 
 const ROUNDS: usize = 10;
 const FAN: usize = 100;
@@ -146,11 +146,11 @@ async fn peer_run(journal: Option<&Journal>) {
 /// One researcher: started, its spec, a read and an answer.
 fn researcher(journal: Option<&Journal>, id: &str, task: &str, answer: &str, first: bool) {
     rec(journal, || Record::AgentStarted { agent: id.into() });
-    let digest = warren::journal::record::prompt_digest(warren::agent::SUBAGENT_PROMPT);
+    let digest = warren::prompt_digest(warren::SUBAGENT_PROMPT);
     if first {
         rec(journal, || Record::SystemPrompt {
             digest: digest.clone(),
-            text: warren::agent::SUBAGENT_PROMPT.into(),
+            text: warren::SUBAGENT_PROMPT.into(),
         });
     }
     rec(journal, || Record::AgentSpec {

@@ -8,9 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use warren::llm::anthropic::Anthropic;
-use warren::llm::openai::OpenAi;
-use warren::llm::{AssistantMessage, ChatRequest, Message, ModelConfig, ToolCall};
+use warren::Anthropic;
+use warren::OpenAi;
+use warren::{AssistantMessage, ChatRequest, Message, ModelConfig, ToolCall};
 
 const SPAWNS: usize = 1000;
 const PER_TURN: usize = 10;

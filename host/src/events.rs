@@ -61,7 +61,7 @@ pub enum SpawnMode {
 
 impl SpawnMode {
     /// The mode of a spawn whose `background` argument is `background`.
-    pub fn of(background: bool) -> SpawnMode {
+    pub(crate) fn of(background: bool) -> SpawnMode {
         if background {
             SpawnMode::Background
         } else {
@@ -252,7 +252,7 @@ macro_rules! agent_field {
 impl Event {
     /// The `agent_finished` event of agent `agent` that ended with `outcome`: the one
     /// mapping of an outcome to that event, its text bounded to [`RESULT_CHARS`].
-    pub fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Event {
+    pub(crate) fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Event {
         Event::AgentFinished {
             agent: agent.to_string(),
             state: outcome.state,
@@ -269,7 +269,7 @@ impl Event {
 
     /// The outcome an `agent_finished` event reports (as far as the event carries it:
     /// its text is bounded, cached tokens are not counted); `None` for other events.
-    pub fn outcome(&self) -> Option<AgentOutcome> {
+    pub(crate) fn outcome(&self) -> Option<AgentOutcome> {
         let Event::AgentFinished {
             state,
             turns,

@@ -4,38 +4,42 @@
 //!
 //! Layout, in layers (every `crate::` path points to a lower one; the table is
 //! checked by `tests/all/layers.rs`):
-//! - L0: [`policy`] (what a profile's tools may touch and use, as plain data: the
+//! - L0: `policy` (what a profile's tools may touch and use, as plain data: the
 //!   per-call limits declared once, grants, [`CapabilitySet`], the queue's ceiling),
-//!   [`builtin`] (the embedded plugins), [`llm`] (providers with streaming, usage,
+//!   `builtin` (the embedded plugins), `llm` (providers with streaming, usage,
 //!   cost and retries), `term`, `listener` (the bounded TCP listener of the HTTP
 //!   servers);
-//! - L1: [`sandbox`] (the wasmtime engine, a fresh store per call, capabilities
+//! - L1: `sandbox` (the wasmtime engine, a fresh store per call, capabilities
 //!   enforced);
-//! - L2: [`outcome`] (how an agent ended) and [`telemetry`] (logs and OTLP traces);
-//! - L3: [`config`] (`warren.toml`, profiles and agent files as plain validated
-//!   data) and [`events`] (the event bus, with typed states);
-//! - L4: [`journal`] (every run recorded, and read back);
-//! - L5: [`plugin`] (compile cache, tool registry) and [`jobs`] (the job tree, the
-//!   [`jobs::JobHandle`] that owns each job's life, budget, the one narrowing rule for
-//!   children, and the [`jobs::Backend`] seam);
+//! - L2: `outcome` (how an agent ended) and `telemetry` (logs and OTLP traces);
+//! - L3: `config` (`warren.toml`, profiles and agent files as plain validated
+//!   data) and `events` (the event bus, with typed states);
+//! - L4: `journal` (every run recorded, and read back);
+//! - L5: `plugin` (compile cache, tool registry) and `jobs` (the job tree, the
+//!   [`JobHandle`] that owns each job's life, budget, the one narrowing rule for
+//!   children, and the [`Backend`] seam);
 //! - L6: `scheduler` (the one owner of the spawn protocol: spawn, await, cancel,
-//!   list and the delivery of results, with typed answers) and [`run_state`] (where
+//!   list and the delivery of results, with typed answers) and `run_state` (where
 //!   each agent stands, folded from events: the one fold the terminal and web views
 //!   share);
-//! - L7: [`agent`] (the loop, and the spawn tools that put the scheduler's answers in
-//!   words) and [`queue`] (BullMQ wire format, the Redis backend);
-//! - L8: [`host`]: the composition root and library API (load once, start runs);
-//! - L9: [`mcp`] (`warren mcp`: the tools and the sub-agent tools served to MCP
-//!   clients through [`Session`]s), [`web`] (the live web view and its API),
+//! - L7: `agent` (the loop, and the spawn tools that put the scheduler's answers in
+//!   words) and `queue` (BullMQ wire format, the Redis backend);
+//! - L8: `host`: the composition root and library API (load once, start runs);
+//! - L9: `mcp` (`warren mcp`: the tools and the sub-agent tools served to MCP
+//!   clients through [`Session`]s), `web` (the live web view and its API),
 //!   `fuzzing`;
 //! - L10: `cli`, each subcommand's body beside its arguments (`warren worker`'s too).
 //!
-//! The library's API is what a program embedding warren needs: a [`Config`] from a
-//! file or made in code ([`ConfigBuilder`]), a [`Host`] loaded from it, with model
-//! providers or a sub-agent backend supplied in code ([`HostBuilder`]), runs and
-//! sessions, their events and reports, and one error type ([`Error`]). The command
-//! line's modules (`cli`, `doctor`, `init`, `scaffold`, `ui`) are the binary's, not
-//! public; see `examples/library.rs` and docs/library.md.
+//! The library's API is what a program embedding warren needs, all of it at the
+//! crate's root (`warren::X`), every module private: a [`Config`] from a file or made
+//! in code ([`ConfigBuilder`], with typed grants: [`FsGrant`]), a [`Host`] loaded from
+//! it, with model providers ([`Provider`]) or a sub-agent backend ([`Backend`])
+//! supplied in code ([`HostBuilder`]), runs ([`Run`], [`RunReport`] with an
+//! [`AgentReport`] per agent) and sessions ([`Session`]), their events ([`Event`]),
+//! tools called directly in their sandbox ([`ToolRegistry`]), and one error type
+//! ([`Error`]). The command line's modules (`cli`, `doctor`, `init`, `scaffold`, `ui`)
+//! are the binary's. See `examples/library.rs` and docs/library.md; how many public
+//! items there are is held by `tests/all/surface.rs`.
 //!
 //! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
 //! in `fuzz/`.
@@ -43,37 +47,90 @@
 // Results go to stdout through `term::outln!`, which ends quietly on a closed pipe.
 #![warn(clippy::print_stdout)]
 
-pub mod agent;
-pub mod builtin;
+mod agent;
+mod builtin;
 mod cli;
-pub mod config;
-pub mod events;
+mod config;
+mod events;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod host;
-pub mod jobs;
-pub mod journal;
+mod host;
+mod jobs;
+mod journal;
 mod listener;
-pub mod llm;
-pub mod mcp;
-pub mod outcome;
-pub mod plugin;
-pub mod policy;
-pub mod queue;
-pub mod run_state;
-pub mod sandbox;
+mod llm;
+mod mcp;
+mod outcome;
+mod plugin;
+mod policy;
+mod queue;
+mod run_state;
+mod sandbox;
 mod scheduler;
-pub mod telemetry;
+mod telemetry;
 mod term;
-pub mod web;
+mod web;
 
-pub use config::{Config, ConfigBuilder, ConfigError, Profile};
-pub use host::{Canceller, Error, Host, HostBuilder, Run, RunReport, Session};
+// The library's API, by what an embedder does with it (docs/library.md), each item
+// named where it is defined (a `pub use` in a private module between would be
+// unreachable, and made `pub(crate)` by `cargo fix`).
+// A configuration, from a file or made in code:
+pub use config::builder::ConfigBuilder;
+pub use config::error::ConfigError;
+pub use config::limits::AgentLimits;
+pub use config::profile::Profile;
+pub use config::Config;
+pub use policy::capabilities::{CapabilitySet, FsGrant, FsMode};
+// A host, its runs and sessions, how they end, and what fails:
+pub use host::builder::HostBuilder;
+pub use host::error::Error;
+pub use host::run::{AgentReport, Canceller, Run, RunReport};
+pub use host::session::Session;
+pub use host::Host;
 pub use outcome::{AgentOutcome, AgentState};
+// The events a run publishes:
+pub use events::{AgentIntro, Event, EventRecord, EventStream, SpawnMode};
+// A model provider supplied in code:
+pub use llm::chat::{
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
+    Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+};
+pub use llm::error::LlmError;
+// A sub-agent backend supplied in code:
+pub use jobs::child::{Backend, ChildSpec};
+pub use jobs::handle::JobHandle;
+pub use jobs::job::JobId;
+// Tools called directly, in their sandbox:
 pub use plugin::{ToolAccess, ToolRegistry};
-pub use policy::CapabilitySet;
-pub use sandbox::{Sandbox, ToolCallError};
+pub use sandbox::error::{OutputKind, ToolCallError, ToolOutcome};
+pub use sandbox::Sandbox;
+
+// Not the library's API: reached only by white-box integration tests and benches that
+// are still to move beside the code they test (`#[cfg(test)]`) or onto the API above.
+// Counted by `tests/all/surface.rs` like everything public.
+#[doc(hidden)]
+pub use agent::turns::SUBAGENT_PROMPT;
+#[doc(hidden)]
+pub use builtin::BUILTINS;
+#[doc(hidden)]
+pub use journal::record::{prompt_digest, Record, RecordedCall};
+#[doc(hidden)]
+pub use journal::writer::Journal;
+#[doc(hidden)]
+pub use llm::{
+    anthropic::Anthropic, connect, model::ModelConfig, openai::OpenAi, secrets::Secrets,
+};
+#[doc(hidden)]
+pub use plugin::cache::{CacheOutcome, CompileCache};
+#[doc(hidden)]
+pub use plugin::deferred::{record, recorded_tools};
+#[doc(hidden)]
+pub use plugin::typed::convert::{from_json::from_json, to_json::to_json};
+#[doc(hidden)]
+pub use sandbox::figures::CallFigures;
+#[doc(hidden)]
+pub use sandbox::phases::{totals as sandbox_phase_totals, PhaseTotals};
 
 /// The `warren` binary's entry point (parse the arguments, run, report, exit code).
 /// Not part of the library's API: the command line is the binary's.

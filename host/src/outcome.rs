@@ -65,7 +65,7 @@ impl AgentState {
     ];
 
     /// The state named `name` (as [`AgentState::as_str`] writes it).
-    pub fn from_name(name: &str) -> Option<AgentState> {
+    pub(crate) fn from_name(name: &str) -> Option<AgentState> {
         AgentState::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }

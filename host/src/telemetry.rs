@@ -418,14 +418,10 @@ impl Visit for RecordLine {
 }
 
 impl Telemetry {
-    /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`)
-    /// and, with an endpoint, the OTLP exporter. Call inside a tokio runtime.
-    pub fn init(otlp_endpoint: Option<String>) -> Telemetry {
-        Self::init_with(otlp_endpoint, None)
-    }
-
-    /// As [`Telemetry::init`], with one more layer that sees every record (`warren
-    /// mcp` adds the one that sends them to MCP clients).
+    /// Installs the global subscriber: logs to stderr (`RUST_LOG`, default `warn`),
+    /// with an endpoint the OTLP exporter, and `extra`, a layer that sees every record
+    /// (`warren mcp` adds the one that sends them to MCP clients). Call inside a tokio
+    /// runtime.
     pub fn init_with(
         otlp_endpoint: Option<String>,
         extra: Option<Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>>,

@@ -8,6 +8,9 @@ use warren::{AgentState, Config, Host};
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{text, tree_digest, warren, World};
 
+/// The most bytes of a profile's description (docs/configuration.md: 4096 bytes).
+const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
+
 fn agent(world: &World, file: &str, content: &str) {
     let path = world.path(&format!("agents/{file}"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -546,7 +549,7 @@ fn a_published_file_with_a_long_description_loads_and_is_cut_where_prompts_list_
     let profile = profile_json(&report, "agent-organizer");
     let description = profile["description"].as_str().unwrap();
     assert!(
-        description.len() <= warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+        description.len() <= MAX_PROFILE_DESCRIPTION_BYTES
             && description.starts_with("Use when assembling and optimizing multi-agent teams")
             && description.ends_with(" […cut]"),
         "{} bytes: {description}",

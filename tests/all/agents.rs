@@ -7,8 +7,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use warren::config::RunLimits;
-use warren::jobs::Tree;
 use warren::{AgentState, Config, Host, RunReport};
 
 use crate::fake_llm::{FakeLlm, Recorded, Reply};
@@ -104,8 +102,7 @@ const RUN_ID: &str = "agents-test";
 
 /// The ids a run of id [`RUN_ID`] hands out, in order.
 fn job_ids(n: usize) -> Vec<String> {
-    let tree = Tree::with_run_id(RunLimits::default(), RUN_ID);
-    (0..n).map(|_| tree.add_for_tests().0).collect()
+    crate::support::job_ids(RUN_ID, n)
 }
 
 #[tokio::test]
@@ -335,7 +332,11 @@ tools = []
     let ok = report
         .agents
         .iter()
-        .filter(|a| matches!(&a.phase, warren::jobs::Phase::Done(o) if o.state == AgentState::Ok))
+        .filter(|a| {
+            a.outcome
+                .as_ref()
+                .is_some_and(|o| o.state == AgentState::Ok)
+        })
         .count();
     assert_eq!(ok, 10);
 }
@@ -437,9 +438,12 @@ async fn cancel_agent_cancels_its_descendants_and_aborts_their_requests() {
     .await;
     assert_eq!(report.root.text, "gave up on mid", "{:?}", report.root);
     assert!(elapsed < Duration::from_secs(10));
-    let state = |id: &str| match &report.agents.iter().find(|j| j.id.0 == id).unwrap().phase {
-        warren::jobs::Phase::Done(o) => o.state,
-        other => panic!("{other:?}"),
+    let state = |id: &str| {
+        let agent = report.agents.iter().find(|j| j.id.0 == id).unwrap();
+        match &agent.outcome {
+            Some(o) => o.state,
+            None => panic!("{agent:?}"),
+        }
     };
     assert_eq!(state(&ids[1]), AgentState::Cancelled);
     assert_eq!(state(&ids[2]), AgentState::Cancelled);
@@ -705,9 +709,10 @@ async fn cancelling_the_run_stops_everything() {
         .await
         .expect("cancellation is prompt");
     assert_eq!(report.root.state, AgentState::Cancelled);
-    assert!(report.agents.iter().all(
-        |j| matches!(&j.phase, warren::jobs::Phase::Done(o) if o.state == AgentState::Cancelled)
-    ));
+    assert!(report.agents.iter().all(|j| j
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.state == AgentState::Cancelled)));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(server.hang_dropped.load(Ordering::SeqCst));
 }
@@ -1080,7 +1085,7 @@ async fn a_session_is_told_to_await_and_every_job_it_starts_ends_with_an_event()
             .await
             .expect("every job's end is an event")
             .unwrap();
-        if let warren::events::Event::AgentFinished { agent, state, .. } = record.event {
+        if let warren::Event::AgentFinished { agent, state, .. } = record.event {
             finished.insert(agent, state);
         }
     }
@@ -1093,13 +1098,21 @@ async fn a_session_is_told_to_await_and_every_job_it_starts_ends_with_an_event()
 
     // The session is journaled as a run, its end recorded when it closes.
     drop(session);
-    let dir = world.path(".warren/runs");
+    // Read back as `warren runs` and `warren show` read journals.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let run = loop {
-        let (runs, problems) = warren::journal::read::runs(&dir);
-        assert!(problems.is_empty(), "{problems:?}");
-        if let Some(run) = runs.into_iter().find(|r| r.finished) {
-            break run;
+    let run_id = loop {
+        let listed = crate::support::warren(&world, &["runs", "--json"]);
+        let stderr = crate::support::text(&listed.stderr);
+        assert!(!stderr.contains("skipping a journal"), "{stderr}");
+        let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+        let finished = listed["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["finished"] == true)
+            .map(|r| r["run_id"].as_str().unwrap().to_string());
+        if let Some(run_id) = finished {
+            break run_id;
         }
         assert!(
             Instant::now() < deadline,
@@ -1107,7 +1120,9 @@ async fn a_session_is_told_to_await_and_every_job_it_starts_ends_with_an_event()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert_eq!(run.agents.len(), 4, "{run:?}");
-    assert_eq!(run.state, "cancelled");
-    assert_eq!(run.agents[1].text, "slow done");
+    let shown = crate::support::warren(&world, &["show", &run_id, "--json"]);
+    let run: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(run["agents"].as_array().unwrap().len(), 4, "{run:#}");
+    assert_eq!(run["run"]["state"], "cancelled");
+    assert_eq!(run["agents"][1]["text"], "slow done");
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warren::plugin::CompileCache;
+use warren::CompileCache;
 use warren::{Config, Sandbox, ToolAccess, ToolCallError, ToolRegistry};
 
 use crate::support::{cache_dir, guests, World};

@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 use crate::fake_llm::{model_table, FakeLlm, Reply};
 use crate::support::{cache_dir, text, World};
 
+/// The most tool calls a model reply runs (docs/limits.md: 256).
+const MAX_TOOL_CALLS_PER_REPLY: usize = 256;
+
 /// A project: `data/sales.csv` (granted read-only at /project), `out/` (granted
 /// read-write at /scratch), `secret.txt` beside them, and a `warren.toml` whose `main`
 /// profile names both tools and whose `plain` profile takes every tool by pattern.
@@ -568,7 +571,7 @@ async fn a_thousand_calls_in_one_reply_are_bounded_by_the_per_reply_cap() {
         .collect();
     assert_eq!(results.len(), 1000);
     let ran = results.iter().filter(|r| r.contains("\"value\"")).count();
-    assert_eq!(ran, warren::agent::MAX_TOOL_CALLS_PER_REPLY);
+    assert_eq!(ran, MAX_TOOL_CALLS_PER_REPLY);
     assert!(
         results[999].contains("MAX_TOOL_CALLS_PER_REPLY"),
         "{}",

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use warren::events::{AgentIntro, Event};
+use warren::{AgentIntro, Event};
 use warren::{AgentState, Config, Host};
 
 use crate::fake_llm::{FakeLlm, Reply};
@@ -32,11 +32,7 @@ fn calls(list: &[(&str, Value)]) -> Reply {
 async fn the_event_sequence_mirrors_the_agent_tree() {
     let world = World::new();
     let server = FakeLlm::start().await;
-    let ids = {
-        let tree =
-            warren::jobs::Tree::with_run_id(warren::config::RunLimits::default(), "events-test");
-        (0..5).map(|_| tree.add_for_tests().0).collect::<Vec<_>>()
-    };
+    let ids = { crate::support::job_ids("events-test", 5) };
     // root spawns mid, fail, hang; mid spawns leaf in the foreground.
     server.route(
         "ROOT-TASK",
@@ -173,7 +169,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
         .find(|e| matches!(e, Event::ToolCallFinished { tool, .. } if tool == "list_dir"))
         .unwrap();
     assert!(
-        matches!(list_dir, Event::ToolCallFinished { agent, outcome, .. } if agent == leaf && *outcome == warren::sandbox::ToolOutcome::Ok)
+        matches!(list_dir, Event::ToolCallFinished { agent, outcome, .. } if agent == leaf && *outcome == warren::ToolOutcome::Ok)
     );
     assert!(events
         .iter()

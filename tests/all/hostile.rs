@@ -11,6 +11,13 @@ use serde_json::json;
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{text, World};
 
+/// The most bytes of a profile's description (docs/configuration.md: 4096 bytes).
+const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
+/// The most tool calls a model reply runs (docs/limits.md: 256).
+const MAX_TOOL_CALLS_PER_REPLY: usize = 256;
+/// The most bytes of a turn's tool results (docs/limits.md: 4 MiB).
+const MAX_TURN_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
 /// Peak resident memory (`VmHWM`) of a child process, sampled every 5 ms until it
 /// exits, with its output.
 fn peak_rss_kb(mut command: Command) -> (std::process::Output, u64) {
@@ -258,7 +265,7 @@ fn profile_descriptions_over_the_cap_are_cut_or_refused_at_load() {
         let profile = config.profile(&format!("huge{i}")).unwrap();
         let description = profile.description.unwrap();
         assert!(
-            description.len() <= warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+            description.len() <= MAX_PROFILE_DESCRIPTION_BYTES
                 && description.starts_with("ddd")
                 && description.ends_with("[…cut]"),
             "{} bytes: …{}",
@@ -270,13 +277,13 @@ fn profile_descriptions_over_the_cap_are_cut_or_refused_at_load() {
             notes.contains(&format!(
                 "description is {} bytes; cut to {} where other agents' prompts list it",
                 huge.len(),
-                warren::config::MAX_PROFILE_DESCRIPTION_BYTES
+                MAX_PROFILE_DESCRIPTION_BYTES
             )),
             "{notes:?}"
         );
     }
 
-    let long = "x".repeat(warren::config::MAX_PROFILE_DESCRIPTION_BYTES + 1);
+    let long = "x".repeat(MAX_PROFILE_DESCRIPTION_BYTES + 1);
     std::fs::write(
         &path,
         format!("[profiles.main]\n\n[profiles.big]\ndescription = \"{long}\"\n"),
@@ -411,7 +418,7 @@ async fn a_reply_of_many_large_tool_calls_is_bounded() {
     let world = World::new();
     std::fs::write(world.path("docs/big.txt"), "y".repeat(200 * 1000)).unwrap();
     let server = FakeLlm::start().await;
-    let made = warren::agent::MAX_TOOL_CALLS_PER_REPLY + 36;
+    let made = MAX_TOOL_CALLS_PER_REPLY + 36;
     let calls: Vec<(&str, serde_json::Value)> = (0..made)
         .map(|_| ("read_file", json!({"path": "/docs/big.txt"})))
         .collect();
@@ -448,7 +455,7 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
     assert_eq!(results.len(), made, "every call is answered");
     let size = requests[1].body.to_string().len();
     assert!(
-        size < warren::agent::MAX_TURN_RESULT_BYTES + 200 * 1024,
+        size < MAX_TURN_RESULT_BYTES + 200 * 1024,
         "the next request is {size} bytes"
     );
     assert!(results
@@ -459,7 +466,7 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
             .iter()
             .filter(|r| r.starts_with(&format!(
                 "not run: one reply may make at most {} tool calls",
-                warren::agent::MAX_TOOL_CALLS_PER_REPLY
+                MAX_TOOL_CALLS_PER_REPLY
             )))
             .count(),
         36

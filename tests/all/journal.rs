@@ -6,7 +6,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use warren::jobs::thousands;
 
 use crate::fake_llm::{FakeLlm, Reply};
 use crate::support::{text, warren, World};
@@ -538,4 +537,18 @@ async fn old_runs_are_pruned_and_a_run_past_its_size_bound_says_so() {
         "{}",
         text(&resume.stderr)
     );
+}
+
+/// `n` with a comma between each group of three digits (`12,345`), as `warren runs`
+/// prints figures.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

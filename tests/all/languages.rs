@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use warren::events::Event;
+use warren::Event;
 use warren::{AgentState, Config, Host};
 
 use crate::support::{cache_dir, World};

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use warren::jobs::{Backend, ChildSpec, JobHandle};
 use warren::{AgentOutcome, AgentState, Config, ConfigError, Error, Host};
+use warren::{Backend, ChildSpec, JobHandle};
 
 #[allow(dead_code)] // its `main` is the example binary's
 #[path = "../../examples/library.rs"]
@@ -161,17 +161,17 @@ impl Backend for Elsewhere {
 struct Echo;
 
 #[async_trait::async_trait]
-impl warren::llm::Provider for Echo {
+impl warren::Provider for Echo {
     fn model(&self) -> &str {
         "echo"
     }
 
     async fn chat(
         &self,
-        request: &warren::llm::ChatRequest,
-        _events: &warren::llm::EventSink,
-    ) -> Result<warren::llm::ChatResponse, warren::llm::LlmError> {
-        use warren::llm::{AssistantMessage, ChatResponse, Message, ToolCall};
+        request: &warren::ChatRequest,
+        _events: &warren::EventSink,
+    ) -> Result<warren::ChatResponse, warren::LlmError> {
+        use warren::{AssistantMessage, ChatResponse, Message, ToolCall};
         let call = |name: &str, arguments: serde_json::Value| AssistantMessage {
             tool_calls: vec![ToolCall {
                 id: format!("call_{name}"),

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use warren::llm::{
-    self, AssistantMessage, ChatRequest, FinishReason, LlmError, Message, ModelConfig, Requester,
+use warren::{
+    AssistantMessage, ChatRequest, FinishReason, LlmError, Message, ModelConfig, Requester,
     StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 
@@ -80,9 +80,9 @@ fn conversation() -> ChatRequest {
 async fn chat(
     config: &ModelConfig,
     request: &ChatRequest,
-) -> (Result<llm::ChatResponse, LlmError>, Vec<StreamEvent>) {
-    let provider = llm::connect("test", config, &Default::default()).unwrap();
-    let (sink, mut receiver) = llm::EventSink::channel();
+) -> (Result<warren::ChatResponse, LlmError>, Vec<StreamEvent>) {
+    let provider = warren::connect("test", config, &Default::default()).unwrap();
+    let (sink, mut receiver) = warren::EventSink::channel();
     let result = provider.chat(request, &sink).await;
     let mut events = Vec::new();
     while let Ok(event) = receiver.try_recv() {
@@ -468,7 +468,7 @@ async fn a_response_longer_than_the_limit_is_not_read() {
             "provider = \"openai\"\nmodel = \"m\"\nmax_response_mib = {limit}\n"
         ))
         .unwrap();
-        let error = llm::connect("big", &config, &Default::default())
+        let error = warren::connect("big", &config, &Default::default())
             .err()
             .unwrap()
             .to_string();
@@ -814,10 +814,10 @@ async fn dropping_the_call_aborts_a_hung_request_at_once() {
     server.push(Reply::Hang);
     let mut config = model("openai", &server, "");
     config.read_timeout_s = 600.0;
-    let provider = llm::connect("test", &config, &Default::default()).unwrap();
+    let provider = warren::connect("test", &config, &Default::default()).unwrap();
     let task = tokio::spawn(async move {
         provider
-            .chat(&conversation(), &llm::EventSink::none())
+            .chat(&conversation(), &warren::EventSink::none())
             .await
     });
     while server.requests().is_empty() {
@@ -839,7 +839,7 @@ async fn a_named_key_variable_must_exist() {
     let server = FakeLlm::start().await;
     let mut config = model("openai", &server, "");
     config.api_key_env = Some("WARREN_TEST_SURELY_UNSET_KEY".into());
-    let error = llm::connect("gpt", &config, &Default::default())
+    let error = warren::connect("gpt", &config, &Default::default())
         .err()
         .unwrap();
     assert_eq!(
@@ -911,13 +911,13 @@ text = "a is alpha."
     );
     assert!((response.cost_usd - 10.0 / 1e6).abs() < 1e-12);
 
-    let provider = llm::connect("offline", &config, &Default::default()).unwrap();
+    let provider = warren::connect("offline", &config, &Default::default()).unwrap();
     provider
-        .chat(&ask("main", "go"), &llm::EventSink::none())
+        .chat(&ask("main", "go"), &warren::EventSink::none())
         .await
         .unwrap();
     let error = provider
-        .chat(&ask("main", "again"), &llm::EventSink::none())
+        .chat(&ask("main", "again"), &warren::EventSink::none())
         .await
         .unwrap_err();
     assert!(matches!(error, LlmError::ScriptExhausted { .. }), "{error}");

@@ -38,6 +38,7 @@ mod resume;
 mod sandbox;
 mod shape;
 mod support;
+mod surface;
 mod tools;
 mod typed;
 mod typed_bounds;

@@ -998,9 +998,9 @@ async fn tools_are_listed_before_the_builtins_are_compiled() {
     );
     std::fs::write(world.path("warren.toml"), config).unwrap();
     let sandbox = warren::Sandbox::new().unwrap();
-    let compile_cache = warren::plugin::CompileCache::new(cache.path().to_path_buf());
+    let compile_cache = warren::CompileCache::new(cache.path().to_path_buf());
     let entry = |name: &str| {
-        let (_, bytes) = warren::builtin::BUILTINS
+        let (_, bytes) = warren::BUILTINS
             .iter()
             .find(|(builtin, _)| *builtin == name)
             .unwrap();

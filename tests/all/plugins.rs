@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use warren::plugin::{CacheOutcome, CompileCache};
+use warren::{CacheOutcome, CompileCache};
 use warren::{Sandbox, ToolCallError, ToolRegistry};
 
 use crate::support::{guests, http_server, World};
@@ -335,14 +335,14 @@ async fn the_recorded_builtin_tool_lists_are_what_the_builtins_list() {
     let sandbox = Sandbox::new().unwrap();
     let cache = CompileCache::new(crate::support::cache_dir());
     let mut own = Vec::new();
-    for (name, bytes) in warren::builtin::BUILTINS {
+    for (name, bytes) in warren::BUILTINS {
         let path = std::path::PathBuf::from(format!("(built-in)/{name}.wasm"));
         let (component, _) = cache.load_bytes(sandbox.engine(), &path, bytes).unwrap();
         let prepared = sandbox.prepare(&component).unwrap();
         own.push((name, sandbox.list_tools(&prepared, name).await.unwrap()));
     }
     let builtins: Vec<&str> = own.iter().map(|(name, _)| *name).collect();
-    let listed = warren::plugin::record(own.iter().map(|(name, tools)| (*name, tools.as_slice())));
+    let listed = warren::record(own.iter().map(|(name, tools)| (*name, tools.as_slice())));
     let file = crate::support::root().join("host/src/plugin/builtin_tools.json");
     if std::env::var_os("WARREN_BLESS").is_some() {
         std::fs::write(&file, &listed).unwrap();
@@ -354,7 +354,7 @@ async fn the_recorded_builtin_tool_lists_are_what_the_builtins_list() {
         file.display()
     );
     for name in &builtins {
-        let tools = warren::plugin::recorded_tools(name).unwrap();
+        let tools = warren::recorded_tools(name).unwrap();
         assert!(!tools.is_empty(), "{name}");
     }
 }

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use warren::events::Event;
-use warren::llm::{connect, ChatRequest, FinishReason, LlmError, Message, ModelConfig};
+use warren::Event;
+use warren::{connect, ChatRequest, FinishReason, LlmError, Message, ModelConfig};
 use warren::{AgentState, RunReport};
 
 use crate::fake_llm::{FakeLlm, Reply};
@@ -127,7 +127,7 @@ async fn replay(recording: &Recording) -> Result<(), String> {
         messages: vec![Message::User("Hello".into())],
         ..ChatRequest::default()
     };
-    let result = model.chat(&request, &warren::llm::EventSink::none()).await;
+    let result = model.chat(&request, &warren::EventSink::none()).await;
     let expected = &recording.expected;
     if !expected["error"].is_null() || status != 200 {
         let error = match result {
@@ -402,15 +402,14 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
         "provider = \"anthropic\"\nbase_url = \"{base_url}\"\nmodel = \"recorded\"\napi_key_env = \"CARGO_PKG_NAME\"\nmax_retries = 0\n"
     ))
     .unwrap();
-    let provider =
-        warren::llm::anthropic::Anthropic::new("recorded", &config, &Default::default()).unwrap();
+    let provider = warren::Anthropic::new("recorded", &config, &Default::default()).unwrap();
     let model = connect("recorded", &config, &Default::default()).unwrap();
     let request = ChatRequest {
         messages: vec![Message::User("Hello".into())],
         ..ChatRequest::default()
     };
     let response = model
-        .chat(&request, &warren::llm::EventSink::none())
+        .chat(&request, &warren::EventSink::none())
         .await
         .unwrap();
     let thinking = &response.message.provider_blocks;
@@ -521,10 +520,7 @@ async fn truncated_and_refused_answers_end_in_their_own_states() {
     let states: Vec<&str> = report
         .agents
         .iter()
-        .filter_map(|job| match &job.phase {
-            warren::jobs::Phase::Done(outcome) => Some(outcome.state.as_str()),
-            _ => None,
-        })
+        .filter_map(|job| job.outcome.as_ref().map(|outcome| outcome.state.as_str()))
         .collect();
     assert!(
         states.contains(&"refused") && states.contains(&"truncated"),

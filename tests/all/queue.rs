@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The most bytes of a queue job's data (docs/queue.md: 4 MiB).
+const MAX_JOB_DATA_BYTES: usize = 4 * 1024 * 1024;
+/// What starts the log line in which a worker records a job's outcome.
+const OUTCOME_LOG_PREFIX: &str = "warren outcome: ";
+
 /// A `redis-server` of our own, with an append-only file so a restart keeps its data.
 pub(crate) struct Redis {
     port: u16,
@@ -142,9 +147,9 @@ impl Redis {
                 .arg(0)
                 .arg(-1),
         );
-        logs.iter().rev().find_map(|line| {
-            serde_json::from_str(line.strip_prefix(warren::queue::wire::OUTCOME_LOG_PREFIX)?).ok()
-        })
+        logs.iter()
+            .rev()
+            .find_map(|line| serde_json::from_str(line.strip_prefix(OUTCOME_LOG_PREFIX)?).ok())
     }
 
     /// The ids of the active jobs.
@@ -412,8 +417,7 @@ fn first_ids() -> (String, String) {
 
 /// The first `n` ids a run hands out (the root's first).
 fn ids(n: usize) -> Vec<String> {
-    let tree = warren::jobs::Tree::with_run_id(warren::config::RunLimits::default(), RUN_ID);
-    (0..n).map(|_| tree.add_for_tests().0).collect()
+    crate::support::job_ids(RUN_ID, n)
 }
 
 const THREE_TOPICS: &str = r#"
@@ -1713,7 +1717,7 @@ fn a_job_over_the_size_limit_fails_at_once_and_the_next_is_served() {
     )
     .unwrap();
     let worker = Worker::start(worker_dir.path(), &redis, "sized", 1);
-    let huge = "x".repeat(2 * warren::queue::MAX_JOB_DATA_BYTES);
+    let huge = "x".repeat(2 * MAX_JOB_DATA_BYTES);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let queue = bullmq::Queue::with_options(
@@ -1751,7 +1755,7 @@ fn a_job_over_the_size_limit_fails_at_once_and_the_next_is_served() {
     assert!(
         failed["failedReason"].contains(&format!(
             "the job's data is more than {} bytes of JSON (MAX_JOB_DATA_BYTES)",
-            warren::queue::MAX_JOB_DATA_BYTES
+            MAX_JOB_DATA_BYTES
         )),
         "{:?}",
         failed.get("failedReason")

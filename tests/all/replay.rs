@@ -17,6 +17,9 @@ use crate::guests::root;
 use crate::resume::{journal_lines, kill, project, script, start};
 use crate::support::{text, warren, World};
 
+/// The version journals record (`"v"`; docs/journal.md).
+const JOURNAL_VERSION: u32 = 2;
+
 /// `warren ARGS` in `world` with no network at all (a new network namespace).
 fn offline(world: &World, args: &[&str]) -> Output {
     let output = Command::new("unshare")
@@ -260,11 +263,7 @@ async fn bad_journals_are_refused_saying_what_is_wrong() {
     let newer = world.path("newer.jsonl");
     std::fs::write(
         &newer,
-        lines.replacen(
-            &format!("\"v\":{}", warren::journal::VERSION),
-            "\"v\":99",
-            1,
-        ),
+        lines.replacen(&format!("\"v\":{JOURNAL_VERSION}"), "\"v\":99", 1),
     )
     .unwrap();
     let out = offline(&world, &["replay", newer.to_str().unwrap()]);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use warren::sandbox::OutputKind;
+use warren::OutputKind;
 use warren::{ToolAccess, ToolCallError, ToolRegistry};
 
 use crate::support::{http_server, tree_digest, World};

@@ -17,7 +17,7 @@ const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[];
 
 /// `source` with the text of comments, string, raw string and character literals
 /// replaced by spaces (line breaks kept), so braces and `fn` in them are not seen.
-fn code_only(source: &str) -> String {
+pub(crate) fn code_only(source: &str) -> String {
     let chars: Vec<char> = source.chars().collect();
     let mut out = chars.clone();
     let blank = |out: &mut Vec<char>, from: usize, to: usize| {
@@ -198,7 +198,7 @@ fn functions(source: &str) -> Vec<Function> {
 }
 
 /// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {

@@ -69,7 +69,7 @@ impl World {
         let registry = ToolRegistry::load(
             sandbox,
             &config.plugin_files,
-            &warren::plugin::CompileCache::at(config.cache_dir.clone()),
+            &warren::CompileCache::at(config.cache_dir.clone()),
         )
         .await
         .unwrap();
@@ -178,4 +178,23 @@ pub(crate) fn demo_config() -> PathBuf {
         assert!(output.status.success(), "{}", text(&output.stderr));
     });
     config
+}
+
+/// The first `n` job ids a run of id `run_id` hands out, in order: a multiplicative
+/// hash of a counter that starts from the run id's SHA-256, six hex digits each, as
+/// warren's job tree derives them (so a test knows a child's id before its run makes it).
+pub(crate) fn job_ids(run_id: &str, n: usize) -> Vec<String> {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(run_id.as_bytes());
+    let mut counter = u64::from_le_bytes(digest[..8].try_into().unwrap());
+    let mut ids: Vec<String> = Vec::new();
+    while ids.len() < n {
+        let hashed = counter.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        counter = counter.wrapping_add(1);
+        let id = format!("{:06x}", (hashed >> 40) & 0xff_ffff);
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }

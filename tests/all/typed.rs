@@ -1083,11 +1083,11 @@ fn json_round_trip_of_random_values_of_every_type() {
     for round in 0..200 {
         for ty in &types {
             let value = random_val(ty, &mut rng, 0);
-            let json = warren::plugin::typed::to_json(ty, &value)
-                .unwrap_or_else(|e| panic!("to_json {ty:?}: {e}"));
+            let json =
+                warren::to_json(ty, &value).unwrap_or_else(|e| panic!("to_json {ty:?}: {e}"));
             let text = json.to_string();
             let reread: Value = serde_json::from_str(&text).unwrap();
-            let back = warren::plugin::typed::from_json(ty, &reread)
+            let back = warren::from_json(ty, &reread)
                 .unwrap_or_else(|e| panic!("round {round}: {text} as {ty:?}: {e}"));
             assert!(
                 same(&value, &back),

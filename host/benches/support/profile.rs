@@ -1,25 +1,17 @@
 //! What the call benches share: the profile they run tools under, and the line
 //! saying how the sandbox resets its memory slots.
 
-use warren::config::{Profile, ProfileSource, ToolSelection};
-use warren::CapabilitySet;
+use warren::{Config, FsGrant, Profile};
 
-/// A profile named `bench` that may call every tool, with `capabilities`.
-pub(crate) fn bench_profile(capabilities: CapabilitySet) -> Profile {
-    Profile {
-        name: "bench".into(),
-        description: None,
-        tools: ToolSelection::all(),
-        capabilities,
-        system_prompt: String::new(),
-        model: None,
-        limits: Default::default(),
-        max_turns_ceiling: 10,
-        inherit_model: false,
-        output_schema: None,
-        source: ProfileSource::Config,
-        notes: Vec::new(),
-    }
+/// A profile named `bench` that may call `tools` (`["*"]`: every tool), granted the
+/// directories `fs`, from a configuration made in code (no built-in plugins).
+pub(crate) fn bench_profile(tools: &[&str], fs: Vec<FsGrant>) -> anyhow::Result<Profile> {
+    let config = Config::builder(std::env::temp_dir())
+        .set("plugins.builtins", false)
+        .profile("bench", "", tools)
+        .set("profiles.bench.capabilities.fs", fs)
+        .build()?;
+    Ok(config.profile("bench")?)
 }
 
 /// How the sandbox resets its pooled slots, for the bench's header.

@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use warren::jobs::Phase;
 use warren::{AgentState, RunReport};
 
 /// Spawns one model reply may make: a reply runs at most
@@ -60,8 +59,12 @@ pub(crate) fn ensure_all_ok(report: &RunReport, children: usize) -> anyhow::Resu
     let failed: Vec<_> = report
         .agents
         .iter()
-        .filter(|a| !matches!(&a.phase, Phase::Done(o) if o.state == AgentState::Ok))
-        .map(|a| (&a.id, &a.phase))
+        .filter(|a| {
+            !a.outcome
+                .as_ref()
+                .is_some_and(|o| o.state == AgentState::Ok)
+        })
+        .map(|a| (&a.id, a.state()))
         .collect();
     anyhow::ensure!(failed.is_empty(), "children failed: {failed:?}");
     Ok(())

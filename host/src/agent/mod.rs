@@ -28,7 +28,7 @@ mod spawn_profiles;
 mod spawn_tools;
 mod tool_calls;
 mod turn_limits;
-mod turns;
+pub(crate) mod turns;
 mod typed_output;
 
 pub(crate) use self::children::report_blocks;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::host::{Host, RunReport};
-use crate::jobs::{Divergence, Phase, ReplayTools, StopKind};
+use crate::jobs::{Divergence, ReplayTools, StopKind};
 use crate::outcome::AgentState;
 use crate::term::reportln;
 
@@ -148,7 +148,7 @@ pub(crate) fn print(name: &str, verdict: &Verdict) -> anyhow::Result<()> {
 /// The replayed tree: one line per agent, children indented under their parent.
 fn tree(report: &RunReport) -> String {
     let mut lines = Vec::new();
-    let depth_of = |job: &crate::jobs::Job| {
+    let depth_of = |job: &crate::host::AgentReport| {
         let mut depth = 0;
         let mut at = job.parent.clone();
         while let Some(parent) = at {
@@ -162,10 +162,8 @@ fn tree(report: &RunReport) -> String {
         depth
     };
     for job in &report.agents {
-        let (state, turns) = match &job.phase {
-            Phase::Done(outcome) => (outcome.state.as_str(), outcome.turns),
-            phase => (phase.name(), 0),
-        };
+        let turns = job.outcome.as_ref().map_or(0, |outcome| outcome.turns);
+        let state = job.state();
         lines.push(format!(
             "{}{} [{}] {state}, {turns} turn(s)",
             "  ".repeat(depth_of(job)),

@@ -15,7 +15,6 @@ use crate::cli::ui::{plain_line, AgentTree, ProgressMode};
 use crate::config::Config;
 use crate::events::{Event, EventStream};
 use crate::host::{Run, RunReport};
-use crate::jobs::Phase;
 use crate::outcome::AgentState;
 use crate::term::outln;
 
@@ -212,16 +211,16 @@ fn summary(report: &RunReport) -> String {
         "agent", "parent", "profile", "state", "turns", "tokens", "cost", "time", "description"
     );
     for job in &report.agents {
-        let (state, turns, tokens, cost, time) = match &job.phase {
-            Phase::Done(o) => (
+        let (state, turns, tokens, cost, time) = match &job.outcome {
+            Some(o) => (
                 o.state.as_str().to_string(),
                 o.turns.to_string(),
                 o.usage.total().to_string(),
                 format!("${:.4}", o.cost_usd),
                 format!("{:.1} s", o.duration.as_secs_f64()),
             ),
-            phase @ (Phase::Running(_) | Phase::Queued) => (
-                phase.name().into(),
+            None => (
+                job.state().into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -338,9 +337,9 @@ fn report_json(report: &RunReport) -> serde_json::Value {
         .agents
         .iter()
         .map(|job| {
-            let mut value = match &job.phase {
-                Phase::Done(o) => outcome(o),
-                phase => serde_json::json!({"state": phase.name()}),
+            let mut value = match &job.outcome {
+                Some(o) => outcome(o),
+                None => serde_json::json!({"state": job.state()}),
             };
             value["id"] = job.id.0.clone().into();
             value["parent"] = job.parent.as_ref().map(|p| p.0.clone()).into();

@@ -16,10 +16,10 @@
 
 mod agent_dir;
 mod agent_files;
-mod builder;
+pub(crate) mod builder;
 mod capabilities;
 mod defaults;
-mod error;
+pub(crate) mod error;
 mod journal;
 // The key table describes what the resolver does (it names the resolver's defaults
 // and bounds); its checks and the reference's rendering are what read it.
@@ -31,7 +31,7 @@ mod names;
 pub(crate) mod output_schema; // named by path from the fuzz build's copy of agent_files.rs
 mod plugin_tables;
 mod plugins;
-mod profile;
+pub(crate) mod profile;
 mod profile_table;
 mod queue;
 mod raw;
@@ -67,7 +67,9 @@ pub use self::output_schema::{
 };
 pub use self::plugin_tables::{PluginTable, ToolHints};
 pub use self::plugins::default_cache_dir;
-pub use self::profile::{Profile, ProfileNote, ProfileSource, MAX_PROFILE_DESCRIPTION_BYTES};
+#[cfg(test)] // the spawn tools' tests
+pub(crate) use self::profile::MAX_PROFILE_DESCRIPTION_BYTES;
+pub use self::profile::{Profile, ProfileNote, ProfileSource};
 pub use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
@@ -85,32 +87,32 @@ pub const DEFAULT_PROFILE: &str = "main";
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The file it came from.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The plugin files to load, in order.
     pub plugin_files: Vec<PathBuf>,
     /// Where compiled plugins are cached (`None`: caching is off).
     pub cache_dir: Option<PathBuf>,
     /// What one plugin and one profile's tool list may hold.
-    pub plugin_limits: PluginLimits,
+    pub(crate) plugin_limits: PluginLimits,
     /// `[plugins.NAME]` tables by plugin name (`wit` paths resolved).
-    pub plugin_tables: BTreeMap<String, PluginTable>,
+    pub(crate) plugin_tables: BTreeMap<String, PluginTable>,
     /// The built-in plugins to load (`[plugins] builtins`; default all of them).
-    pub builtins: Vec<String>,
+    pub(crate) builtins: Vec<String>,
     /// Models by name (`[models.NAME]`), script paths resolved.
-    pub models: BTreeMap<String, ModelConfig>,
+    pub(crate) models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
     pub profiles: BTreeMap<String, Profile>,
     /// Limits of every run.
-    pub run_limits: RunLimits,
+    pub(crate) run_limits: RunLimits,
     /// `[queue]`: where sub-agent jobs go (in-process unless `redis` is set).
-    pub queue: QueueConfig,
+    pub(crate) queue: QueueConfig,
     /// Agent files that were skipped or are not agent files.
     pub agent_files: AgentFilesReport,
     /// Where runs are journaled (`[journal]`); `None`: they are not.
-    pub journal_dir: Option<PathBuf>,
+    pub(crate) journal_dir: Option<PathBuf>,
     /// How large one run's journal may grow, in bytes (`[journal] max_run_mib`): past
     /// it the run goes on unjournaled, and cannot be resumed.
-    pub journal_max_run_bytes: u64,
+    pub(crate) journal_max_run_bytes: u64,
     /// The implicit profile used when the file defines none.
     implicit: Profile,
 }
@@ -119,7 +121,7 @@ impl Config {
     /// Every secret this configuration names (model keys and header values, the
     /// Redis password, OTLP headers), for the model providers to remove from what
     /// remote servers say.
-    pub fn secrets(&self) -> crate::llm::Secrets {
+    pub(crate) fn secrets(&self) -> crate::llm::Secrets {
         secrets::configured(&self.models, &self.queue)
     }
 
@@ -138,7 +140,7 @@ impl Config {
 
     /// Validates `text` as if read from `path` (relative paths resolve against its
     /// directory).
-    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
@@ -237,7 +239,7 @@ impl Config {
     }
 
     /// Every profile name, the implicit `main` included.
-    pub fn profile_names(&self) -> Vec<String> {
+    pub(crate) fn profile_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.profiles.keys().cloned().collect();
         if !self.profiles.contains_key(DEFAULT_PROFILE) {
             names.insert(0, DEFAULT_PROFILE.to_string());
@@ -253,7 +255,7 @@ impl Config {
     }
 
     /// Every profile, the implicit `main` included (first, when it is implicit).
-    pub fn all_profiles(&self) -> Vec<Profile> {
+    pub(crate) fn all_profiles(&self) -> Vec<Profile> {
         self.each_profile().cloned().collect()
     }
 

@@ -23,7 +23,7 @@ pub(super) const INHERIT_MODEL: &str = "inherit";
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
     /// The key under `[profiles]`.
-    pub name: String,
+    pub(crate) name: String,
     /// What the profile is for, shown to a parent agent.
     pub description: Option<String>,
     /// The tools it may call.
@@ -31,9 +31,9 @@ pub struct Profile {
     /// What those tools may touch.
     pub capabilities: CapabilitySet,
     /// Bootstrap files, then `system_prompt_file`, then `system_prompt`, joined.
-    pub system_prompt: String,
+    pub(crate) system_prompt: String,
     /// The `[models]` entry it uses (`None`: no model configured).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Turn, time and cost limits.
     pub limits: AgentLimits,
     /// The most turns a spawn may give an agent of this profile: its
@@ -41,12 +41,12 @@ pub struct Profile {
     /// `max_turns`. Spawns may raise `max_turns` up to it.
     pub max_turns_ceiling: u32,
     /// `model: inherit` (agent files): a sub-agent takes its parent's model.
-    pub inherit_model: bool,
+    pub(crate) inherit_model: bool,
     /// The JSON Schema its final answer must match (`output_schema`): its answer is
     /// then data, checked, and delivered as JSON. A spawn may not ask for another.
-    pub output_schema: Option<OutputSchema>,
+    pub(crate) output_schema: Option<OutputSchema>,
     /// Where it was defined.
-    pub source: ProfileSource,
+    pub(crate) source: ProfileSource,
     /// What a user should know about the definition: tools with no sandboxed
     /// equivalent, a model name that means nothing here, keys with no meaning.
     pub notes: Vec<ProfileNote>,
@@ -85,14 +85,14 @@ pub(super) fn cut_description(description: String) -> (String, Option<ProfileNot
 impl Profile {
     /// The model an agent of this profile took from its parent (`model: inherit`),
     /// once narrowed (`jobs::narrow`): what it must run on on another machine too.
-    pub fn inherited_model(&self) -> Option<&str> {
+    pub(crate) fn inherited_model(&self) -> Option<&str> {
         self.model.as_deref().filter(|_| self.inherit_model)
     }
 
     /// The limits of an agent of this profile spawned with `asked` limits: turns up to
     /// [`Profile::max_turns_ceiling`], time and cost only ever lower. The one rule for
     /// spawns, in-process and on workers alike.
-    pub fn spawn_limits(&self, asked: &AgentLimits) -> AgentLimits {
+    pub(crate) fn spawn_limits(&self, asked: &AgentLimits) -> AgentLimits {
         AgentLimits {
             max_turns: asked
                 .max_turns

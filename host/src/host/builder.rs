@@ -22,7 +22,7 @@ pub(crate) struct Supplied {
 /// Builds a [`Host`] from a [`Config`] and parts made by the embedding program.
 ///
 /// ```no_run
-/// # async fn example(config: warren::Config, mine: std::sync::Arc<dyn warren::llm::Provider>) -> Result<(), warren::Error> {
+/// # async fn example(config: warren::Config, mine: std::sync::Arc<dyn warren::Provider>) -> Result<(), warren::Error> {
 /// let host = warren::Host::builder(config).provider("mine", mine).load().await?;
 /// # Ok(())
 /// # }

@@ -28,14 +28,14 @@ use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 use crate::scheduler::{Role, RootStart, Scheduler};
 
-mod builder;
-mod error;
-mod run;
-mod session;
+pub(crate) mod builder;
+pub(crate) mod error;
+pub(crate) mod run;
+pub(crate) mod session;
 pub use self::builder::HostBuilder;
 use self::builder::Supplied;
 pub use self::error::Error;
-pub use self::run::{Canceller, Run, RunReport};
+pub use self::run::{AgentReport, Canceller, Run, RunReport};
 pub(crate) use self::session::Answer;
 pub use self::session::Session;
 
@@ -106,7 +106,7 @@ impl Host {
 
     /// As [`Host::load`], for a replay (`warren replay`), which sends nothing to
     /// any model: a model whose API key is not set is connected without one.
-    pub async fn load_offline(config: Config) -> Result<Host, Error> {
+    pub(crate) async fn load_offline(config: Config) -> Result<Host, Error> {
         Host::load_with(config, Keys::NotNeeded, Supplied::default()).await
     }
 
@@ -116,7 +116,7 @@ impl Host {
     /// ([`ToolRegistry::for_serving`]), and a model whose `api_key_env` variable is not set is left out
     /// ([`Host::missing_keys`]) instead of failing the load, so the tools that need
     /// no model are served; a spawn on that model is a tool error naming the variable.
-    pub async fn load_for_serving(config: Config) -> Result<Host, Error> {
+    pub(crate) async fn load_for_serving(config: Config) -> Result<Host, Error> {
         Host::load_with(config, Keys::LeaveOutMissing, Supplied::default()).await
     }
 
@@ -201,18 +201,18 @@ impl Host {
     }
 
     /// The configuration in use.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.parts.config
     }
 
     /// The models left out by [`Host::load_for_serving`] for want of their API key,
     /// by name, with the variable that should hold it.
-    pub fn missing_keys(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn missing_keys(&self) -> &BTreeMap<String, String> {
         self.parts.scheduler.missing_keys()
     }
 
     /// The queue sub-agents go through, when `[queue] redis` is set.
-    pub fn remote_queue(&self) -> Option<&Arc<RemoteQueue>> {
+    pub(crate) fn remote_queue(&self) -> Option<&Arc<RemoteQueue>> {
         self.queue.as_ref()
     }
 
@@ -223,7 +223,7 @@ impl Host {
     }
 
     /// The tool registry.
-    pub fn registry(&self) -> &ToolRegistry {
+    pub(crate) fn registry(&self) -> &ToolRegistry {
         &self.parts.registry
     }
 
@@ -336,7 +336,7 @@ impl Host {
     /// host's configuration and plugins: every agent runs again, its model answered
     /// from the recording while each request is the recorded one, its tools run
     /// again or served as recorded (`tools`). Nothing is journaled and no model is
-    /// called; the first difference stops the replay (`Run::replay_divergence`).
+    /// called; the first difference stops the replay.
     ///
     /// With `fork`, a fork instead: a new, journaled run in which the agent
     /// `fork.from` (changed as `fork` says) and everything it spawns run live, and

@@ -1,12 +1,12 @@
 //! A run in progress ([`Run`]), how to cancel it from elsewhere ([`Canceller`]) and
-//! how it ended ([`RunReport`]).
+//! how it ended ([`RunReport`], an [`AgentReport`] per agent).
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventStream;
-use crate::jobs::{Job, JobId, Tree};
+use crate::jobs::{title, Job, JobId, Phase, Tree};
 use crate::journal::Record;
 use crate::outcome::{AgentOutcome, AgentState};
 
@@ -46,19 +46,67 @@ pub struct RunReport {
     pub run_id: String,
     /// The root agent's outcome (its text is the run's answer).
     pub root: AgentOutcome,
-    /// Every job, the root first, then in creation order.
-    pub agents: Vec<Job>,
+    /// Every agent, the root first, then in creation order.
+    pub agents: Vec<AgentReport>,
     /// Dollars spent by the whole tree.
     pub cost_usd: f64,
 }
 
-impl Run {
-    /// In a replay, the first point where it left the recording (`None`: it has not,
-    /// or this is not a replay).
-    pub fn replay_divergence(&self) -> Option<crate::jobs::Divergence> {
-        self.tree.mode.replay()?.divergence()
+/// One agent of a run's tree, as the run's end found it.
+#[derive(Clone, Debug)]
+pub struct AgentReport {
+    /// Its id, unique within the run.
+    pub id: JobId,
+    /// Who spawned it (`None` for the root).
+    pub parent: Option<JobId>,
+    /// Its profile.
+    pub profile: String,
+    /// The short description its parent gave at spawn, if any.
+    pub label: Option<String>,
+    /// The task, as given.
+    pub task: String,
+    /// How it ended (`None`: it was still queued or running when the run ended).
+    pub outcome: Option<AgentOutcome>,
+    /// Whether it had started (a concurrency slot, its first turn).
+    pub(crate) started: bool,
+}
+
+impl AgentReport {
+    /// Its state as tables and JSON name it: `queued`, `running`, or its outcome's.
+    pub fn state(&self) -> &'static str {
+        match (&self.outcome, self.started) {
+            (Some(outcome), _) => outcome.state.as_str(),
+            (None, true) => "running",
+            (None, false) => "queued",
+        }
     }
 
+    /// The profile, with the label when there is one: `researcher (check the docs)`.
+    pub fn title(&self) -> String {
+        title(&self.profile, self.label.as_deref())
+    }
+}
+
+impl From<Job> for AgentReport {
+    fn from(job: Job) -> AgentReport {
+        let (outcome, started) = match job.phase {
+            Phase::Done(outcome) => (Some(outcome), true),
+            Phase::Running(_) => (None, true),
+            Phase::Queued => (None, false),
+        };
+        AgentReport {
+            id: job.id,
+            parent: job.parent,
+            profile: job.profile,
+            label: job.label,
+            task: job.task,
+            outcome,
+            started,
+        }
+    }
+}
+
+impl Run {
     /// A token that cancels the whole tree (for Ctrl-C handlers).
     pub(crate) fn cancel_token(&self) -> CancellationToken {
         self.tree.cancel.clone()
@@ -112,12 +160,12 @@ impl Run {
         if let Some(journal) = &self.tree.journal {
             journal.flush().await;
         }
-        let mut agents = self.tree.jobs();
-        agents.sort_by_key(|job| (job.parent.is_some(), job.created));
+        let mut jobs = self.tree.jobs();
+        jobs.sort_by_key(|job| (job.parent.is_some(), job.created));
         RunReport {
             run_id: self.tree.run_id.clone(),
             root,
-            agents,
+            agents: jobs.into_iter().map(AgentReport::from).collect(),
             cost_usd: self.tree.budget.spent(),
         }
     }

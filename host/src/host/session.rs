@@ -118,7 +118,7 @@ impl Session {
     /// The same session, where `await_agents` without `timeout_s` returns after `limit`
     /// at most, with a block per job still running and the advice to call it again
     /// (its description says so).
-    pub fn with_await_limit(mut self, limit: Duration) -> Session {
+    pub(crate) fn with_await_limit(mut self, limit: Duration) -> Session {
         self.await_limit = Some(limit);
         if let Some(tool) = self
             .spawn_tools
@@ -140,12 +140,12 @@ impl Session {
     }
 
     /// The job tree (the root job is the session itself).
-    pub fn tree(&self) -> &Arc<Tree> {
+    pub(crate) fn tree(&self) -> &Arc<Tree> {
         &self.tree
     }
 
     /// The root job's id: the parent of every agent the session spawns.
-    pub fn root(&self) -> &JobId {
+    pub(crate) fn root(&self) -> &JobId {
         &self.root.place.id
     }
 
@@ -158,7 +158,7 @@ impl Session {
 
     /// What tool `name` does in effect under the session's profile, for MCP
     /// clients' tool annotations (`None`: the session has no such tool).
-    pub fn hints(&self, name: &str) -> Option<crate::config::ToolHints> {
+    pub(crate) fn hints(&self, name: &str) -> Option<crate::config::ToolHints> {
         let capabilities = &self.root.profile.capabilities;
         crate::plugin::hints::spawn_tool(name, capabilities).or_else(|| {
             self.root
@@ -220,7 +220,7 @@ impl Session {
     /// output schema: every result of theirs then carries `{"results": [...]}`, one
     /// entry per job it names (`output` holds the typed answer, null until there is
     /// one). `None` when the profile fixes none.
-    pub fn results_schema(&self) -> Option<Value> {
+    pub(crate) fn results_schema(&self) -> Option<Value> {
         let schema = self.root.profile.output_schema.as_ref()?;
         Some(serde_json::json!({
             "type": "object",

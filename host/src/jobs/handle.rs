@@ -111,7 +111,7 @@ impl JobHandle {
     }
 
     /// Where the job sits.
-    pub fn place(&self) -> &Placement {
+    pub(crate) fn place(&self) -> &Placement {
         &self.place
     }
 

@@ -230,7 +230,7 @@ impl EventSink {
     }
 
     /// Calls `watch` with every event; it must not block.
-    pub fn new(watch: impl Fn(StreamEvent) + Send + Sync + 'static) -> Self {
+    pub(crate) fn new(watch: impl Fn(StreamEvent) + Send + Sync + 'static) -> Self {
         EventSink(Some(Box::new(watch)))
     }
 

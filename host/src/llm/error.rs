@@ -250,7 +250,7 @@ impl LlmError {
 
     /// Whether this is a server refusing the `response_format` parameter (a 400
     /// naming it): the request can be sent again without it.
-    pub fn rejects_response_format(&self) -> bool {
+    pub(crate) fn rejects_response_format(&self) -> bool {
         matches!(self, LlmError::BadRequest { status: 400, excerpt, .. } if excerpt.contains("response_format"))
     }
 

@@ -12,7 +12,7 @@
 
 pub mod anthropic;
 pub mod chat;
-mod error;
+pub(crate) mod error;
 pub(crate) mod http;
 pub mod model;
 pub mod openai;

@@ -11,10 +11,10 @@
 //! must list its tools at once). The [`ToolRegistry`] owns
 //! one `InstancePre` per plugin; every call instantiates it afresh in the sandbox.
 
-mod cache;
+pub(crate) mod cache;
 mod checks;
 pub mod componentize;
-mod deferred;
+pub(crate) mod deferred;
 pub mod hints;
 pub mod overrides;
 pub mod typed;
@@ -32,7 +32,7 @@ pub use self::cache::{CacheOutcome, CompileCache};
 use self::deferred::DeferredCode;
 pub use self::deferred::{record, recorded_tools};
 use self::typed::{TypedComponent, TypedOptions};
-use crate::config::{Config, PluginLimits, PluginTable, Profile};
+use crate::config::{Config, PluginLimits, PluginTable, Profile, ToolHints};
 use crate::llm::ToolDefinition;
 use crate::sandbox::{Measured, Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
@@ -56,7 +56,7 @@ pub struct Plugin {
     /// What the component is, linked; instantiated per call.
     kind: PluginKind,
     /// For each of `tools`, what it does by its nature (MCP tool annotations).
-    hints: Vec<crate::config::ToolHints>,
+    hints: Vec<ToolHints>,
 }
 
 /// The two kinds of plugin.
@@ -157,7 +157,10 @@ impl ToolRegistry {
     /// for its plugin only (a plugin that fails to compile fails the call with the
     /// reason, and logs it; the next call tries again). Plugin files load before it returns, as ever (from the
     /// compile cache, in milliseconds, once compiled).
-    pub async fn for_serving(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
+    pub(crate) async fn for_serving(
+        sandbox: Arc<Sandbox>,
+        config: &Config,
+    ) -> anyhow::Result<Self> {
         Self::load_config(sandbox, config, true).await
     }
 
@@ -203,7 +206,7 @@ impl ToolRegistry {
     /// `defer_builtins` (a server that lists its tools at once, see
     /// [`ToolRegistry::for_serving`]) the built-ins are offered from their recorded
     /// tool lists and compiled in the background.
-    pub async fn load_with(
+    pub(crate) async fn load_with(
         sandbox: Arc<Sandbox>,
         files: &[PathBuf],
         builtins: &[String],
@@ -413,7 +416,7 @@ impl ToolRegistry {
 
     /// Each plugin's SHA-256 by name: what a run's journal records, so a resume
     /// can tell a changed plugin.
-    pub fn digests(&self) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn digests(&self) -> std::collections::BTreeMap<String, String> {
         self.plugins
             .iter()
             .map(|p| (p.name.clone(), p.sha256.clone()))
@@ -428,7 +431,11 @@ impl ToolRegistry {
     /// Checks that the tool definitions `profile` sees (names, descriptions and
     /// schemas, as every model request of its agents carries them) fit in
     /// `limits.max_profile_bytes`.
-    pub fn check_profile(&self, profile: &Profile, limits: &PluginLimits) -> anyhow::Result<()> {
+    pub(crate) fn check_profile(
+        &self,
+        profile: &Profile,
+        limits: &PluginLimits,
+    ) -> anyhow::Result<()> {
         let bytes: usize = self
             .tools_for(profile)
             .map(|(spec, _)| spec.name.len() + spec.description.len() + spec.input_schema.len())
@@ -444,7 +451,7 @@ impl ToolRegistry {
 
     /// What tool `name` does in effect under `profile`, for MCP clients' tool
     /// annotations (`None`: no such tool).
-    pub fn hints_for(&self, name: &str, profile: &Profile) -> Option<crate::config::ToolHints> {
+    pub(crate) fn hints_for(&self, name: &str, profile: &Profile) -> Option<ToolHints> {
         let &(plugin, tool) = self.index.get(name)?;
         Some(hints::effective(
             name,
@@ -454,7 +461,7 @@ impl ToolRegistry {
     }
 
     /// The names of every tool `profile` may call, sorted.
-    pub fn names_for<'a>(&'a self, profile: &'a Profile) -> Vec<&'a str> {
+    pub(crate) fn names_for<'a>(&'a self, profile: &'a Profile) -> Vec<&'a str> {
         self.tools_for(profile)
             .map(|(spec, _)| spec.name.as_str())
             .collect()
@@ -471,7 +478,7 @@ impl ToolRegistry {
     }
 
     /// Every tool `profile` may call, sorted by name, with the plugin offering it.
-    pub fn tools_for<'a>(
+    pub(crate) fn tools_for<'a>(
         &'a self,
         profile: &'a Profile,
     ) -> impl Iterator<Item = (&'a ToolSpec, &'a Plugin)> + 'a {
@@ -492,7 +499,7 @@ impl ToolRegistry {
 
     /// The definitions of every tool `profile` may call, sorted by name, as model
     /// requests carry them; the schemas are shared, not copied.
-    pub fn definitions_for<'a>(
+    pub(crate) fn definitions_for<'a>(
         &'a self,
         profile: &'a Profile,
     ) -> impl Iterator<Item = ToolDefinition> + 'a {

@@ -67,8 +67,8 @@ macro_rules! call_limits {
         /// What one tool call may use: every limit a profile's `capabilities` sets,
         /// each a number in the unit its name ends with.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct CallLimits {
-            $($(#[doc = $doc])* pub $name: $ty,)*
+        pub(crate) struct CallLimits {
+            $($(#[doc = $doc])* pub(crate) $name: $ty,)*
         }
 
         impl Default for CallLimits {
@@ -77,26 +77,29 @@ macro_rules! call_limits {
             }
         }
 
-        /// Each limit's bounds in a config file, `(min, max)`.
+        /// Each limit's bounds in a config file, `(min, max)` (for the key table's
+        /// test).
+        #[cfg(test)]
         #[derive(Clone, Copy, Debug)]
-        pub struct CallLimitBounds {
-            $($(#[doc = $doc])* pub $name: ($ty, $ty),)*
+        pub(crate) struct CallLimitBounds {
+            $($(#[doc = $doc])* pub(crate) $name: ($ty, $ty),)*
         }
 
         impl CallLimits {
             /// Every limit's default.
-            pub const DEFAULT: CallLimits = CallLimits { $($name: $default,)* };
+            pub(crate) const DEFAULT: CallLimits = CallLimits { $($name: $default,)* };
 
             /// Every limit's bounds in a config file.
-            pub const BOUNDS: CallLimitBounds = CallLimitBounds { $($name: ($min, $max),)* };
+            #[cfg(test)]
+            pub(crate) const BOUNDS: CallLimitBounds = CallLimitBounds { $($name: ($min, $max),)* };
 
             /// Every limit's name (its key in `capabilities` and in a job's ceiling),
             /// in the table's order.
-            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+            pub(crate) const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
 
             /// Each limit the smaller of `self`'s and `other`'s: what a child under a
             /// parent with `other` may use.
-            pub fn narrow(&self, other: &CallLimits) -> CallLimits {
+            pub(crate) fn narrow(&self, other: &CallLimits) -> CallLimits {
                 CallLimits { $($name: self.$name.min(other.$name),)* }
             }
 
@@ -113,18 +116,18 @@ macro_rules! call_limits {
         /// Call limits as one layer of configuration sets them: each one given or
         /// not (`[defaults.capabilities]`, then a profile's own `capabilities`).
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct PartialCallLimits {
-            $($(#[doc = $doc])* pub $name: Option<$ty>,)*
+        pub(crate) struct PartialCallLimits {
+            $($(#[doc = $doc])* pub(crate) $name: Option<$ty>,)*
         }
 
         impl PartialCallLimits {
             /// Each limit from `self`, else from `below`.
-            pub fn over(&self, below: &PartialCallLimits) -> PartialCallLimits {
+            pub(crate) fn over(&self, below: &PartialCallLimits) -> PartialCallLimits {
                 PartialCallLimits { $($name: self.$name.or(below.$name),)* }
             }
 
             /// Each limit given here, else its default.
-            pub fn or_defaults(&self) -> CallLimits {
+            pub(crate) fn or_defaults(&self) -> CallLimits {
                 let defaults = CallLimits::default();
                 CallLimits { $($name: self.$name.unwrap_or(defaults.$name),)* }
             }

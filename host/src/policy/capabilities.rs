@@ -29,15 +29,35 @@ pub enum FsMode {
     ReadWrite,
 }
 
-/// One directory a tool may see.
+/// One directory a tool may see. Given to `ConfigBuilder::set`
+/// as a value (`.set("defaults.capabilities.fs", vec![grant])`), it is the table
+/// `{ host, guest, mode }` a `warren.toml` would hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsGrant {
-    /// The directory on the host, absolute and canonical.
+    /// The directory on the host: absolute and canonical once loaded; a relative
+    /// path given in code resolves against the configuration's directory.
     pub host: PathBuf,
     /// Where the guest sees it, e.g. `/docs`.
     pub guest: String,
     /// Whether the guest may change it.
     pub mode: FsMode,
+}
+
+impl From<FsGrant> for toml::Value {
+    fn from(grant: FsGrant) -> toml::Value {
+        let mode = match grant.mode {
+            FsMode::ReadOnly => "ro",
+            FsMode::ReadWrite => "rw",
+        };
+        let mut table = toml::Table::new();
+        table.insert(
+            "host".into(),
+            grant.host.to_string_lossy().into_owned().into(),
+        );
+        table.insert("guest".into(), grant.guest.into());
+        table.insert("mode".into(), mode.into());
+        toml::Value::Table(table)
+    }
 }
 
 /// One environment variable a tool may read.
@@ -55,13 +75,13 @@ pub struct CapabilitySet {
     /// Preopened directories.
     pub fs: Vec<FsGrant>,
     /// Whether the agent gets a private writable directory at [`SCRATCH_GUEST_PATH`].
-    pub scratch: bool,
+    pub(crate) scratch: bool,
     /// Environment variables passed to the guest.
-    pub env: Vec<EnvGrant>,
+    pub(crate) env: Vec<EnvGrant>,
     /// Hosts reachable over HTTP and addresses over raw sockets.
-    pub net: Arc<NetPolicy>,
+    pub(crate) net: Arc<NetPolicy>,
     /// Fuel, time, memory, output, handles, logs and disk per call.
-    pub limits: CallLimits,
+    pub(crate) limits: CallLimits,
 }
 
 impl CapabilitySet {
@@ -69,7 +89,7 @@ impl CapabilitySet {
     /// repeating an effect outside it: it can write no granted directory and reach
     /// no network address. (Its scratch directory is its own, and a resumed agent's
     /// is new.) A call in doubt under any other set is not run again.
-    pub fn replay_safe(&self) -> bool {
+    pub(crate) fn replay_safe(&self) -> bool {
         self.fs.iter().all(|grant| grant.mode == FsMode::ReadOnly) && self.net.patterns().is_empty()
     }
 
@@ -77,7 +97,7 @@ impl CapabilitySet {
     /// `parent`: every grant must also be the parent's (a directory inside one of the
     /// parent's, read-only unless both allow writing; variables and hosts the parent
     /// has), and every limit is the smaller of the two.
-    pub fn intersect(&self, parent: &CapabilitySet) -> CapabilitySet {
+    pub(crate) fn intersect(&self, parent: &CapabilitySet) -> CapabilitySet {
         let fs = self
             .fs
             .iter()

@@ -12,7 +12,8 @@ pub mod capabilities;
 pub mod ceiling;
 pub mod net;
 
-pub use self::call_limits::{CallLimits, PartialCallLimits, MAX_MEMORY_MB};
+pub use self::call_limits::MAX_MEMORY_MB;
+pub(crate) use self::call_limits::{CallLimits, PartialCallLimits};
 pub use self::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
 pub use self::ceiling::Ceiling;
 pub use self::net::{NetPattern, NetPolicy};

@@ -157,11 +157,6 @@ impl RemoteQueue {
         &self.config
     }
 
-    /// The BullMQ queue.
-    pub fn queue(&self) -> &Queue {
-        &self.queue
-    }
-
     /// Adds a job with warren's options: id, attempts with backoff, retention.
     /// When a worker's agent enqueues it, `owner` is the worker's job: the new job is
     /// recorded under it first, so that a retry of `owner` can cancel it.

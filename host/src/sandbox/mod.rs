@@ -271,7 +271,7 @@ impl Sandbox {
 
     /// Resolves a component's imports once per linker, so each call only
     /// instantiates. Any component whose imports warren provides links.
-    pub fn link(&self, component: &Component) -> anyhow::Result<Linked> {
+    pub(crate) fn link(&self, component: &Component) -> anyhow::Result<Linked> {
         let networked = self.linker.instantiate_pre(component)?;
         let mut offline = self.offline_linker.clone();
         stub_network_imports(&mut offline, component, &self.engine)?;
@@ -331,7 +331,7 @@ impl Sandbox {
 
     /// [`Sandbox::call`] of a tool the plugin lists as `listed` and the model knows
     /// as `request.tool` (renamed by `[plugins.NAME]`): reports use the model's name.
-    pub async fn call_as(
+    pub(crate) async fn call_as(
         &self,
         pre: &Prepared,
         listed: &str,
@@ -349,7 +349,7 @@ impl Sandbox {
     /// path every tool call takes, whatever the component's kind. The result comes
     /// with the fuel the guest burned (measured whether or not the call succeeded:
     /// a call that ran out burned all of it) and the size of what it returned.
-    pub async fn run_call(
+    pub(crate) async fn run_call(
         &self,
         linked: &Linked,
         request: ToolRequest<'_>,

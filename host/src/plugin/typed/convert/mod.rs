@@ -24,8 +24,8 @@
 //! Layout: `from_json` (arguments in, checked along the type), `to_json` (results
 //! out).
 
-mod from_json;
-mod to_json;
+pub(crate) mod from_json;
+pub(crate) mod to_json;
 
 pub use self::from_json::{args_from_json, from_json, InvalidArgument};
 pub use self::to_json::to_json;
