@@ -30,6 +30,6 @@ pub const BUILTINS: [(&str, &[u8]); 4] = [
 pub(crate) const ON_FIRST_CALL: [&str; 2] = ["run-python", "run-js"];
 
 /// The names of the built-in plugins.
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     BUILTINS.iter().map(|(name, _)| *name)
 }

@@ -26,7 +26,7 @@ const SESSION_BUS_CAPACITY: usize = 256;
 const SUMMARY_CHARS: usize = 200;
 /// Longest answer carried by an `agent_finished` event (and recorded on an agent's
 /// trace span): enough for a report, bounded so one agent cannot bloat every log.
-pub const RESULT_CHARS: usize = 4000;
+pub(crate) const RESULT_CHARS: usize = 4000;
 
 /// Who an agent is, as its `agent_queued` and `agent_started` events say (and its
 /// journal's `agent_queued` record, whose task is whole).
@@ -330,7 +330,7 @@ pub struct EventRecord {
 /// subscriber comes: a tree nobody watches costs nothing, which matters for a server
 /// holding many sessions.
 #[derive(Clone, Debug)]
-pub struct EventBus {
+pub(crate) struct EventBus {
     shared: Arc<Bus>,
 }
 
@@ -348,7 +348,7 @@ struct Bus {
 
 impl EventBus {
     /// The bus of run `run`.
-    pub fn new(run: &str) -> EventBus {
+    pub(crate) fn new(run: &str) -> EventBus {
         EventBus::with_capacity(run, BUS_CAPACITY)
     }
 
@@ -368,7 +368,7 @@ impl EventBus {
     }
 
     /// Publishes an event; never waits, and is a no-op without subscribers.
-    pub fn publish(&self, event: Event) {
+    pub(crate) fn publish(&self, event: Event) {
         let Some(sender) = self.shared.sender.get() else {
             return;
         };
@@ -380,7 +380,7 @@ impl EventBus {
     }
 
     /// A subscription to every event published from now on.
-    pub fn subscribe(&self) -> EventStream {
+    pub(crate) fn subscribe(&self) -> EventStream {
         let sender = self
             .shared
             .sender
@@ -435,14 +435,14 @@ impl EventStream {
 }
 
 /// Milliseconds since the Unix epoch, as event records are stamped.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The first `max` characters of `text`, with `…` when cut.
-pub fn bounded(text: &str, max: usize) -> String {
+pub(crate) fn bounded(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
@@ -450,7 +450,7 @@ pub fn bounded(text: &str, max: usize) -> String {
 }
 
 /// The first `SUMMARY_CHARS` characters of `text`, on one line.
-pub fn summarize(text: &str) -> String {
+pub(crate) fn summarize(text: &str) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c == '\n' { ' ' } else { c })

@@ -24,7 +24,7 @@ const MAX_WAITS: usize = 32;
 /// What an agent is doing now.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", content = "tool", rename_all = "snake_case")]
-pub enum Activity {
+pub(crate) enum Activity {
     /// Waiting for a concurrency slot.
     Queued,
     /// Started; its first model turn has not begun.
@@ -39,7 +39,7 @@ pub enum Activity {
 
 /// One agent, as far as the events so far tell.
 #[derive(Clone, Debug, Serialize)]
-pub struct AgentProgress {
+pub(crate) struct AgentProgress {
     /// Its id.
     pub id: String,
     /// Who spawned it (`None` for the root).
@@ -117,14 +117,14 @@ impl AgentProgress {
     }
 
     /// Tokens so far, prompt and generated.
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
 /// Every agent of one run.
 #[derive(Debug, Default)]
-pub struct RunState {
+pub(crate) struct RunState {
     agents: HashMap<String, AgentProgress>,
     /// Agent ids in the order they first appeared.
     order: Vec<String>,
@@ -138,7 +138,7 @@ pub struct RunState {
 
 impl RunState {
     /// Applies one event; returns the agent it changed, if any.
-    pub fn apply(&mut self, record: &EventRecord) -> Option<&AgentProgress> {
+    pub(crate) fn apply(&mut self, record: &EventRecord) -> Option<&AgentProgress> {
         let at = record.ts_ms;
         self.last_ms = self.last_ms.max(at);
         let event = &record.event;
@@ -317,18 +317,18 @@ impl RunState {
     }
 
     /// One agent.
-    pub fn agent(&self, id: &str) -> Option<&AgentProgress> {
+    pub(crate) fn agent(&self, id: &str) -> Option<&AgentProgress> {
         self.agents.get(id)
     }
 
     /// Every agent, in order of appearance (the root first).
-    pub fn agents(&self) -> impl Iterator<Item = &AgentProgress> {
+    pub(crate) fn agents(&self) -> impl Iterator<Item = &AgentProgress> {
         self.order.iter().map(|id| &self.agents[id])
     }
 
     /// Agents in tree order (parents before their children, siblings in order of
     /// appearance), each with its depth.
-    pub fn in_tree_order(&self) -> Vec<(usize, &AgentProgress)> {
+    pub(crate) fn in_tree_order(&self) -> Vec<(usize, &AgentProgress)> {
         let mut out = Vec::with_capacity(self.order.len());
         let mut stack: Vec<(usize, &str)> = self
             .agents()
@@ -350,23 +350,23 @@ impl RunState {
     }
 
     /// The children of agent `id`, in order of appearance.
-    pub fn children(&self, id: &str) -> &[String] {
+    pub(crate) fn children(&self, id: &str) -> &[String] {
         self.children.get(id).map_or(&[], Vec::as_slice)
     }
 
     /// The root's id.
-    pub fn root(&self) -> Option<&str> {
+    pub(crate) fn root(&self) -> Option<&str> {
         self.root.as_deref()
     }
 
     /// When the last event came (ms since the Unix epoch).
-    pub fn last_ms(&self) -> u64 {
+    pub(crate) fn last_ms(&self) -> u64 {
         self.last_ms
     }
 
     /// The state a journal's records describe, each record read as the event it stands
     /// for (model responses as cumulative usage, tool results as finished calls).
-    pub fn from_journal(lines: &[Line]) -> RunState {
+    pub(crate) fn from_journal(lines: &[Line]) -> RunState {
         let mut state = RunState::default();
         for line in lines {
             state.apply_line(line);
@@ -377,7 +377,7 @@ impl RunState {
     /// Folds in one journal record, read as the events it stands for: what
     /// [`RunState::from_journal`] does with each, for a reader that takes a journal
     /// a line at a time (the web view follows a growing journal so).
-    pub fn apply_line(&mut self, line: &Line) {
+    pub(crate) fn apply_line(&mut self, line: &Line) {
         for event in self.events_of(&line.record) {
             self.apply(&EventRecord {
                 ts_ms: line.ts_ms,

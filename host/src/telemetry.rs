@@ -39,7 +39,7 @@ pub(crate) fn exporting() -> bool {
 /// The variable that asks for the GenAI conventions' names of v1.36 and before beside
 /// today's (`WARREN_OTEL_GENAI_COMPAT=1.36`): `gen_ai.system` beside
 /// `gen_ai.provider.name`, for a tracing backend not yet reading the new name.
-pub const GENAI_COMPAT_VARIABLE: &str = "WARREN_OTEL_GENAI_COMPAT";
+pub(crate) const GENAI_COMPAT_VARIABLE: &str = "WARREN_OTEL_GENAI_COMPAT";
 
 /// Whether spans also carry the GenAI conventions' names of v1.36 and before; read
 /// once per process. (`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`
@@ -115,7 +115,7 @@ impl Visit for Fields<'_> {
 }
 
 /// The W3C `traceparent` of `span` (`00-TRACE-SPAN-01`), when traces are recorded.
-pub fn traceparent(span: &tracing::Span) -> Option<String> {
+pub(crate) fn traceparent(span: &tracing::Span) -> Option<String> {
     span.with_subscriber(|(id, dispatch)| {
         let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
         let span = registry.span(id)?;
@@ -289,7 +289,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
 }
 
 /// Running telemetry; call [`Telemetry::shutdown`] before exiting to flush spans.
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     exporter: Option<(Arc<Mutex<Vec<Value>>>, Exporter)>,
 }
 
@@ -302,7 +302,7 @@ struct Exporter {
 
 /// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value` pairs separated by commas, values
 /// percent-decoded.
-pub fn parse_headers(text: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_headers(text: &str) -> Vec<(String, String)> {
     text.split(',')
         .filter_map(|pair| pair.split_once('='))
         .map(|(k, v)| (k.trim().to_string(), percent_decode(v.trim())))
@@ -422,7 +422,7 @@ impl Telemetry {
     /// with an endpoint the OTLP exporter, and `extra`, a layer that sees every record
     /// (`warren mcp` adds the one that sends them to MCP clients). Call inside a tokio
     /// runtime.
-    pub fn init_with(
+    pub(crate) fn init_with(
         otlp_endpoint: Option<String>,
         extra: Option<Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>>,
     ) -> Telemetry {
@@ -490,7 +490,7 @@ impl Telemetry {
     }
 
     /// Sends every span still queued.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         if let Some((queue, exporter)) = self.exporter {
             exporter.task.abort();
             let spans = std::mem::take(&mut *queue.lock().expect("span queue poisoned"));

@@ -34,10 +34,7 @@ mod typed_output;
 pub(crate) use self::children::report_blocks;
 pub(crate) use self::line_diff::line_diff;
 pub(crate) use self::runtime::{Agent, Runtime};
-pub use self::spawn_profiles::MAX_SPAWN_PROFILES_BYTES;
 pub(crate) use self::spawn_tools::{
     background_answer, definitions as spawn_tool_definitions, foreground_answer, spawn_request,
     AwaitAsk, Delivery, NO_JOBS,
 };
-pub use self::turn_limits::{MAX_TOOL_CALLS_PER_REPLY, MAX_TURN_RESULT_BYTES};
-pub use self::turns::SUBAGENT_PROMPT;

@@ -326,7 +326,6 @@ impl Agent {
         };
         let first = replay.stop(Divergence {
             kind,
-            agent: self.place.id.0.clone(),
             path: self.place.tree.path(&self.place.id),
             turn,
             what: what.clone(),

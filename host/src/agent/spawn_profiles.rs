@@ -7,7 +7,7 @@ use crate::config::Profile;
 /// Most bytes of profile lines in one `<available_spawn_profiles>` block. Each
 /// description is at most `MAX_PROFILE_DESCRIPTION_BYTES` (checked at load); this
 /// bounds the sum however many profiles there are (agent files can add thousands).
-pub const MAX_SPAWN_PROFILES_BYTES: usize = 32 * 1024;
+pub(crate) const MAX_SPAWN_PROFILES_BYTES: usize = 32 * 1024;
 
 /// The block listing `profiles`, in order, until the next line would pass
 /// [`MAX_SPAWN_PROFILES_BYTES`]; the rest are counted, not listed.

@@ -14,11 +14,11 @@ use crate::llm::ToolCall;
 /// error saying so (every call needs a result), and not run. Room for a coordinator
 /// that fans out a hundred sub-agents in one reply (the peer benchmark's workload);
 /// what the calls' results may hold is bounded by [`MAX_TURN_RESULT_BYTES`].
-pub const MAX_TOOL_CALLS_PER_REPLY: usize = 256;
+pub(crate) const MAX_TOOL_CALLS_PER_REPLY: usize = 256;
 
 /// Most bytes of tool results one reply's calls keep in the history; a result that
 /// would pass it is replaced by an error saying so.
-pub const MAX_TURN_RESULT_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_TURN_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Runs the first [`MAX_TOOL_CALLS_PER_REPLY`] of `calls` concurrently with `execute`
 /// and returns every call with the result to keep (text, whether it is an error),

@@ -45,7 +45,6 @@ pub(crate) async fn replay(
     let Some(recorded) = root.and_then(|r| r.finished.as_ref()) else {
         return Ok(Verdict::RecordingEnds(Divergence {
             kind: StopKind::RecordingEnds,
-            agent: recording.root.clone(),
             path: tree.path(&run_root(&report)),
             turn: report.root.turns,
             what: "the recording ends before the root's end: the recorded run had not finished"
@@ -62,7 +61,6 @@ pub(crate) async fn replay(
     let show = |state: AgentState, text: &str| format!("{}\n{text}\n", state.as_str());
     Ok(Verdict::Differs(Divergence {
         kind: StopKind::Differs,
-        agent: recording.root.clone(),
         path: tree.path(&run_root(&report)),
         turn: report.root.turns,
         what: "the root's answer differs from the recorded one".into(),

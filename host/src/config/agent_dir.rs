@@ -28,9 +28,9 @@ const AGENT_DIRS: [&str; 2] = ["agents", ".claude/agents"];
 /// a file with agent front matter becomes a profile.
 const MAX_FILES: usize = 2_000;
 /// Most directory entries (of any kind) looked at in the agent folders.
-pub const MAX_AGENT_DIR_ENTRIES: usize = 20_000;
+pub(crate) const MAX_AGENT_DIR_ENTRIES: usize = 20_000;
 /// Most bytes of one agent file.
-pub const MAX_AGENT_FILE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_AGENT_FILE_BYTES: usize = 1024 * 1024;
 
 /// What happened to the files in the agent folders that did not become profiles.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use super::values::Bounded;
 
 /// The journal directory when `[journal] dir` is not set, relative to the directory
 /// of `warren.toml`.
-pub const DEFAULT_JOURNAL_DIR: &str = ".warren/runs";
+pub(crate) const DEFAULT_JOURNAL_DIR: &str = ".warren/runs";
 
 /// How large one run's journal may grow by default, in MiB (`[journal] max_run_mib`).
-pub const DEFAULT_MAX_RUN_MIB: u64 = 1024;
+pub(crate) const DEFAULT_MAX_RUN_MIB: u64 = 1024;
 
 /// `[journal] max_run_mib`: up to a TiB.
 pub(super) type RunMib = Bounded<1, 1_048_576>;

@@ -16,7 +16,7 @@ pub(super) type RunConcurrency = Bounded<1, 256>;
 /// `[defaults] max_concurrent_total`.
 pub(super) type HostConcurrency = Bounded<1, 4096>;
 /// The most `[defaults] max_depth` may be: no run's tree is deeper.
-pub const MAX_DEPTH: u32 = 16;
+pub(crate) const MAX_DEPTH: u32 = 16;
 /// `[defaults] max_depth`.
 pub(super) type Depth = Bounded<0, { MAX_DEPTH as u64 }>;
 /// `[defaults] max_message_kb`.
@@ -105,7 +105,7 @@ impl Default for RunLimits {
 /// Load-time bounds on what plugins may offer (`[plugins]`): a plugin past one is
 /// refused at load, naming it, so no model request carries an unbounded tool list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PluginLimits {
+pub(crate) struct PluginLimits {
     /// Tools one plugin may offer (`max_tools`, default 256).
     pub max_tools: usize,
     /// Bytes of one tool's description (`max_description_kb`, default 16 KiB).

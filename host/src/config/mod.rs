@@ -51,37 +51,30 @@ use toml::Spanned;
 
 use crate::llm::ModelConfig;
 
-pub use self::agent_dir::{
-    AgentFilesReport, SkippedFile, MAX_AGENT_DIR_ENTRIES, MAX_AGENT_FILE_BYTES,
-};
-pub use self::builder::ConfigBuilder;
+pub(crate) use self::agent_dir::AgentFilesReport;
+pub(crate) use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
-pub use self::error::ConfigError;
-pub use self::journal::{DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
-pub use self::limits::{AgentLimits, PluginLimits, RunLimits, MAX_DEPTH};
+pub(crate) use self::error::ConfigError;
+pub(crate) use self::limits::{AgentLimits, PluginLimits, RunLimits, MAX_DEPTH};
+pub(crate) use self::names::is_valid_name;
 pub(crate) use self::names::names_or_none;
-pub use self::names::{is_valid_name, is_valid_pattern};
-pub use self::output_schema::{
-    OutputSchema, MAX_OUTPUT_SCHEMA_BRANCHES, MAX_OUTPUT_SCHEMA_BYTES, MAX_OUTPUT_SCHEMA_DEPTH,
-    MAX_REPORTED_ERRORS, MAX_SCHEMA_CHECK_STEPS,
-};
-pub use self::plugin_tables::{PluginTable, ToolHints};
-pub use self::plugins::default_cache_dir;
+pub(crate) use self::output_schema::{OutputSchema, MAX_OUTPUT_SCHEMA_BYTES};
+pub(crate) use self::plugin_tables::{PluginTable, ToolHints};
+pub(crate) use self::plugins::default_cache_dir;
 #[cfg(test)] // the spawn tools' tests
 pub(crate) use self::profile::MAX_PROFILE_DESCRIPTION_BYTES;
-pub use self::profile::{Profile, ProfileNote, ProfileSource};
-pub use self::queue::QueueConfig;
+pub(crate) use self::profile::{Profile, ProfileNote, ProfileSource};
+pub(crate) use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
 use self::source::Source;
 pub(crate) use self::text_file::read_text;
-pub use self::text_file::MAX_PROMPT_FILE_BYTES;
-pub use self::tool_selection::glob_match as tool_pattern_matches;
+pub(crate) use self::tool_selection::glob_match as tool_pattern_matches;
 pub(crate) use self::tool_selection::NAMED_ONLY;
-pub use self::tool_selection::{ToolAliases, ToolSelection, SPAWN_TOOLS};
+pub(crate) use self::tool_selection::SPAWN_TOOLS;
 
 /// Name of the profile used when none is given.
-pub const DEFAULT_PROFILE: &str = "main";
+pub(crate) const DEFAULT_PROFILE: &str = "main";
 
 /// A loaded, validated `warren.toml`.
 #[derive(Clone, Debug)]

@@ -22,12 +22,12 @@ pub(crate) fn profile_name_from(written: &str) -> Option<String> {
 
 /// The one name rule: profile, tool and queue names are 1 to 64 ASCII letters,
 /// digits, `_` and `-`.
-pub fn is_valid_name(s: &str) -> bool {
+pub(crate) fn is_valid_name(s: &str) -> bool {
     name_chars(s, false)
 }
 
 /// A tool name that may also hold `*` wildcards.
-pub fn is_valid_pattern(s: &str) -> bool {
+pub(crate) fn is_valid_pattern(s: &str) -> bool {
     name_chars(s, true)
 }
 

@@ -10,18 +10,18 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::schema_cost::{self, Unbounded};
-pub use super::schema_cost::{MAX_OUTPUT_SCHEMA_BRANCHES, MAX_SCHEMA_CHECK_STEPS};
+pub(crate) use super::schema_cost::{MAX_OUTPUT_SCHEMA_BRANCHES, MAX_SCHEMA_CHECK_STEPS};
 
 /// Most bytes of an output schema's compact JSON: it goes into the prompt and the
 /// request of every turn of every agent that has it.
-pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_OUTPUT_SCHEMA_BYTES: usize = 64 * 1024;
 
 /// Deepest nesting of objects and arrays in an output schema (a schema nested
 /// deeper describes nothing a model can be asked for, and costs a validator stack).
-pub const MAX_OUTPUT_SCHEMA_DEPTH: usize = 32;
+pub(crate) const MAX_OUTPUT_SCHEMA_DEPTH: usize = 32;
 
 /// Most validation errors an invalid answer's report lists (the rest are counted).
-pub const MAX_REPORTED_ERRORS: usize = 10;
+pub(crate) const MAX_REPORTED_ERRORS: usize = 10;
 
 /// A checked JSON Schema and its compiled validator.
 #[derive(Clone)]

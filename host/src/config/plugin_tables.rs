@@ -24,7 +24,7 @@ use serde::{Deserialize, Deserializer};
     deny_unknown_fields,
     expecting = "a [plugins.NAME] table (wit, rename, describe, hide, annotate)"
 )]
-pub struct PluginTable {
+pub(crate) struct PluginTable {
     /// WIT source (a file, or a directory with `deps/`) whose doc comments describe a
     /// typed component's tools, relative to the config file once loaded.
     pub wit: Option<PathBuf>,
@@ -55,7 +55,7 @@ pub struct PluginTable {
     deny_unknown_fields,
     expecting = "tool hints (title, read_only, destructive, idempotent, open_world)"
 )]
-pub struct ToolHints {
+pub(crate) struct ToolHints {
     /// A human-readable title.
     pub title: Option<String>,
     /// It changes nothing outside itself.

@@ -160,7 +160,7 @@ pub(super) fn cache_dir(base: &Path, raw: &RawPlugins) -> Option<PathBuf> {
 
 /// The per-user compile cache: `$XDG_CACHE_HOME/warren/components` or
 /// `~/.cache/warren/components` (`None` when neither variable is set).
-pub fn default_cache_dir() -> Option<PathBuf> {
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))

@@ -13,7 +13,7 @@ use crate::policy::CapabilitySet;
 /// Longest description a profile may have, in bytes (`[profiles.NAME] description`
 /// or an agent file's `description`): every agent that may spawn gets every profile's
 /// description in its system prompt, on every request.
-pub const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_PROFILE_DESCRIPTION_BYTES: usize = 4 * 1024;
 
 /// The model name that means "the parent's model" (`model = "inherit"` in a
 /// `[profiles]` table, `model: inherit` in an agent file), as Claude Code writes it.
@@ -108,7 +108,7 @@ impl Profile {
 
 /// Where a profile was defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProfileSource {
+pub(crate) enum ProfileSource {
     /// `[profiles.NAME]` in `warren.toml` (or the implicit `main`).
     Config,
     /// An agent file; `written_name` is its `name` when that had to be changed into a

@@ -43,7 +43,7 @@ pub(super) const DEFAULT_FAIL_JOBS_ON: &[AgentState] = &[AgentState::Error];
 
 /// `[queue]` in `warren.toml`, or `--redis`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct QueueConfig {
+pub(crate) struct QueueConfig {
     /// `redis://[user:password@]host:port[/db]`; `None` runs sub-agents in-process.
     pub redis: Option<String>,
     /// The BullMQ queue name (keys `bull:NAME:…`; default `warren`).
@@ -98,7 +98,7 @@ impl Default for QueueConfig {
 
 impl QueueConfig {
     /// The Redis URL without its password, for messages.
-    pub fn redacted_url(&self) -> String {
+    pub(crate) fn redacted_url(&self) -> String {
         let url = self.redis.as_deref().unwrap_or("");
         match (url.find("://"), url.rfind('@')) {
             (Some(scheme), Some(at)) if at > scheme => {

@@ -21,11 +21,11 @@ use serde_json::Value;
 
 /// Most subschemas an output schema may apply to one value, its in-place
 /// combinators and references unfolded (checked when the schema is given).
-pub const MAX_OUTPUT_SCHEMA_BRANCHES: u64 = 4_096;
+pub(crate) const MAX_OUTPUT_SCHEMA_BRANCHES: u64 = 4_096;
 
 /// Most steps (a subschema applied to a part of the answer) the check of one answer
 /// may take; an answer whose check would take more is refused unchecked.
-pub const MAX_SCHEMA_CHECK_STEPS: u64 = 1_000_000;
+pub(crate) const MAX_SCHEMA_CHECK_STEPS: u64 = 1_000_000;
 
 /// Deepest chain of subschemas followed while counting (references included).
 const MAX_NESTING: usize = 512;

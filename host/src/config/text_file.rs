@@ -11,7 +11,7 @@ use std::path::Path;
 /// Most bytes of one bootstrap or prompt file (`AGENTS.md`, `ENVIRONMENT.md`,
 /// `bootstrap_files`, `system_prompt_file`): its text goes into every request of the
 /// profiles that use it.
-pub const MAX_PROMPT_FILE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_PROMPT_FILE_BYTES: usize = 1024 * 1024;
 
 /// The UTF-8 text of the regular file at `path`, at most `max` bytes; when `inside` is
 /// given, `path` must resolve (symlinks followed) to a file under that directory. The

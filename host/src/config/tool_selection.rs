@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::names::is_valid_pattern;
 
 /// The spawn tools, offered by the host itself (never by a plugin).
-pub const SPAWN_TOOLS: [&str; 5] = [
+pub(crate) const SPAWN_TOOLS: [&str; 5] = [
     "spawn_agent",
     "await_agents",
     "cancel_agent",
@@ -172,7 +172,7 @@ fn matches_any(patterns: &[String], tool: &str) -> bool {
 }
 
 /// `*` matches any run of characters; everything else matches itself.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     match pattern.split_once('*') {
         None => pattern == text,
         Some((prefix, rest)) => {
@@ -188,7 +188,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 /// `[tool_aliases]`: more names (or other meanings for the built-in ones), each to one
 /// or more warren tool names or patterns.
-pub type ToolAliases = BTreeMap<String, Vec<String>>;
+pub(crate) type ToolAliases = BTreeMap<String, Vec<String>>;
 
 /// Names resolved to warren tool patterns.
 #[derive(Debug, Default, PartialEq, Eq)]

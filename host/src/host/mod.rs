@@ -32,12 +32,12 @@ pub(crate) mod builder;
 pub(crate) mod error;
 pub(crate) mod run;
 pub(crate) mod session;
-pub use self::builder::HostBuilder;
+pub(crate) use self::builder::HostBuilder;
 use self::builder::Supplied;
-pub use self::error::Error;
-pub use self::run::{AgentReport, Canceller, Run, RunReport};
+pub(crate) use self::error::Error;
+pub(crate) use self::run::{AgentReport, Run, RunReport};
 pub(crate) use self::session::Answer;
-pub use self::session::Session;
+pub(crate) use self::session::Session;
 
 /// A job from the queue, ready to run as the root of a tree on this host.
 pub(crate) struct JobStart {

@@ -144,11 +144,6 @@ impl Session {
         &self.tree
     }
 
-    /// The root job's id: the parent of every agent the session spawns.
-    pub(crate) fn root(&self) -> &JobId {
-        &self.root.place.id
-    }
-
     /// The tools the session may call: the profile's plugin tools, then the spawn tools
     /// when the profile may spawn (`max_depth` above 0, the spawn tools not in its
     /// `disallowed_tools`).

@@ -7,7 +7,7 @@ use super::tree::{Job, Phase};
 use crate::outcome::AgentState;
 
 /// Formats a number with thousands separators (`1234567` as `1,234,567`).
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -24,7 +24,7 @@ fn seconds(d: Duration) -> String {
 }
 
 /// The result block of one job, as the parent model sees it.
-pub fn result_block(job: &Job) -> String {
+pub(crate) fn result_block(job: &Job) -> String {
     match &job.phase {
         Phase::Queued => format!(
             "[{}: QUEUED] {} · waiting for a slot · {} so far",
@@ -92,7 +92,7 @@ pub fn result_block(job: &Job) -> String {
 }
 
 /// `[id: NOT FOUND]`.
-pub fn not_found_block(id: &str) -> String {
+pub(crate) fn not_found_block(id: &str) -> String {
     format!("[{id}: NOT FOUND]")
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a run may spend and has spent, shared by every agent of its tree.
 #[derive(Debug, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// The cap, in US dollars (`None`: no cap).
     limit: Option<f64>,
     /// Dollars spent so far, in millionths.
@@ -22,11 +22,6 @@ impl Budget {
         }
     }
 
-    /// The cap, when there is one.
-    pub fn limit(&self) -> Option<f64> {
-        self.limit
-    }
-
     /// Adds `usd` to what was spent.
     pub(crate) fn charge(&self, usd: f64) {
         self.spent_micros
@@ -34,7 +29,7 @@ impl Budget {
     }
 
     /// Dollars spent so far.
-    pub fn spent(&self) -> f64 {
+    pub(crate) fn spent(&self) -> f64 {
         self.spent_micros.load(Ordering::Relaxed) as f64 / 1e6
     }
 

@@ -15,7 +15,7 @@ use crate::policy::CapabilitySet;
 /// What a parent asks of a child beyond its profile: the arguments of a
 /// `spawn_agent` call, or the fields of a queue job.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ChildAsk<'a> {
+pub(crate) struct ChildAsk<'a> {
     /// A subset of the profile's tools.
     pub tools: Option<&'a [String]>,
     /// Asked-for turn limit.
@@ -41,7 +41,7 @@ pub struct ChildAsk<'a> {
 /// only ever lower, turns up to the profile's `max_turns_ceiling`, and the parent's
 /// model when the profile says `model: inherit`. The one rule for spawns, in-process
 /// and on workers.
-pub fn narrow<'a>(
+pub(crate) fn narrow<'a>(
     base: &Profile,
     ask: &ChildAsk<'_>,
     available: impl FnOnce() -> Vec<&'a str>,
@@ -95,7 +95,11 @@ fn bounded_schema(schema: &OutputSchema) -> String {
 
 /// What a spawn asked for and did not get, one sentence each, for the parent: a
 /// limit is never lowered (or capped) without the parent being told.
-pub fn clamp_notes(base: &Profile, ask: &ChildAsk<'_>, granted: &AgentLimits) -> Vec<String> {
+pub(crate) fn clamp_notes(
+    base: &Profile,
+    ask: &ChildAsk<'_>,
+    granted: &AgentLimits,
+) -> Vec<String> {
     let name = &base.name;
     let mut notes = Vec::new();
     if let Some(asked) = ask.max_turns.filter(|t| *t != granted.max_turns) {
@@ -121,7 +125,7 @@ pub fn clamp_notes(base: &Profile, ask: &ChildAsk<'_>, granted: &AgentLimits) ->
 }
 
 /// The message a sub-agent starts with: the task, then its context and constraints.
-pub fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
+pub(crate) fn compose_task(task: &str, context: Option<&Value>, constraints: &[String]) -> String {
     let mut message = task.to_string();
     match context {
         None | Some(Value::Null) => {}

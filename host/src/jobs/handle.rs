@@ -21,7 +21,7 @@ use crate::outcome::{AgentOutcome, AgentState};
 /// Where a job sits: its tree, its id and its cancellation tokens. Cheap to clone;
 /// what an agent or a backend needs to work as that job, without the right to end it.
 #[derive(Clone)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// The run's tree.
     pub tree: Arc<Tree>,
     /// The job's id there.

@@ -28,7 +28,7 @@ impl fmt::Display for JobId {
 /// Which jobs a `job_ids` argument names: the one reading of a list of job ids
 /// (`await_agents`, and a session's caller).
 #[derive(Clone, Debug, PartialEq)]
-pub enum JobSelection {
+pub(crate) enum JobSelection {
     /// `"*"`: every job of the caller.
     All,
     /// The ids given, trimmed, empty ones left out.
@@ -38,7 +38,7 @@ pub enum JobSelection {
 impl JobSelection {
     /// Reads `job_ids`: a list of ids, one comma-separated string, or `"*"`. Anything
     /// else names no job.
-    pub fn parse(value: &Value) -> JobSelection {
+    pub(crate) fn parse(value: &Value) -> JobSelection {
         let ids: Vec<&str> = match value {
             Value::String(all) if all.trim() == "*" => return JobSelection::All,
             Value::String(list) => list.split(',').collect(),
@@ -80,7 +80,7 @@ impl Phase {
 
 /// What [`Tree::cancel_job`] did.
 #[derive(Debug)]
-pub enum CancelJob {
+pub(crate) enum CancelJob {
     /// No such job, or not one the caller may cancel.
     NotFound,
     /// It had already finished: nothing was cancelled.
@@ -168,7 +168,7 @@ pub(crate) fn random_id() -> String {
 
 /// A profile with its spawn label, when there is one: `researcher (check the docs)`.
 /// The one rendering of an agent's title (result blocks, lists, progress lines).
-pub fn title(profile: &str, label: Option<&str>) -> String {
+pub(crate) fn title(profile: &str, label: Option<&str>) -> String {
     match label {
         Some(label) => format!("{profile} ({label})"),
         None => profile.to_string(),

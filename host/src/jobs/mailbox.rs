@@ -8,11 +8,11 @@ use std::time::SystemTime;
 
 use tokio::sync::watch;
 
-pub use crate::events::MessageMode;
+pub(crate) use crate::events::MessageMode;
 
 /// One message, as sent.
 #[derive(Clone, Debug)]
-pub struct Letter {
+pub(crate) struct Letter {
     /// Its number in the run (1, 2, …).
     pub seq: u64,
     /// Who sent it: the sending agent's path, or a person.
@@ -29,7 +29,7 @@ pub struct Letter {
 
 /// What a job's agent has not read yet, and what it learned of its own messages.
 #[derive(Debug)]
-pub struct Mailbox {
+pub(crate) struct Mailbox {
     /// Letters waiting, oldest first; `None` once the agent ended (what was left is
     /// in `undelivered`).
     letters: Mutex<Option<VecDeque<Letter>>>,
@@ -102,7 +102,7 @@ impl Mailbox {
     }
 
     /// The letters the agent ended without reading.
-    pub fn undelivered(&self) -> Vec<Letter> {
+    pub(crate) fn undelivered(&self) -> Vec<Letter> {
         lock(&self.undelivered).clone()
     }
 

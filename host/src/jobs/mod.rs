@@ -10,21 +10,21 @@
 //! descendant, and results stay in the tree until the run ends so repeated awaits see
 //! them.
 
-pub mod blocks;
-pub mod budget;
-pub mod child;
-pub mod handle;
+pub(crate) mod blocks;
+pub(crate) mod budget;
+pub(crate) mod child;
+pub(crate) mod handle;
 mod happened;
-pub mod job;
-pub mod mailbox;
-pub mod mode;
+pub(crate) mod job;
+pub(crate) mod mailbox;
+pub(crate) mod mode;
 pub(crate) mod slots;
-pub mod spawn_request;
-pub mod tree;
+pub(crate) mod spawn_request;
+pub(crate) mod tree;
 
-pub use self::blocks::{not_found_block, result_block, thousands};
-pub use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
-pub use self::handle::{JobHandle, Placement};
-pub use self::mode::{Divergence, Fork, Mode, Replay, ReplayTools, StopKind};
+pub(crate) use self::blocks::{not_found_block, result_block, thousands};
+pub(crate) use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
+pub(crate) use self::handle::{JobHandle, Placement};
+pub(crate) use self::mode::{Divergence, Fork, Replay, ReplayTools, StopKind};
 pub(crate) use self::tree::random_id;
-pub use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};
+pub(crate) use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

@@ -18,7 +18,7 @@ use crate::outcome::AgentOutcome;
 
 /// How a run runs.
 #[derive(Clone, Default)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// A new run: every model is asked, every tool runs.
     #[default]
     Live,
@@ -34,7 +34,7 @@ pub enum Mode {
 }
 
 /// A recording and how it is replayed.
-pub struct Recording {
+pub(crate) struct Recording {
     /// What the recorded run did.
     pub(crate) resume: Arc<Resume>,
     /// The replay's settings and where it left the recording.
@@ -75,7 +75,7 @@ impl Mode {
     }
 
     /// The replay, in a replay or a fork.
-    pub fn replay(&self) -> Option<&Replay> {
+    pub(crate) fn replay(&self) -> Option<&Replay> {
         match self {
             Mode::Replayed(recording) | Mode::Forked(recording) => Some(&recording.replay),
             _ => None,
@@ -246,7 +246,7 @@ pub enum ReplayTools {
 
 /// Why a replay stopped before its end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopKind {
+pub(crate) enum StopKind {
     /// The new run asked something the recording did not: a different request, tool
     /// result, or agent.
     Differs,
@@ -256,11 +256,9 @@ pub enum StopKind {
 
 /// The first point where a replay left the recording.
 #[derive(Clone, Debug)]
-pub struct Divergence {
+pub(crate) struct Divergence {
     /// What stopped it.
     pub kind: StopKind,
-    /// The agent's id.
-    pub agent: String,
     /// Its path in the tree (profiles and ids from the root).
     pub path: String,
     /// Its turn (1-based).
@@ -273,7 +271,7 @@ pub struct Divergence {
 
 /// A replay's settings and its outcome so far.
 #[derive(Debug, Default)]
-pub struct Replay {
+pub(crate) struct Replay {
     /// Where tool results come from.
     pub tools: ReplayTools,
     /// When this is a fork: where, and what changes.
@@ -286,7 +284,7 @@ pub struct Replay {
 
 impl Replay {
     /// A replay whose tool results come from `tools`; a fork when `fork` is given.
-    pub fn new(tools: ReplayTools, fork: Option<Fork>) -> Replay {
+    pub(crate) fn new(tools: ReplayTools, fork: Option<Fork>) -> Replay {
         Replay {
             tools,
             fork,
@@ -297,7 +295,7 @@ impl Replay {
 
     /// Whether agent `id` runs live: the forked agent, an agent of a fork that left
     /// the recording, or (not recorded) a new one.
-    pub fn is_live(&self, id: &str) -> bool {
+    pub(crate) fn is_live(&self, id: &str) -> bool {
         self.fork.as_ref().is_some_and(|f| f.from == id)
             || self
                 .live
@@ -307,7 +305,7 @@ impl Replay {
     }
 
     /// In a fork, agent `id` runs live from now on.
-    pub fn go_live(&self, id: &str) {
+    pub(crate) fn go_live(&self, id: &str) {
         self.live
             .lock()
             .expect("replay state poisoned")
@@ -316,7 +314,7 @@ impl Replay {
 
     /// Notes a point where the run left the recording; only the first counts (what
     /// follows it is its consequence). Returns whether it was the first.
-    pub fn stop(&self, divergence: Divergence) -> bool {
+    pub(crate) fn stop(&self, divergence: Divergence) -> bool {
         let mut first = self.first.lock().expect("replay state poisoned");
         if first.is_some() {
             return false;
@@ -326,7 +324,7 @@ impl Replay {
     }
 
     /// The first point where the run left the recording, if it did.
-    pub fn divergence(&self) -> Option<Divergence> {
+    pub(crate) fn divergence(&self) -> Option<Divergence> {
         self.first.lock().expect("replay state poisoned").clone()
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::config::OutputSchema;
 
 /// Arguments `spawn_agent` accepts.
-pub const SPAWN_ARGUMENTS: [&str; 12] = [
+pub(crate) const SPAWN_ARGUMENTS: [&str; 12] = [
     "task",
     "description",
     "profile",
@@ -23,7 +23,7 @@ pub const SPAWN_ARGUMENTS: [&str; 12] = [
 
 /// A well-formed `spawn_agent` call.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SpawnRequest {
+pub(crate) struct SpawnRequest {
     /// What the child should do (never empty).
     pub task: String,
     /// A short label for the tree, events and result blocks.
@@ -52,7 +52,7 @@ pub struct SpawnRequest {
 
 impl SpawnRequest {
     /// Checks the shape of `args`; the error is a tool error the model can act on.
-    pub fn parse(args: &Value) -> Result<SpawnRequest, String> {
+    pub(crate) fn parse(args: &Value) -> Result<SpawnRequest, String> {
         let Some(object) = args.as_object() else {
             return Err("arguments must be a JSON object".into());
         };

@@ -11,14 +11,14 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::job::random_id;
-pub use super::job::{title, CancelJob, Job, JobId, JobSelection, Phase};
+pub(crate) use super::job::{title, CancelJob, Job, JobId, JobSelection, Phase};
 use super::slots;
 use crate::config::RunLimits;
 use crate::events::{EventBus, SpawnMode};
 use crate::journal::{Journal, Record, Resume};
 
 /// The shared state of one run (one agent tree).
-pub struct Tree {
+pub(crate) struct Tree {
     /// Every job, the root included, with an index of each job's children.
     jobs: Mutex<Table>,
     /// Sub-agents running at once (`max_concurrent`).
@@ -63,7 +63,8 @@ struct Table {
 
 impl Tree {
     /// An empty tree with `limits`.
-    pub fn new(limits: RunLimits) -> Arc<Tree> {
+    #[cfg(test)]
+    pub(crate) fn new(limits: RunLimits) -> Arc<Tree> {
         Tree::for_queue_job(limits, None, None, None)
     }
 
@@ -147,7 +148,8 @@ impl Tree {
 
     /// An empty tree named `run_id`: it hands out the same job ids, in the same order,
     /// as every other tree of that name.
-    pub fn with_run_id(limits: RunLimits, run_id: &str) -> Arc<Tree> {
+    #[cfg(test)]
+    pub(crate) fn with_run_id(limits: RunLimits, run_id: &str) -> Arc<Tree> {
         Tree::for_queue_job(limits, None, Some(run_id.to_string()), None)
     }
 
@@ -209,7 +211,8 @@ impl Tree {
     /// fixed by its id, so tests can know a child's id before a run of that id creates
     /// it ([`Tree::with_run_id`]).
     #[doc(hidden)]
-    pub fn add_for_tests(&self) -> JobId {
+    #[cfg(test)]
+    pub(crate) fn add_for_tests(&self) -> JobId {
         self.insert(None, "test", "test", None, None, CancellationToken::new())
             .0
     }
@@ -229,7 +232,7 @@ impl Tree {
     }
 
     /// A copy of one job.
-    pub fn job(&self, id: &JobId) -> Option<Job> {
+    pub(crate) fn job(&self, id: &JobId) -> Option<Job> {
         self.jobs
             .lock()
             .expect("job table poisoned")
@@ -255,7 +258,7 @@ impl Tree {
     /// parent's): the one way a job is cancelled by the agent that spawned it
     /// (`cancel_agent`) or by whoever watches the run. `caller`: the job asking, which
     /// may cancel only its own children; `None` for the run's owner, who may cancel any.
-    pub fn cancel_job(&self, id: &JobId, caller: Option<&JobId>) -> CancelJob {
+    pub(crate) fn cancel_job(&self, id: &JobId, caller: Option<&JobId>) -> CancelJob {
         let Some(job) = self
             .job(id)
             .filter(|job| caller.is_none() || job.parent.as_ref() == caller)
@@ -270,7 +273,7 @@ impl Tree {
     }
 
     /// Copies of every job, in id order.
-    pub fn jobs(&self) -> Vec<Job> {
+    pub(crate) fn jobs(&self) -> Vec<Job> {
         self.jobs
             .lock()
             .expect("job table poisoned")
@@ -281,7 +284,7 @@ impl Tree {
     }
 
     /// The children of `parent`, in creation order.
-    pub fn children(&self, parent: &JobId) -> Vec<Job> {
+    pub(crate) fn children(&self, parent: &JobId) -> Vec<Job> {
         let table = self.jobs.lock().expect("job table poisoned");
         table
             .children
@@ -294,7 +297,7 @@ impl Tree {
 
     /// The jobs `selection` names among `parent`'s: every child for `*`, else the ids
     /// as given (an id that is not a child is kept, for a `NOT FOUND` block).
-    pub fn select(&self, parent: &JobId, selection: &JobSelection) -> Vec<JobId> {
+    pub(crate) fn select(&self, parent: &JobId, selection: &JobSelection) -> Vec<JobId> {
         match selection {
             JobSelection::All => self
                 .children(parent)
@@ -331,7 +334,8 @@ impl Tree {
     }
 
     /// Sub-agents queued or running (the root excluded).
-    pub fn active_subagents(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn active_subagents(&self) -> usize {
         self.jobs.lock().expect("job table poisoned").active
     }
 
@@ -385,7 +389,7 @@ impl Tree {
     }
 
     /// The path of job `id` from the root: each job's profile and id, `/` between.
-    pub fn path(&self, id: &JobId) -> String {
+    pub(crate) fn path(&self, id: &JobId) -> String {
         let table = self.jobs.lock().expect("job table poisoned");
         let mut parts = Vec::new();
         let mut at = Some(id.clone());

@@ -12,7 +12,7 @@ use super::record::{Record, RecordedLimits};
 
 /// The deepest an agent may be recorded (the root is 0): the bound of
 /// `[defaults] max_depth`, which no run passes.
-pub const MAX_TREE_DEPTH: u32 = crate::config::MAX_DEPTH;
+pub(crate) const MAX_TREE_DEPTH: u32 = crate::config::MAX_DEPTH;
 
 /// Whether `id` may be a recorded run or agent id: 1 to 64 letters, digits, `_` and
 /// `-` (the rule `--run-id` is held to), so no `/`, `.` or control character.

@@ -9,7 +9,7 @@ use crate::events::{summarize, AgentIntro, Event};
 
 /// How a fact's record is journaled (`Tree::happened_as`), its event published after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Journaling {
+pub(crate) enum Journaling {
     /// Not at all (a resumed run's journal has it already).
     Not,
     /// Queued for the writer, not waited for.
@@ -24,7 +24,7 @@ pub enum Journaling {
 /// A moment of a run, built once as its journal record: journaled and published in
 /// one call on the run's tree (`Tree::happened`), its event made from the record.
 #[derive(Clone, Debug)]
-pub enum Fact<'a> {
+pub(crate) enum Fact<'a> {
     /// A moment whose record holds all its event says: `agent_queued`, `agent_spec`,
     /// `tool_started`, `agent_finished`.
     Recorded(Record),
@@ -42,7 +42,7 @@ pub enum Fact<'a> {
 
 impl Fact<'_> {
     /// The event the fact is published as (texts shortened for the bus).
-    pub fn event(&self) -> Option<Event> {
+    pub(crate) fn event(&self) -> Option<Event> {
         match self {
             Fact::Recorded(record) => record.event(""),
             Fact::AgentStarted(intro) => Some(Event::AgentStarted(announced(intro))),
@@ -51,7 +51,7 @@ impl Fact<'_> {
     }
 
     /// The record the fact is journaled as.
-    pub fn into_record(self) -> Record {
+    pub(crate) fn into_record(self) -> Record {
         match self {
             Fact::Recorded(record) | Fact::ToolCallFinished { record, .. } => record,
             Fact::AgentStarted(intro) => Record::AgentStarted {

@@ -15,32 +15,32 @@ use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as 
 use std::path::{Path, PathBuf};
 
 /// The file of a run's journal inside its directory.
-pub const JOURNAL_FILE: &str = "journal.jsonl";
+pub(crate) const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// The longest journal line read, in bytes: past it the journal is refused naming
 /// the line, before more of it is held. Tool results are bounded by their
 /// `max_output_kb` and model responses by `max_response_mib` (64 MiB by default),
 /// so only a configuration raising those past this makes such a record, and the
 /// writer ends the journal with `journal_full` in its place rather than write it.
-pub const MAX_LINE_BYTES: usize = 128 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 128 << 20;
 
 /// The largest journal read whole (`show`, `replay`, `diff`, the view), in bytes:
 /// the default `[journal] max_run_mib`. A larger file is refused by its size before
 /// any of it is read, and reading stops at this many bytes whatever the size said.
-pub const MAX_JOURNAL_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_JOURNAL_BYTES: u64 = 1 << 30;
 
 /// The longest first line (`run_started`, the root's task whole) read when runs are
 /// listed or `last` is looked for, in bytes: a worker's task is at most 4 MiB of job
 /// data.
-pub const MAX_HEAD_BYTES: usize = 8 << 20;
+pub(crate) const MAX_HEAD_BYTES: usize = 8 << 20;
 
 /// Journals up to this many bytes are listed from every record (`warren runs`, the
 /// web view's list); a larger one from its first line and its last
 /// [`LIST_TAIL_BYTES`], its agents and tokens then unknown.
-pub const LIST_SCAN_BYTES: u64 = 4 << 20;
+pub(crate) const LIST_SCAN_BYTES: u64 = 4 << 20;
 
 /// How much of the end of a large journal is read to list it, in bytes.
-pub const LIST_TAIL_BYTES: u64 = 1 << 20;
+pub(crate) const LIST_TAIL_BYTES: u64 = 1 << 20;
 
 /// Creates `dir` and every missing directory above it, owner-only (0700): what the
 /// agents read and were told goes into journals.

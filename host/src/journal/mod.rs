@@ -13,26 +13,22 @@
 //! line ignored), [`time`] (how journal times are shown).
 
 pub(crate) mod check;
-pub mod fact;
+pub(crate) mod fact;
 pub(crate) mod file;
-pub mod prune;
-pub mod read;
-pub mod record;
-pub mod resume;
-pub mod time;
-pub mod writer;
+pub(crate) mod prune;
+pub(crate) mod read;
+pub(crate) mod record;
+pub(crate) mod resume;
+pub(crate) mod time;
+pub(crate) mod writer;
 
-pub use self::check::MAX_TREE_DEPTH;
-pub use self::fact::{Fact, Journaling};
-pub use self::file::{
-    LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES, MAX_JOURNAL_BYTES, MAX_LINE_BYTES,
-};
-pub use self::record::{
+pub(crate) use self::fact::{Fact, Journaling};
+pub(crate) use self::record::{
     Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
 };
-pub use self::resume::Resume;
-pub use self::time::{civil_utc, utc_text, MAX_TIME_MS};
-pub use self::writer::Journal;
+pub(crate) use self::resume::Resume;
+pub(crate) use self::time::{civil_utc, utc_text};
+pub(crate) use self::writer::Journal;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,7 +39,7 @@ use crate::config::{Config, RunLimits};
 /// `None` when journaling is off, or (with a warning) when the journal directory
 /// cannot be written, so a read-only project still runs. A run id that is already
 /// journaled is an error: a journal names one run.
-pub fn open(
+pub(crate) fn open(
     config: &Config,
     plugins: BTreeMap<String, String>,
     limits: &RunLimits,
@@ -95,7 +91,7 @@ fn config_digest(config: &Config) -> String {
 /// The journal file `name` names: a path to a journal file or to the directory
 /// holding one (a run kept as a fixture), or else a run in `config`'s journal
 /// directory (an id, a unique prefix, or `last`).
-pub fn locate(config: &Config, name: &str) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn locate(config: &Config, name: &str) -> anyhow::Result<std::path::PathBuf> {
     let path = std::path::Path::new(name);
     if path.is_file() {
         return Ok(path.to_path_buf());
@@ -113,7 +109,7 @@ pub fn locate(config: &Config, name: &str) -> anyhow::Result<std::path::PathBuf>
 }
 
 /// Reads the journal at `path` for a replay: what it recorded.
-pub fn recording(path: &std::path::Path) -> anyhow::Result<Resume> {
+pub(crate) fn recording(path: &std::path::Path) -> anyhow::Result<Resume> {
     Resume::new(read::records(path)?)
         .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
 }
@@ -123,7 +119,7 @@ pub fn recording(path: &std::path::Path) -> anyhow::Result<Resume> {
 /// recorded. Refused when the run finished, when another process holds it, and when
 /// the configuration or a plugin (`plugins`: SHA-256 by name) changed since, naming
 /// what changed, unless `force`.
-pub fn take_over(
+pub(crate) fn take_over(
     config: &Config,
     plugins: &BTreeMap<String, String>,
     name: &str,

@@ -9,7 +9,7 @@ use super::read::{runs, RunRecord};
 
 /// Which runs to delete.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Prune {
+pub(crate) struct Prune {
     /// Keep the newest this many runs.
     pub keep: Option<usize>,
     /// Delete runs that started longer ago than this.
@@ -22,7 +22,7 @@ pub struct Prune {
 
 /// A run deleted (or, in a dry run, that would be).
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     /// Its id.
     pub run_id: String,
     /// Bytes its directory held.
@@ -31,7 +31,7 @@ pub struct Pruned {
 
 /// Deletes from `dir` the runs `prune` selects; returns them, oldest last, and the
 /// journals that could not be read (left alone).
-pub fn prune(dir: &Path, prune: Prune) -> anyhow::Result<(Vec<Pruned>, Vec<String>)> {
+pub(crate) fn prune(dir: &Path, prune: Prune) -> anyhow::Result<(Vec<Pruned>, Vec<String>)> {
     anyhow::ensure!(
         prune.keep.is_some() || prune.older_than.is_some(),
         "say which runs to delete: --keep N (the newest N stay) and/or --older-than DAYS"

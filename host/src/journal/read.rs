@@ -18,7 +18,7 @@ use crate::outcome::AgentState;
 
 /// One agent of a journaled run, as far as its records go.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct AgentRecord {
+pub(crate) struct AgentRecord {
     /// Its id.
     pub id: String,
     /// Who spawned it.
@@ -52,7 +52,7 @@ pub struct AgentRecord {
 
 /// A journaled run.
 #[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     /// The run's id.
     pub id: String,
     /// When it started (milliseconds since the Unix epoch).
@@ -87,12 +87,12 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// Tokens of every agent.
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.agents.iter().map(|a| a.tokens).sum()
     }
 
     /// The run in one JSON object, as `warren runs --json` lists it.
-    pub fn summary(&self) -> serde_json::Value {
+    pub(crate) fn summary(&self) -> serde_json::Value {
         serde_json::json!({
             "run_id": self.id,
             "started_ms": self.started_ms,
@@ -117,7 +117,7 @@ impl RunRecord {
 /// tree: see `journal::check`). A last line with no newline after it that does not parse (torn
 /// by a crash, even inside a character) is left out; any other bad line is an error
 /// naming it. A journal another user owns is read with a warning.
-pub fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
+pub(crate) fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
     let mut records = Vec::new();
     each_record(path, |line| {
         records.push(line);
@@ -128,7 +128,7 @@ pub fn records(path: &Path) -> anyhow::Result<Vec<Line>> {
 
 /// Hands each record of the journal at `path` to `each`, in order, as it is read:
 /// what [`records`] reads, without holding every record at once.
-pub fn each_record(
+pub(crate) fn each_record(
     path: &Path,
     each: impl FnMut(Line) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
@@ -222,7 +222,7 @@ fn warn_once(opened: &file::Opened) {
 }
 
 /// The run the journal at `path` describes, its records folded as they are read.
-pub fn run(path: &Path) -> anyhow::Result<RunRecord> {
+pub(crate) fn run(path: &Path) -> anyhow::Result<RunRecord> {
     let mut fold = Fold::default();
     each_record(path, |line| {
         fold.add(line);
@@ -416,7 +416,7 @@ fn journals(dir: &Path) -> Vec<(String, PathBuf)> {
 /// reported in the second list, not fatal. A journal of up to [`LIST_SCAN_BYTES`] is
 /// read whole; a larger one only from its first line and its last
 /// [`LIST_TAIL_BYTES`] ([`RunRecord::counted`] false).
-pub fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
+pub(crate) fn runs(dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     let mut runs = Vec::new();
     let mut problems = Vec::new();
     for (_, path) in journals(dir) {
@@ -486,7 +486,7 @@ fn started_ms(path: &Path) -> Option<u64> {
 /// The journal of the run `name` names in `dir`: its id, a unique prefix of it, or
 /// `last` (the newest). Runs are found by their directories' names; only `last`
 /// reads anything, each journal's first line.
-pub fn find(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn find(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
     let mut journals = journals(dir);
     if journals.is_empty() {
         anyhow::bail!("no runs are journaled in {}", dir.display());

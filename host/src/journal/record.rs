@@ -14,7 +14,7 @@ use crate::sandbox::{CallFigures, ToolOutcome};
 /// Version 2 writes each distinct system prompt once, in a `system_prompt` record
 /// that `agent_spec` names by digest; version 1 wrote it whole in every
 /// `agent_spec` (still read).
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 
 /// One line of a journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -5,11 +5,11 @@
 /// instant JavaScript's `Date` holds (year 275760), so the web page can show every
 /// time `warren runs` does. A later one reads as invalid, alone, not as an error of
 /// the list it is in.
-pub const MAX_TIME_MS: u64 = 8_640_000_000_000_000;
+pub(crate) const MAX_TIME_MS: u64 = 8_640_000_000_000_000;
 
 /// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC), or `invalid time` past
 /// [`MAX_TIME_MS`]: how every report and page shows a journal's time.
-pub fn utc_text(ms: u64) -> String {
+pub(crate) fn utc_text(ms: u64) -> String {
     if ms > MAX_TIME_MS {
         return "invalid time".into();
     }
@@ -19,7 +19,7 @@ pub fn utc_text(ms: u64) -> String {
 
 /// `ms` since the Unix epoch in UTC as (year, month, day, hour, minute, second,
 /// millisecond): the one calendar of journal times (`warren runs`, MCP task times).
-pub fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
+pub(crate) fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
     let secs = ms / 1000;
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

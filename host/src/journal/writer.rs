@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 
 use super::record::Record;
 
-pub use super::file::JOURNAL_FILE;
+pub(crate) use super::file::JOURNAL_FILE;
 use super::file::MAX_LINE_BYTES;
 
 /// How long the writer lets a batch gather after its first record when someone waits

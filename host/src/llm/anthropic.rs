@@ -22,9 +22,9 @@ use super::secrets::Secrets;
 use super::transport::{api_key, malformed};
 
 /// The API version header this code speaks.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the config sets none (the API requires one).
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
 pub struct Anthropic {

@@ -10,29 +10,28 @@
 //! `sse` parses server-sent events. This file only connects a
 //! configured model to its provider.
 
-pub mod anthropic;
-pub mod chat;
+pub(crate) mod anthropic;
+pub(crate) mod chat;
 pub(crate) mod error;
 pub(crate) mod http;
-pub mod model;
-pub mod openai;
-pub mod scripted;
-pub mod secrets;
+pub(crate) mod model;
+pub(crate) mod openai;
+pub(crate) mod scripted;
+pub(crate) mod secrets;
 pub(crate) mod sse;
 mod transport;
 
 use std::sync::Arc;
 
-pub use self::chat::{
-    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Price, Provider,
+pub(crate) use self::chat::{
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
     Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
 };
 pub(crate) use self::error::excerpt;
-pub use self::error::LlmError;
-pub use self::model::{ModelConfig, ProviderKind};
-pub use self::secrets::Secrets;
+pub(crate) use self::error::LlmError;
+pub(crate) use self::model::{ModelConfig, ProviderKind};
+pub(crate) use self::secrets::Secrets;
 pub(crate) use self::transport::redirect_policy;
-pub use self::transport::MAX_ERROR_BODY_BYTES;
 
 /// Builds the provider for model `name`; `secrets` (the host's configured secrets,
 /// see [`Secrets`]) never appear in what its errors and warnings say.

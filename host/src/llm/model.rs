@@ -86,19 +86,19 @@ impl ModelConfig {
 }
 
 /// `stream` unless set.
-pub const DEFAULT_STREAM: bool = true;
+pub(crate) const DEFAULT_STREAM: bool = true;
 /// `connect_timeout_s` unless set.
-pub const DEFAULT_CONNECT_TIMEOUT_S: f64 = 10.0;
+pub(crate) const DEFAULT_CONNECT_TIMEOUT_S: f64 = 10.0;
 /// `read_timeout_s` unless set.
-pub const DEFAULT_READ_TIMEOUT_S: f64 = 120.0;
+pub(crate) const DEFAULT_READ_TIMEOUT_S: f64 = 120.0;
 /// `max_retries` unless set.
-pub const DEFAULT_MAX_RETRIES: u32 = 3;
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 3;
 /// `retry_base_ms` unless set.
-pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+pub(crate) const DEFAULT_RETRY_BASE_MS: u64 = 500;
 /// `max_response_mib` unless set.
-pub const DEFAULT_MAX_RESPONSE_MIB: u32 = 64;
+pub(crate) const DEFAULT_MAX_RESPONSE_MIB: u32 = 64;
 /// The largest `max_response_mib`.
-pub const MAX_RESPONSE_MIB: u32 = 4096;
+pub(crate) const MAX_RESPONSE_MIB: u32 = 4096;
 
 fn yes() -> bool {
     DEFAULT_STREAM

@@ -27,7 +27,7 @@ use super::error::LlmError;
 use super::model::ModelConfig;
 
 /// A model that replays a script.
-pub struct Scripted {
+pub(crate) struct Scripted {
     /// The model's name in the config.
     name: String,
     /// The script file, for messages.
@@ -77,7 +77,7 @@ struct ScriptedUsage {
 
 impl Scripted {
     /// Loads the script named by `config.script`.
-    pub fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
+    pub(crate) fn new(name: &str, config: &ModelConfig) -> Result<Self, LlmError> {
         let invalid = |message: String| LlmError::Config {
             model: name.to_string(),
             message,

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use super::error::LlmError;
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Values shorter than this are not treated as secrets: no credential is that short,
 /// and replacing every `1` or `en` in an error message would make it unreadable.
-pub const MIN_SECRET_BYTES: usize = 4;
+pub(crate) const MIN_SECRET_BYTES: usize = 4;
 
 /// The mark an error excerpt ends a cut text with.
 const ELLIPSIS: &str = "…";

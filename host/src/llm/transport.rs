@@ -26,7 +26,7 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Most bytes of an error response's body (4xx, 5xx) read, for its excerpt and its
 /// classification; the rest is not read. The whole read gets one read timeout.
-pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A configured HTTP client for one model.
 pub(crate) struct Transport {

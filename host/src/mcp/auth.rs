@@ -18,7 +18,7 @@ const GENERATED_BYTES: usize = 32;
 
 /// Who may use an HTTP server.
 #[derive(Clone, Debug)]
-pub enum HttpAuth {
+pub(crate) enum HttpAuth {
     /// Requests must carry one of these tokens (each a credential of its own).
     Bearer(Vec<BearerToken>),
     /// Anyone who can connect (`--no-auth`; loopback addresses only).
@@ -29,7 +29,7 @@ pub enum HttpAuth {
 /// digest of what they send, so the comparison takes the same time wherever they
 /// differ, and the token itself is not kept in memory.
 #[derive(Clone)]
-pub struct BearerToken {
+pub(crate) struct BearerToken {
     /// SHA-256 of the token.
     digest: [u8; 32],
 }
@@ -43,7 +43,7 @@ impl std::fmt::Debug for BearerToken {
 impl BearerToken {
     /// `token`, which must be at least 16 visible ASCII characters (what an HTTP
     /// header carries unchanged).
-    pub fn new(token: &str) -> Result<BearerToken, String> {
+    pub(crate) fn new(token: &str) -> Result<BearerToken, String> {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(format!(
                 "a bearer token needs at least {MIN_TOKEN_CHARS} characters"
@@ -61,7 +61,7 @@ impl BearerToken {
 
     /// The tokens in `path`: one per non-empty line, without surrounding whitespace
     /// ([`MAX_TOKENS`] at most).
-    pub fn from_file(path: &Path) -> Result<Vec<BearerToken>, String> {
+    pub(crate) fn from_file(path: &Path) -> Result<Vec<BearerToken>, String> {
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|file| file.take(64 * 1024).read_to_string(&mut text))
@@ -84,7 +84,7 @@ impl BearerToken {
     }
 
     /// A new random token, with its text (64 hex digits) to give to clients.
-    pub fn generate() -> std::io::Result<(BearerToken, String)> {
+    pub(crate) fn generate() -> std::io::Result<(BearerToken, String)> {
         let mut bytes = [0; GENERATED_BYTES];
         std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
         let text = hex::encode(bytes);

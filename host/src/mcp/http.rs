@@ -45,7 +45,7 @@ const MCP_PATH: &str = "/mcp";
 
 /// What one Streamable HTTP server lets its clients hold (`warren mcp` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HttpLimits {
+pub(crate) struct HttpLimits {
     /// Sessions open at once (`--max-sessions`, default 64). Each holds a job tree
     /// and its agents; an `initialize` over the limit gets 503 and a JSON-RPC error
     /// naming it.

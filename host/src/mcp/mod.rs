@@ -37,11 +37,11 @@ mod session_book;
 mod task_capability;
 mod tasks;
 
-pub use self::auth::{BearerToken, HttpAuth};
-pub use self::http::HttpLimits;
+pub(crate) use self::auth::{BearerToken, HttpAuth};
+pub(crate) use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
-pub use self::server::{SessionOptions, DEFAULT_AWAIT_LIMIT};
-pub use self::tasks::TaskLimits;
+pub(crate) use self::server::{SessionOptions, DEFAULT_AWAIT_LIMIT};
+pub(crate) use self::tasks::TaskLimits;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -54,7 +54,7 @@ use crate::host::Host;
 
 /// How to serve.
 #[derive(Clone, Debug)]
-pub struct McpOptions {
+pub(crate) struct McpOptions {
     /// What every session gets.
     pub session: SessionOptions,
     /// Serve Streamable HTTP on this address instead of stdio.
@@ -69,7 +69,7 @@ pub struct McpOptions {
 
 /// Serves MCP until the client leaves (stdio) or `shutdown` resolves; every session's
 /// agents are cancelled when it ends.
-pub async fn serve(
+pub(crate) async fn serve(
     host: Host,
     options: McpOptions,
     shutdown: impl Future<Output = ()>,

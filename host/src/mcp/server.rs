@@ -25,11 +25,11 @@ use crate::host::{Answer, Host, Session};
 /// operator says otherwise (`warren mcp --await-limit`): under the shortest common
 /// client timeout (the OpenAI Agents SDK's 5 s session timeout), so a client gets the
 /// blocks of agents still running instead of timing out.
-pub const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
+pub(crate) const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// What every session gets.
 #[derive(Clone, Debug)]
-pub struct SessionOptions {
+pub(crate) struct SessionOptions {
     /// The profile every session runs under (`None`: `main`).
     pub profile: Option<String>,
     /// How long `await_agents` without `timeout_s` waits at most

@@ -49,7 +49,7 @@ const POLL_INTERVAL_MS: u64 = 500;
 
 /// What the task table may hold (`warren mcp` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskLimits {
+pub(crate) struct TaskLimits {
     /// How long a finished task stays fetchable after it ends (`--task-retention`,
     /// default 1 h).
     pub retention: Duration,

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER;
 
 /// Reads the core module at `input`, writes the component to `output`.
-pub fn componentize(input: &Path, output: &Path) -> anyhow::Result<usize> {
+pub(crate) fn componentize(input: &Path, output: &Path) -> anyhow::Result<usize> {
     let module = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
     let component = wit_component::ComponentEncoder::default()
         .module(&module)

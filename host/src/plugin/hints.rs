@@ -111,7 +111,11 @@ pub(crate) fn declared(
 /// Every hint of tool `name` (offered as such), declared `declared`, in effect under
 /// `capabilities`. Unset hints take MCP's defaults: not read-only, destructive, not
 /// idempotent, open world.
-pub fn effective(name: &str, declared: &ToolHints, capabilities: &CapabilitySet) -> ToolHints {
+pub(crate) fn effective(
+    name: &str,
+    declared: &ToolHints,
+    capabilities: &CapabilitySet,
+) -> ToolHints {
     // No writable grant and no network: nothing outside the call can change.
     let contained = capabilities.replay_safe();
     let reaches = !capabilities.net.patterns().is_empty();
@@ -128,7 +132,7 @@ pub fn effective(name: &str, declared: &ToolHints, capabilities: &CapabilitySet)
 /// The hints of spawn tool `name` for a caller with `capabilities` (`None`: not a
 /// spawn tool). Spawning starts agents on models (the open world) that may write
 /// what the caller may, since a child never has more than its parent.
-pub fn spawn_tool(name: &str, capabilities: &CapabilitySet) -> Option<ToolHints> {
+pub(crate) fn spawn_tool(name: &str, capabilities: &CapabilitySet) -> Option<ToolHints> {
     let contained = capabilities.replay_safe();
     let (title, read_only, destructive, idempotent, open_world) = match name {
         "spawn_agent" => ("Spawn a sub-agent", false, !contained, false, true),

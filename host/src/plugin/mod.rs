@@ -13,11 +13,11 @@
 
 pub(crate) mod cache;
 mod checks;
-pub mod componentize;
+pub(crate) mod componentize;
 pub(crate) mod deferred;
-pub mod hints;
-pub mod overrides;
-pub mod typed;
+pub(crate) mod hints;
+pub(crate) mod overrides;
+pub(crate) mod typed;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -28,9 +28,9 @@ use std::time::Instant;
 use anyhow::Context as _;
 use tracing::info;
 
-pub use self::cache::{CacheOutcome, CompileCache};
+pub(crate) use self::cache::{CacheOutcome, CompileCache};
+pub(crate) use self::deferred::recorded_tools;
 use self::deferred::DeferredCode;
-pub use self::deferred::{record, recorded_tools};
 use self::typed::{TypedComponent, TypedOptions};
 use crate::config::{Config, PluginLimits, PluginTable, Profile, ToolHints};
 use crate::llm::ToolDefinition;

@@ -10,7 +10,7 @@ use crate::sandbox::ToolSpec;
 /// specs, each with the index of the plugin's own spec it came from.
 /// `hidden_included` says whether hidden tools are still in `specs` (a typed
 /// component leaves them out before deriving them, and checks `hide` itself).
-pub fn offer(
+pub(crate) fn offer(
     table: &PluginTable,
     specs: Vec<ToolSpec>,
     hidden_included: bool,

@@ -19,11 +19,11 @@ use serde::Deserialize;
 
 /// Largest `memory_mb` a profile may set: the engine reserves this much address space
 /// per instance slot.
-pub const MAX_MEMORY_MB: u64 = 4096;
+pub(crate) const MAX_MEMORY_MB: u64 = 4096;
 
 /// `value` as a `T` within `min..=max`, or the message a config error shows for it.
 /// The one bounds rule of `warren.toml`'s integers.
-pub fn in_bounds<T>(value: i64, min: T, max: T) -> Result<T, String>
+pub(crate) fn in_bounds<T>(value: i64, min: T, max: T) -> Result<T, String>
 where
     T: TryFrom<i64> + PartialOrd + Display,
 {
@@ -203,32 +203,32 @@ call_limits! {
 
 impl CallLimits {
     /// `tool_timeout_ms` as a duration.
-    pub fn tool_timeout(&self) -> std::time::Duration {
+    pub(crate) fn tool_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.tool_timeout_ms)
     }
 
     /// `max_output_kb` in bytes.
-    pub fn max_output_bytes(&self) -> usize {
+    pub(crate) fn max_output_bytes(&self) -> usize {
         usize::try_from(self.max_output_kb.saturating_mul(1024)).unwrap_or(usize::MAX)
     }
 
     /// `max_write_mb` in bytes.
-    pub fn max_write_bytes(&self) -> u64 {
+    pub(crate) fn max_write_bytes(&self) -> u64 {
         self.max_write_mb.saturating_mul(1 << 20)
     }
 
     /// `scratch_mb` in bytes.
-    pub fn scratch_bytes(&self) -> u64 {
+    pub(crate) fn scratch_bytes(&self) -> u64 {
         self.scratch_mb.saturating_mul(1 << 20)
     }
 
     /// `memory_mb` in bytes.
-    pub fn memory_bytes(&self) -> usize {
+    pub(crate) fn memory_bytes(&self) -> usize {
         usize::try_from(self.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
     }
 
     /// `max_log_kb` in bytes.
-    pub fn max_log_bytes(&self) -> usize {
+    pub(crate) fn max_log_bytes(&self) -> usize {
         usize::try_from(self.max_log_kb.saturating_mul(1024)).unwrap_or(usize::MAX)
     }
 }

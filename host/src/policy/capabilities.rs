@@ -15,7 +15,7 @@ use super::call_limits::CallLimits;
 use super::net::NetPolicy;
 
 /// Where a profile's scratch directory appears inside the guest.
-pub const SCRATCH_GUEST_PATH: &str = "/scratch";
+pub(crate) const SCRATCH_GUEST_PATH: &str = "/scratch";
 
 /// Access mode of a preopened directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
@@ -62,7 +62,7 @@ impl From<FsGrant> for toml::Value {
 
 /// One environment variable a tool may read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EnvGrant {
+pub(crate) struct EnvGrant {
     /// The variable's name.
     pub name: String,
     /// A literal value, or `None` to pass the host's value (when it is set).

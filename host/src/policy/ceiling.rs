@@ -22,7 +22,7 @@ use super::net::{NetPattern, NetPolicy};
 /// A capability set without what only its own machine can use (guest paths, literal
 /// variable values): what a child on a worker is intersected with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ceiling {
+pub(crate) struct Ceiling {
     /// Directories as `(host path, writable)`.
     pub fs: Vec<(String, bool)>,
     /// Whether a scratch directory is allowed.
@@ -37,7 +37,7 @@ pub struct Ceiling {
 
 impl Ceiling {
     /// The portable form of `caps`.
-    pub fn of(caps: &CapabilitySet) -> Ceiling {
+    pub(crate) fn of(caps: &CapabilitySet) -> Ceiling {
         Ceiling {
             fs: caps
                 .fs
@@ -53,7 +53,7 @@ impl Ceiling {
 
     /// A capability set that admits exactly the ceiling, to intersect a worker's
     /// profile with. An entry that does not parse admits nothing.
-    pub fn to_capabilities(&self) -> CapabilitySet {
+    pub(crate) fn to_capabilities(&self) -> CapabilitySet {
         CapabilitySet {
             fs: self
                 .fs

@@ -7,13 +7,13 @@
 //! [`net`] (host patterns and their matching), [`capabilities`] (the grants, the whole
 //! [`CapabilitySet`] and its intersection), [`ceiling`] (the queue's wire form).
 
-pub mod call_limits;
-pub mod capabilities;
-pub mod ceiling;
-pub mod net;
+pub(crate) mod call_limits;
+pub(crate) mod capabilities;
+pub(crate) mod ceiling;
+pub(crate) mod net;
 
-pub use self::call_limits::MAX_MEMORY_MB;
+pub(crate) use self::call_limits::MAX_MEMORY_MB;
 pub(crate) use self::call_limits::{CallLimits, PartialCallLimits};
-pub use self::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
-pub use self::ceiling::Ceiling;
-pub use self::net::{NetPattern, NetPolicy};
+pub(crate) use self::capabilities::{CapabilitySet, EnvGrant, FsGrant, FsMode, SCRATCH_GUEST_PATH};
+pub(crate) use self::ceiling::Ceiling;
+pub(crate) use self::net::{NetPattern, NetPolicy};

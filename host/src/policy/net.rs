@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 
 /// One `host[:port]` entry of `capabilities.net`, parsed and validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NetPattern {
+pub(crate) struct NetPattern {
     /// Which hosts the pattern admits.
     host: HostPattern,
     /// The only port admitted, or any port when absent.
@@ -32,7 +32,7 @@ enum HostPattern {
 impl NetPattern {
     /// Whether this pattern names its host literally, which lets it reach
     /// loopback, private and link-local addresses.
-    pub fn is_literal(&self) -> bool {
+    pub(crate) fn is_literal(&self) -> bool {
         match &self.host {
             HostPattern::Ip(_) => true,
             HostPattern::Name(name) => name == "localhost",
@@ -172,7 +172,7 @@ impl fmt::Display for NetPattern {
 /// Whether an address is on the public internet. Loopback, private, link-local,
 /// unspecified, broadcast, documentation, shared (CGNAT) and multicast addresses are
 /// not, nor are IPv4-mapped IPv6 forms of them.
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();
@@ -202,25 +202,25 @@ pub fn is_public(ip: IpAddr) -> bool {
 
 /// The checked, shareable form of `capabilities.net`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NetPolicy {
+pub(crate) struct NetPolicy {
     /// The allow-list; empty means no network at all.
     patterns: Vec<NetPattern>,
 }
 
 impl NetPolicy {
     /// A policy admitting exactly `patterns`.
-    pub fn new(patterns: Vec<NetPattern>) -> Self {
+    pub(crate) fn new(patterns: Vec<NetPattern>) -> Self {
         NetPolicy { patterns }
     }
 
     /// The allow-list.
-    pub fn patterns(&self) -> &[NetPattern] {
+    pub(crate) fn patterns(&self) -> &[NetPattern] {
         &self.patterns
     }
 
     /// The entries of `self` that `parent` also admits: a sub-agent never reaches
     /// a host its parent could not.
-    pub fn intersect(&self, parent: &NetPolicy) -> NetPolicy {
+    pub(crate) fn intersect(&self, parent: &NetPolicy) -> NetPolicy {
         let patterns = self
             .patterns
             .iter()
@@ -232,21 +232,21 @@ impl NetPolicy {
 
     /// The first entry admitting an HTTP request to `host:port`, by name (or literal
     /// address).
-    pub fn admitting(&self, host: &str, port: u16) -> Option<&NetPattern> {
+    pub(crate) fn admitting(&self, host: &str, port: u16) -> Option<&NetPattern> {
         self.patterns
             .iter()
             .find(|p| p.admits_host(host) && p.admits_port(port))
     }
 
     /// Whether a raw socket may reach `addr`: only a literal IP entry admits one.
-    pub fn admits_address(&self, addr: SocketAddr) -> bool {
+    pub(crate) fn admits_address(&self, addr: SocketAddr) -> bool {
         self.patterns.iter().any(|p| {
             matches!(p.host, HostPattern::Ip(ip) if ip == addr.ip()) && p.admits_port(addr.port())
         })
     }
 
     /// The allow-list for messages: its entries joined, or `empty: no network`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.patterns.is_empty() {
             "empty: no network".into()
         } else {

@@ -47,7 +47,7 @@ struct Watcher {
 }
 
 /// A connection to the queue: enqueues jobs and routes their events.
-pub struct RemoteQueue {
+pub(crate) struct RemoteQueue {
     config: QueueConfig,
     queue: Queue,
     watchers: Watchers,
@@ -77,7 +77,7 @@ impl Drop for RemoteQueue {
 
 impl RemoteQueue {
     /// Connects to the queue `config` names and starts reading its events.
-    pub async fn connect(config: &QueueConfig) -> anyhow::Result<Arc<RemoteQueue>> {
+    pub(crate) async fn connect(config: &QueueConfig) -> anyhow::Result<Arc<RemoteQueue>> {
         let where_ = format!("queue `{}` at {}", config.name, config.redacted_url());
         reachable(config)
             .await
@@ -153,14 +153,14 @@ impl RemoteQueue {
     }
 
     /// The queue's settings.
-    pub fn config(&self) -> &QueueConfig {
+    pub(crate) fn config(&self) -> &QueueConfig {
         &self.config
     }
 
     /// Adds a job with warren's options: id, attempts with backoff, retention.
     /// When a worker's agent enqueues it, `owner` is the worker's job: the new job is
     /// recorded under it first, so that a retry of `owner` can cancel it.
-    pub async fn enqueue(
+    pub(crate) async fn enqueue(
         &self,
         id: &str,
         data: &JobData,
@@ -291,7 +291,7 @@ impl RemoteQueue {
     /// Asks for job `id` to be cancelled. A job no worker has taken yet is removed
     /// at once (`true`); a running one is cancelled by its worker, which polls the
     /// cancel key (`false`).
-    pub async fn cancel(&self, id: &str) -> anyhow::Result<bool> {
+    pub(crate) async fn cancel(&self, id: &str) -> anyhow::Result<bool> {
         let mut conn = self.queue.connection().connection();
         redis::cmd("SET")
             .arg(self.config.cancel_key(id))
@@ -375,7 +375,7 @@ impl RemoteQueue {
     }
 
     /// The outcome of job `id` if it has finished (or vanished), from its hash.
-    pub async fn finished(&self, id: &str) -> anyhow::Result<Option<AgentOutcome>> {
+    pub(crate) async fn finished(&self, id: &str) -> anyhow::Result<Option<AgentOutcome>> {
         // Its hash first: BullMQ's `getState` scans the wait list for a job that is
         // neither completed nor failed, and a failed attempt that will be retried
         // sends a `failed` event too.

@@ -26,10 +26,7 @@
 //!   polls (BullMQ has no cross-process cancel of an active job); a job still waiting
 //!   is removed at once.
 
-pub mod client;
+pub(crate) mod client;
 mod mirror;
 mod remote_child;
-pub mod wire;
-
-pub use self::wire::{process_name, JobData, JobLimits, JobOutcome, JOB_NAME, MAX_JOB_DATA_BYTES};
-pub use crate::config::QueueConfig;
+pub(crate) mod wire;

@@ -32,7 +32,7 @@ pub(crate) const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
 /// once, unrecoverably, naming the limit, before the worker reads it as a job or
 /// sends any of it to a model (a 300 MB job was sent as a 300 MB prompt, and the busy
 /// worker let its lock lapse so the job was taken again and again).
-pub const MAX_JOB_DATA_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_JOB_DATA_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why `data` may not be taken, when its JSON passes [`MAX_JOB_DATA_BYTES`]. Counted by
 /// writing it out to a counter that stops at the limit, so nothing is allocated and
@@ -102,7 +102,7 @@ pub(crate) fn job_id(run: &str, agent: &str) -> String {
 
 /// This process's name in the queue (`HOST-PID`): a worker's default name, and the
 /// start of a parent's heartbeat key.
-pub fn process_name() -> String {
+pub(crate) fn process_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|h| h.trim().to_string())
@@ -113,13 +113,13 @@ pub fn process_name() -> String {
 }
 
 /// The BullMQ job name warren's jobs carry (Node producers may use any name).
-pub const JOB_NAME: &str = "agent";
+pub(crate) const JOB_NAME: &str = "agent";
 
 /// What starts the log line in which a worker leaves a cancelled job's outcome
 /// ([`JobOutcome`] as JSON): BullMQ keeps no return value for a failed job, and a
 /// cancelled job fails (unrecoverably, so it is not retried), as BullMQ's consumers
 /// expect; warren's parent reads the agent's turns, usage and cost from this line.
-pub const OUTCOME_LOG_PREFIX: &str = "warren outcome: ";
+pub(crate) const OUTCOME_LOG_PREFIX: &str = "warren outcome: ";
 
 fn keep_for(seconds: u64) -> Option<bullmq::types::RemoveOnFinish> {
     Some(bullmq::types::RemoveOnFinish::Options(
@@ -188,7 +188,7 @@ impl QueueConfig {
 /// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
 /// are required, so a Node producer can send `{task, profile}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobData {
+pub(crate) struct JobData {
     /// What to do.
     pub task: String,
     /// The profile, by name; the worker uses its own profile of that name. Empty (a
@@ -254,7 +254,7 @@ pub struct JobData {
 /// A job's limits, each absent unless set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct JobLimits {
+pub(crate) struct JobLimits {
     /// Model turns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
@@ -271,7 +271,7 @@ pub struct JobLimits {
 
 /// A finished job's return value: the sub-agent's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobOutcome {
+pub(crate) struct JobOutcome {
     /// How it ended: an [`AgentState`] name (`ok`, `invalid_output`, …).
     pub state: String,
     /// The final answer (or the last text); a typed answer's compact JSON.
@@ -345,7 +345,7 @@ impl JobOutcome {
     }
 
     /// The return value for `outcome`; `cost_usd` is the whole subtree's.
-    pub fn new(outcome: &AgentOutcome, cost_usd: f64, worker: &str) -> JobOutcome {
+    pub(crate) fn new(outcome: &AgentOutcome, cost_usd: f64, worker: &str) -> JobOutcome {
         JobOutcome {
             state: outcome.state.as_str().into(),
             text: outcome.text.clone(),
@@ -362,7 +362,7 @@ impl JobOutcome {
     }
 
     /// Back to an agent outcome.
-    pub fn into_outcome(self) -> AgentOutcome {
+    pub(crate) fn into_outcome(self) -> AgentOutcome {
         let state = AgentState::from_name(&self.state).unwrap_or(AgentState::Error);
         AgentOutcome {
             state,
@@ -388,7 +388,7 @@ fn handed_work_depth() -> u32 {
 
 impl JobData {
     /// The job that runs `spec` on a worker.
-    pub fn from_spec(spec: ChildSpec) -> JobData {
+    pub(crate) fn from_spec(spec: ChildSpec) -> JobData {
         JobData {
             task: spec.task,
             profile: spec.profile,

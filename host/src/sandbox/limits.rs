@@ -12,7 +12,7 @@ use wasmtime::ResourceLimiter;
 /// Caps a guest's linear memory and table growth, remembering whether it refused one so
 /// a trap that follows (Rust aborts on allocation failure) is reported as the limit.
 #[derive(Debug)]
-pub struct MemoryCap {
+pub(crate) struct MemoryCap {
     /// `capabilities.memory_mb` in bytes; a growth past it is refused.
     max_bytes: usize,
     /// Set once a memory growth was refused.
@@ -29,7 +29,7 @@ const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
 impl MemoryCap {
     /// A cap of `max_bytes` of linear memory.
-    pub fn new(max_bytes: usize) -> Self {
+    pub(crate) fn new(max_bytes: usize) -> Self {
         MemoryCap {
             max_bytes,
             refused: false,
@@ -39,13 +39,13 @@ impl MemoryCap {
     }
 
     /// Whether a memory growth was refused during this call.
-    pub fn refused(&self) -> bool {
+    pub(crate) fn refused(&self) -> bool {
         self.refused
     }
 
     /// The most linear memory the call's instance held at once, in bytes (its
     /// memories' initial sizes and every growth allowed).
-    pub fn peak_bytes(&self) -> u64 {
+    pub(crate) fn peak_bytes(&self) -> u64 {
         self.peak as u64
     }
 }
@@ -83,7 +83,7 @@ impl ResourceLimiter for MemoryCap {
 /// A write that would pass the cap is refused with an error (the guest sees a broken
 /// stream) and the overflow is remembered, so the call is reported as output too large.
 #[derive(Clone, Debug)]
-pub struct CappedPipe {
+pub(crate) struct CappedPipe {
     /// `capabilities.max_output_kb` in bytes.
     capacity: usize,
     /// What the guest wrote, up to `capacity`.
@@ -94,7 +94,7 @@ pub struct CappedPipe {
 
 impl CappedPipe {
     /// A pipe holding at most `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         CappedPipe {
             capacity,
             buffer: Arc::default(),
@@ -103,12 +103,12 @@ impl CappedPipe {
     }
 
     /// Whether the guest tried to write past the cap.
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.overflowed.load(Ordering::Relaxed)
     }
 
     /// What was written, lossily decoded.
-    pub fn contents(&self) -> String {
+    pub(crate) fn contents(&self) -> String {
         String::from_utf8_lossy(&self.buffer.lock().expect("pipe poisoned")).into_owned()
     }
 }

@@ -25,12 +25,12 @@ mod bindings;
 mod classify;
 mod disk;
 mod engine;
-pub mod error;
-pub mod figures;
-pub mod limits;
+pub(crate) mod error;
+pub(crate) mod figures;
+pub(crate) mod limits;
 mod linking;
-pub mod net;
-pub mod phases;
+pub(crate) mod net;
+pub(crate) mod phases;
 mod ready;
 mod state;
 mod wasi;
@@ -46,18 +46,18 @@ use tracing::{debug, info_span, warn, Instrument};
 use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
-pub use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
+pub(crate) use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
 use self::bindings::warren::plugin::host_log;
 use self::bindings::PluginIndices;
 use self::classify::{CallEnd, Outcome};
 use self::engine::{engine_config, raise_descriptor_limit, reset_in_place};
-pub use self::error::{OutputKind, ToolCallError, ToolOutcome};
-pub use self::figures::{CallFigures, Measured};
+pub(crate) use self::error::{ToolCallError, ToolOutcome};
+pub(crate) use self::figures::{CallFigures, Measured};
 use self::limits::CappedPipe;
 use self::linking::{add_offline_wasi, stub_network_imports};
 use self::ready::{Caller, Ready, ReadySlot, Refill};
 use self::state::{arm_deadline, new_store};
-pub use self::state::{CallState, LOG_RECORD_MIN_BYTES};
+pub(crate) use self::state::{CallState, LOG_RECORD_MIN_BYTES};
 use crate::policy::CapabilitySet;
 
 /// How often the epoch advances; the granularity of `tool_timeout_ms` and of yielding
@@ -91,7 +91,7 @@ pub struct ToolRequest<'a> {
 
 /// A component with its imports resolved twice: with the network interfaces (for
 /// profiles granted `net`) and without them (their imports trap).
-pub struct Linked {
+pub(crate) struct Linked {
     /// Linked with `wasi:http` and `wasi:sockets`.
     networked: InstancePre<CallState>,
     /// Linked without them.
@@ -102,7 +102,7 @@ pub struct Linked {
 
 impl Linked {
     /// The pre-instance for a call under `caps`.
-    pub fn for_caps(&self, caps: &CapabilitySet) -> &InstancePre<CallState> {
+    pub(crate) fn for_caps(&self, caps: &CapabilitySet) -> &InstancePre<CallState> {
         if caps.net.patterns().is_empty() {
             &self.offline
         } else {
@@ -131,13 +131,13 @@ pub struct Prepared {
 
 /// What a [`GuestCall`] returns: boxed, because an `impl Future` here trips the
 /// compiler's higher-ranked `Send` check in the agent tasks that await it.
-pub type GuestFuture<'s> =
+pub(crate) type GuestFuture<'s> =
     Pin<Box<dyn Future<Output = wasmtime::Result<Result<String, ToolError>>> + Send + 's>>;
 
 /// What one call runs in its fresh instance: the export to call and how to read what
 /// it returns. `Ok(Err(_))` is the tool's own error; `Err(_)` a trap or host fault,
 /// which [`Sandbox::run_call`] turns into the limit or crash that caused it.
-pub trait GuestCall: Send {
+pub(crate) trait GuestCall: Send {
     /// Calls the export on `instance`, which lives in `store`.
     fn run<'s>(self, store: &'s mut Store<CallState>, instance: Instance) -> GuestFuture<'s>
     where

@@ -20,7 +20,7 @@ use crate::policy::net::{is_public, NetPolicy};
 
 /// A request the sandbox refused, kept so the caller can report it precisely.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Denial {
+pub(crate) struct Denial {
     /// What the guest asked for, e.g. `HTTP GET to evil.example:443`.
     pub request: String,
     /// The profile key that would allow it, e.g. `capabilities.net`.
@@ -37,7 +37,7 @@ impl fmt::Display for Denial {
 
 /// Where one tool call's denials collect; shared between the store and its hooks.
 #[derive(Clone, Debug)]
-pub struct DenialLog {
+pub(crate) struct DenialLog {
     /// Who is asking, for the log line: `profile`, `plugin`.
     who: Arc<(String, String)>,
     /// The denials so far, oldest first.
@@ -46,7 +46,7 @@ pub struct DenialLog {
 
 impl DenialLog {
     /// A log for calls made by `profile` into `plugin`.
-    pub fn new(profile: &str, plugin: &str) -> Self {
+    pub(crate) fn new(profile: &str, plugin: &str) -> Self {
         DenialLog {
             who: Arc::new((profile.to_string(), plugin.to_string())),
             entries: Arc::default(),
@@ -54,7 +54,7 @@ impl DenialLog {
     }
 
     /// Logs the denial and keeps it for the call's outcome.
-    pub fn record(&self, denial: Denial) {
+    pub(crate) fn record(&self, denial: Denial) {
         let (profile, plugin) = &*self.who;
         warn!(target: "warren::denial", profile = %profile, plugin = %plugin, capability = denial.capability, request = %denial.request, "denied: {}", denial.reason);
         self.entries
@@ -64,14 +64,14 @@ impl DenialLog {
     }
 
     /// Every denial recorded so far.
-    pub fn entries(&self) -> Vec<Denial> {
+    pub(crate) fn entries(&self) -> Vec<Denial> {
         self.entries.lock().expect("denial log poisoned").clone()
     }
 }
 
 /// Decides an HTTP request to `host:port` under `policy`; on success returns the addresses the
 /// host resolved to (all checked), to connect to without resolving again.
-pub async fn check_http(
+pub(crate) async fn check_http(
     policy: &NetPolicy,
     host: &str,
     port: u16,
@@ -109,7 +109,7 @@ pub async fn check_http(
 }
 
 /// Decides a raw socket use (`socket_addr_check`) under `policy`.
-pub fn check_socket(
+pub(crate) fn check_socket(
     policy: &NetPolicy,
     addr: SocketAddr,
     usage: SocketAddrUse,
@@ -137,7 +137,7 @@ pub fn check_socket(
 }
 
 /// `wasi:http` hooks that route every outgoing request through the [`NetPolicy`].
-pub struct NetHooks {
+pub(crate) struct NetHooks {
     /// The policy of the calling profile.
     pub policy: Arc<NetPolicy>,
     /// Where refusals go.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub(crate) static PHASES: Phases = Phases::new();
 
 /// Running totals, in nanoseconds.
-pub struct Phases {
+pub(crate) struct Phases {
     calls: AtomicU64,
     nanos: [AtomicU64; 4],
 }

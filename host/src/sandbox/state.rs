@@ -20,13 +20,13 @@ use crate::policy::CapabilitySet;
 
 /// Every `host-log` record costs at least this many bytes of `capabilities.max_log_kb`,
 /// so a flood of empty records is bounded like a flood of long ones.
-pub const LOG_RECORD_MIN_BYTES: usize = 128;
+pub(crate) const LOG_RECORD_MIN_BYTES: usize = 128;
 
 /// Largest memory one `wasi:http` fields handle may hold (wasmtime's default).
 const MAX_FIELD_BYTES: usize = 128 * 1024;
 
 /// The state of one tool call's [`wasmtime::Store`].
-pub struct CallState {
+pub(crate) struct CallState {
     /// The WASI context built from the capability set.
     pub(super) wasi: WasiCtx,
     /// wasi:http's per-store context.

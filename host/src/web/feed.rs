@@ -22,7 +22,7 @@ use crate::run_state::RunState;
 /// model response); a journal with a longer one is unreadable in the view, naming the
 /// line (`warren show` still reads it). Only one line is held while it is read, once
 /// for all the view's clients.
-pub const MAX_JOURNAL_LINE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_JOURNAL_LINE_BYTES: usize = 64 << 20;
 
 /// Bytes read from a journal at a time.
 const READ_CHUNK: usize = 1 << 20;

@@ -21,7 +21,7 @@ use crate::run_state::RunState;
 const FRAME_BACKLOG: usize = 1024;
 
 /// A run of this process, as its events come.
-pub struct LiveRun {
+pub(crate) struct LiveRun {
     /// The fold and what the next frame holds.
     inner: Mutex<Inner>,
     /// Frames to event-stream clients, one per burst of events.
@@ -46,7 +46,7 @@ struct Inner {
 
 impl LiveRun {
     /// The view of the run whose jobs are `tree`, rooted at job `root`.
-    pub fn new(tree: Arc<Tree>, root: &JobId) -> Arc<LiveRun> {
+    pub(crate) fn new(tree: Arc<Tree>, root: &JobId) -> Arc<LiveRun> {
         let (profile, task) = tree
             .job(root)
             .map(|job| (job.profile, job.task))
@@ -61,7 +61,7 @@ impl LiveRun {
     }
 
     /// The run's id.
-    pub fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &str {
         &self.tree.run_id
     }
 
@@ -76,7 +76,7 @@ impl LiveRun {
     }
 
     /// Folds one event in; clients get it with the next [`LiveRun::flush`].
-    pub fn apply(&self, record: &EventRecord) {
+    pub(crate) fn apply(&self, record: &EventRecord) {
         let watched = self.frames.receiver_count() > 0;
         let mut inner = self.inner();
         let changed = inner.state.apply(record).map(|a| a.id.clone());
@@ -93,7 +93,7 @@ impl LiveRun {
 
     /// Sends the burst's frame: its events, the rows of the agents they changed, the
     /// run's totals.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let mut inner = self.inner();
         if inner.pending.is_empty() {
             return;

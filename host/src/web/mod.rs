@@ -21,23 +21,21 @@
 mod access;
 mod api;
 mod feed;
-pub mod live;
+pub(crate) mod live;
 mod server;
 mod source;
 
 use std::future::Future;
 use std::net::SocketAddr;
 
-pub use self::feed::MAX_JOURNAL_LINE_BYTES;
-pub use self::live::LiveRun;
-pub use self::server::{HEADER_TIMEOUT, MAX_CONNECTIONS};
-pub use self::source::Source;
+pub(crate) use self::live::LiveRun;
+pub(crate) use self::source::Source;
 
 /// The address `--web` listens on when given none: loopback, a free port.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:0";
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:0";
 
 /// A web server listening, not yet serving.
-pub struct WebServer {
+pub(crate) struct WebServer {
     listener: tokio::net::TcpListener,
     /// The address it listens on (the port chosen when asked for 0).
     local: SocketAddr,
@@ -48,7 +46,7 @@ pub struct WebServer {
 
 impl WebServer {
     /// Listens on `address` for `source`, with a fresh random token.
-    pub async fn bind(address: SocketAddr, source: Source) -> anyhow::Result<WebServer> {
+    pub(crate) async fn bind(address: SocketAddr, source: Source) -> anyhow::Result<WebServer> {
         use anyhow::Context as _;
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -63,7 +61,7 @@ impl WebServer {
     }
 
     /// The page's address, token included: what to open.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let host = if self.local.ip().is_unspecified() {
             "127.0.0.1".to_string()
         } else {
@@ -76,7 +74,7 @@ impl WebServer {
     }
 
     /// Serves until `shutdown` resolves.
-    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+    pub(crate) async fn serve(self, shutdown: impl Future<Output = ()>) {
         server::serve(self.listener, self.local, self.token, self.source, shutdown).await
     }
 }

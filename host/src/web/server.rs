@@ -39,11 +39,11 @@ use crate::listener::{ListenLimits, ServerName};
 /// accepted. A page holds a few (its event stream, a fetch or two); the cap keeps a
 /// flood of connections, with or without the token, from taking the descriptors the
 /// run's own tool calls and model requests need (warren keeps 1,024 for itself).
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// Longest a connection may take to send a request's headers, or stay idle between
 /// requests, before it is closed: a half-sent request gives its descriptor back.
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often an event stream of a journaled run looks for new records.
 const JOURNAL_POLL: Duration = Duration::from_secs(1);

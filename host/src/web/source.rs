@@ -7,7 +7,7 @@ use super::live::LiveRun;
 
 /// What a web server shows.
 #[derive(Clone)]
-pub enum Source {
+pub(crate) enum Source {
     /// A run of this process, as it goes; the journal directory (when runs are
     /// journaled) serves earlier runs and this one's transcripts.
     Live {

@@ -13,7 +13,7 @@ use super::schema::{self, SchemaBuilder};
 use crate::sandbox::ToolSpec;
 
 /// One exported function offered as a tool.
-pub struct TypedFunction {
+pub(crate) struct TypedFunction {
     /// How WIT names it: `interface.function` or `function`.
     pub wit_name: String,
     /// Where it is in an instance, found once at load.
@@ -225,7 +225,7 @@ fn short_name(export: &str) -> &str {
 
 /// The tool name of `function` in the exported interface `interface` (its full export
 /// name), or at the top level: `iface_function`, `-` written `_`.
-pub fn tool_name(interface: Option<&str>, function: &str) -> String {
+pub(crate) fn tool_name(interface: Option<&str>, function: &str) -> String {
     match interface {
         Some(i) => format!("{}_{function}", short_name(i)),
         None => function.to_string(),

@@ -17,10 +17,10 @@
 //! function becomes), [`schema`] (JSON Schema of the arguments, signatures),
 //! [`convert`] (JSON ↔ values), `docs` (WIT doc comments for descriptions).
 
-pub mod convert;
+pub(crate) mod convert;
 mod docs;
 mod exports;
-pub mod schema;
+pub(crate) mod schema;
 
 use std::path::Path;
 
@@ -30,10 +30,10 @@ use wasmtime::component::types::Type;
 use wasmtime::component::{Component, Instance, Val};
 use wasmtime::Store;
 
-pub use self::convert::{args_from_json, from_json, to_json, InvalidArgument};
+pub(crate) use self::convert::{args_from_json, to_json};
 use self::docs::WitDocs;
 use self::exports::Export;
-pub use self::exports::{tool_name, TypedFunction};
+pub(crate) use self::exports::TypedFunction;
 use self::schema::SchemaBuilder;
 use crate::config::PluginLimits;
 use crate::sandbox::{
@@ -47,7 +47,7 @@ const MIN_HOSTCALL_FUEL: usize = 16 << 20;
 
 /// Whether `component` implements `warren:plugin/tool`; every other component loads
 /// as a typed component.
-pub fn is_plugin(component: &Component, sandbox: &Sandbox) -> bool {
+pub(crate) fn is_plugin(component: &Component, sandbox: &Sandbox) -> bool {
     component
         .component_type()
         .exports(sandbox.engine())
@@ -55,7 +55,7 @@ pub fn is_plugin(component: &Component, sandbox: &Sandbox) -> bool {
 }
 
 /// A typed component: linked like any plugin, with the functions it offers.
-pub struct TypedComponent {
+pub(crate) struct TypedComponent {
     /// The component with its imports resolved.
     linked: Linked,
     /// The offered functions, in the order of the tool specs.
@@ -63,7 +63,7 @@ pub struct TypedComponent {
 }
 
 /// How to load one typed component.
-pub struct TypedOptions<'a> {
+pub(crate) struct TypedOptions<'a> {
     /// WIT source whose doc comments describe the tools (`[plugins.NAME] wit`).
     pub wit: Option<&'a Path>,
     /// Tools not offered (`[plugins.NAME] hide`), by generated name: not checked.
@@ -75,7 +75,7 @@ pub struct TypedOptions<'a> {
 impl TypedComponent {
     /// Checks `component` (imports, resources, types), links it and derives a tool
     /// per exported function. `bytes` are its file, for embedded docs.
-    pub fn load(
+    pub(crate) fn load(
         sandbox: &Sandbox,
         component: &Component,
         bytes: &[u8],
@@ -125,13 +125,13 @@ impl TypedComponent {
     }
 
     /// The offered functions, in the order of the tool specs.
-    pub fn functions(&self) -> &[TypedFunction] {
+    pub(crate) fn functions(&self) -> &[TypedFunction] {
         &self.functions
     }
 
     /// Calls function `index` with `arguments` in a fresh sandbox under
     /// `request.capabilities`; its result comes with what it used.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         sandbox: &Sandbox,
         index: usize,

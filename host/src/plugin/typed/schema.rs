@@ -15,7 +15,7 @@ use super::docs::{FuncDocs, Shadow};
 
 /// How deeply types may nest (a list in a record in an option … counts each level).
 /// JSON arguments are converted along the type, so this also bounds that recursion.
-pub const MAX_TYPE_DEPTH: usize = 32;
+pub(crate) const MAX_TYPE_DEPTH: usize = 32;
 
 /// Bytes charged per schema node on top of its names and docs: roughly what the
 /// smallest node (`{"type":"boolean"}`) takes.
@@ -23,7 +23,7 @@ const NODE_COST: usize = 20;
 
 /// Why a function cannot be offered as a tool.
 #[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
+pub(crate) enum SchemaError {
     /// A type with no JSON form.
     #[error("{path} is {what}, which has no JSON form; {hint}")]
     Unsupported {

@@ -20,7 +20,7 @@ pub struct InvalidArgument {
 
 /// Converts a function's JSON arguments object to its parameters, in order. Unknown
 /// and missing arguments are errors naming them; an absent `option` is `none`.
-pub fn args_from_json(
+pub(crate) fn args_from_json(
     params: &[(String, Type)],
     args: &Map<String, Value>,
 ) -> Result<Vec<Val>, InvalidArgument> {

@@ -27,5 +27,5 @@
 pub(crate) mod from_json;
 pub(crate) mod to_json;
 
-pub use self::from_json::{args_from_json, from_json, InvalidArgument};
-pub use self::to_json::to_json;
+pub(crate) use self::from_json::args_from_json;
+pub(crate) use self::to_json::to_json;
