@@ -321,3 +321,109 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
     );
     assert!(results[3].contains("`mode` must be"), "{}", results[3]);
 }
+
+#[tokio::test]
+async fn interrupting_a_parent_leaves_its_children_running_and_loses_none_of_their_results() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let profiles = world.path("warren.toml");
+    let mut written = std::fs::read_to_string(&profiles).unwrap();
+    written = written.replace("[defaults]\n", "[defaults]\nmax_depth = 2\n");
+    written.push_str("\n[profiles.lead]\ndescription = \"Leads a worker\"\nsystem_prompt = \"You lead.\"\ntools = []\n");
+    std::fs::write(&profiles, written).unwrap();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "lead", "task": "LEAD-TASK"}),
+        )]),
+    );
+    server.route(
+        "LEAD-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "WORK-TASK"}),
+        )]),
+    );
+    // The worker answers only once its lead has been interrupted.
+    server.route(
+        "WORK-TASK",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(Reply::answer("WORK-RESULT", (10, 5))),
+        ),
+    );
+    // The root interrupts its lead once the lead waits for its worker.
+    let lead_waits = Arc::new(tokio::sync::Semaphore::new(0));
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        let lead = body.to_string().contains("You lead.");
+        match () {
+            _ if newest.contains("Started job") && newest.contains("(lead)") => {
+                let id = started_job(body)?;
+                let message = json!({"job_id": id, "message": "CHANGE-PLAN: report as soon as the worker does", "mode": "interrupt"});
+                let interrupt = calls(&[("message_agent", message)]);
+                Some(Reply::Gated(lead_waits.clone(), Box::new(interrupt)))
+            }
+            _ if lead && newest.contains("Started job") => {
+                lead_waits.add_permits(1);
+                Some(calls(&[("await_agents", json!({"job_ids": "*"}))]))
+            }
+            _ if lead && newest.contains("CHANGE-PLAN") => {
+                Some(calls(&[("await_agents", json!({"job_ids": "*"}))]))
+            }
+            _ if lead && newest.contains("WORK-RESULT") => {
+                Some(Reply::answer("LEAD-DONE with WORK-RESULT", (10, 5)))
+            }
+            _ if newest.contains("is being cut") => {
+                Some(calls(&[("await_agents", json!({"job_ids": "*"}))]))
+            }
+            _ if newest.contains("was delivered") || newest.contains("LEAD-DONE") => {
+                Some(Reply::answer("ROOT-DONE", (10, 5)))
+            }
+            _ => None,
+        }
+    }));
+    let (output, events) =
+        run_until(&world, &server, "ROOT-TASK", Some((&gate, "CHANGE-PLAN"))).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // The worker was spawned once, was not cancelled by its lead's interrupt, and its
+    // result reached the lead, whose answer reached the root.
+    assert_eq!(requests_with(&server, "WORK-TASK").len(), 1, "{stderr}");
+    // The lead's wait was cut, and said so, before the message was its next input.
+    let cut = requests_with(&server, "CHANGE-PLAN");
+    assert_eq!(cut.len(), 1, "{stderr}");
+    let messages = cut[0].body["messages"].as_array().unwrap();
+    let before = &messages[messages.len() - 2];
+    assert_eq!(before["role"], "tool", "{messages:?}");
+    assert!(
+        before["content"]
+            .as_str()
+            .unwrap()
+            .contains("cut by an interrupt"),
+        "{before}"
+    );
+    let finished: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "agent_finished")
+        .map(|e| {
+            (
+                e["state"].as_str().unwrap_or(""),
+                e["text"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(finished.contains(&("ok", "WORK-RESULT")), "{finished:?}");
+    assert!(
+        finished.contains(&("ok", "LEAD-DONE with WORK-RESULT")),
+        "{finished:?}"
+    );
+    assert!(
+        finished.iter().all(|(state, _)| *state == "ok"),
+        "{finished:?}"
+    );
+}

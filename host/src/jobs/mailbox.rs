@@ -27,6 +27,9 @@ pub(crate) struct Letter {
     pub mode: MessageMode,
 }
 
+/// Receipts that may wait for a sender's next turn.
+pub(crate) const MAX_RECEIPTS: usize = 256;
+
 /// What a job's agent has not read yet, and what it learned of its own messages.
 #[derive(Debug)]
 pub(crate) struct Mailbox {
@@ -106,9 +109,15 @@ impl Mailbox {
         lock(&self.undelivered).clone()
     }
 
-    /// Leaves a receipt for this job's agent (of a message it sent).
+    /// Leaves a receipt for this job's agent (of a message it sent). At most
+    /// [`MAX_RECEIPTS`] wait: a sender that never takes them (an MCP session's root
+    /// has no turns) keeps the newest.
     pub(crate) fn receipt(&self, text: String) {
-        lock(&self.receipts).push(text);
+        let mut receipts = lock(&self.receipts);
+        if receipts.len() >= MAX_RECEIPTS {
+            receipts.remove(0);
+        }
+        receipts.push(text);
     }
 
     /// The receipts left for this job's agent, taken now.
@@ -163,5 +172,17 @@ mod tests {
             .unwrap_err();
         assert!(ended.contains("finished"), "{ended}");
         assert!(mailbox.take().is_empty());
+    }
+
+    #[test]
+    fn receipts_nobody_takes_are_bounded() {
+        let mailbox = Mailbox::default();
+        for n in 0..MAX_RECEIPTS + 10 {
+            mailbox.receipt(format!("receipt {n}"));
+        }
+        let kept = mailbox.take_receipts();
+        assert_eq!(kept.len(), MAX_RECEIPTS);
+        assert_eq!(kept[0], "receipt 10");
+        assert!(mailbox.take_receipts().is_empty());
     }
 }
