@@ -182,6 +182,12 @@ async fn a_queued_message_reaches_a_running_childs_next_request_and_its_sender_i
         "{}",
         newest(&receipt[0].body)
     );
+    // The plain progress lines name the message and its delivery.
+    assert!(stderr.contains("] message #1 from main["), "{stderr}");
+    assert!(
+        stderr.contains("] message #1 delivered (turn 2)"),
+        "{stderr}"
+    );
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     let sent = kinds.iter().position(|k| *k == "agent_message");
     let delivered = kinds.iter().position(|k| *k == "agent_message_delivered");

@@ -249,6 +249,20 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
             *duration_ms as f64 / 1000.0,
             error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
         ),
+        Event::AgentMessage {
+            agent,
+            seq,
+            from,
+            mode,
+            text,
+        } => format!(
+            "[{agent}] message #{seq} from {from} ({}): {}",
+            mode.as_str(),
+            crate::events::summarize(text)
+        ),
+        Event::AgentMessageDelivered { agent, seq, turn } => {
+            format!("[{agent}] message #{seq} delivered (turn {turn})")
+        }
         Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
         _ => return None,
     })
