@@ -433,3 +433,71 @@ async fn interrupting_a_parent_leaves_its_children_running_and_loses_none_of_the
         "{finished:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let worker = |body: &Value| body.to_string().contains("You are a worker.");
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        if worker(body) {
+            // The first process: the worker's model never answers. After the resume:
+            // it answers once the message is in its request.
+            return Some(match newest.contains("DURABLE-NOTE") {
+                true => Reply::answer("NOTE-SEEN", (10, 5)),
+                false => Reply::Hang,
+            });
+        }
+        if newest.contains("ROOT-TASK") {
+            let spawn = json!({"profile": "worker", "task": "CHILD-TASK"});
+            return Some(calls(&[("spawn_agent", spawn)]));
+        }
+        if newest.contains("Started job") {
+            let id = started_job(body)?;
+            let message = json!({"job_id": id, "message": "DURABLE-NOTE: keep it short"});
+            return Some(calls(&[("message_agent", message)]));
+        }
+        if newest.contains("is queued") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("NOTE-SEEN") || newest.contains("was delivered") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let run_id = "messages-durable";
+    let child = crate::resume::start(&world, run_id);
+    // Killed once the message was accepted (its receipt reached the root's model)
+    // and before the worker could read it (its model request hangs).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while requests_with(&server, "is queued").is_empty() {
+        assert!(Instant::now() < deadline, "the message was never accepted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    crate::resume::kill(child);
+    let before = crate::resume::journal_lines(&world, run_id);
+    let sent = |lines: &[Value], kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
+    assert_eq!(sent(&before, "message_sent"), 1, "{before:#?}");
+    assert_eq!(sent(&before, "message_delivered"), 0, "{before:#?}");
+
+    let resumed = crate::support::warren(&world, &["resume", run_id]);
+    let stderr = text(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert_eq!(text(&resumed.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // The worker read the message once, in the resumed process's first request.
+    let read: Vec<Recorded> = server
+        .requests()
+        .into_iter()
+        .filter(|r| worker(&r.body) && r.body.to_string().contains("DURABLE-NOTE"))
+        .collect();
+    assert_eq!(read.len(), 1, "{stderr}");
+    assert_eq!(
+        read[0].body.to_string().matches("<agent_message").count(),
+        1
+    );
+    let after = crate::resume::journal_lines(&world, run_id);
+    assert_eq!(sent(&after, "message_sent"), 1, "sent again: {after:#?}");
+    assert_eq!(sent(&after, "message_delivered"), 1, "{after:#?}");
+}

@@ -9,9 +9,11 @@ use std::time::SystemTime;
 use tokio::sync::watch;
 
 use super::runtime::Agent;
-use crate::events::{Event, MessageMode};
+use crate::events::MessageMode;
 use crate::jobs::mailbox::Letter;
+use crate::jobs::mode::AgentMode;
 use crate::jobs::JobId;
+use crate::journal::{Fact, Record};
 use crate::llm::{ChatRequest, Message, ToolCall};
 
 /// The result of a tool call an interrupt cut.
@@ -49,7 +51,7 @@ impl Agent {
                 receipts.join("\n")
             ));
         }
-        let letters = self.place.mailbox.take();
+        let letters = self.place.mailbox.take(turn);
         if !letters.is_empty() {
             self.delivered(&letters, turn);
             parts.extend(letters.iter().map(letter_text));
@@ -65,11 +67,13 @@ impl Agent {
     fn delivered(&self, letters: &[Letter], turn: u32) {
         let tree = &self.place.tree;
         for letter in letters {
-            tree.events.publish(Event::AgentMessageDelivered {
+            // Journaled before the turn's model response, in order: a resumed run
+            // reads it back at the same turn, never twice.
+            tree.happened(Fact::Recorded(Record::MessageDelivered {
                 agent: self.place.id.0.clone(),
                 seq: letter.seq,
                 turn,
-            });
+            }));
             let sender = letter.sender.clone().and_then(|id| tree.job(&JobId(id)));
             if let Some(sender) = sender {
                 let waited = letter.sent.elapsed().unwrap_or_default().as_secs_f64();
@@ -80,6 +84,29 @@ impl Agent {
                     letter.mode.as_str()
                 ));
             }
+        }
+    }
+
+    /// In a resumed run, leaves the messages an earlier process accepted for this
+    /// agent in its mailbox again: each it had read, for the turn it read it in (its
+    /// history is rebuilt as it was); each it had not, for its next turn.
+    pub(super) fn restore_letters(&self) {
+        let AgentMode::Resumed(Some(recorded)) = self.mode() else {
+            return;
+        };
+        for letter in &recorded.letters {
+            let sent = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms);
+            let restored = Letter {
+                seq: letter.seq,
+                from: letter.from.clone(),
+                sender: letter.sender.clone(),
+                sent,
+                text: letter.text.clone(),
+                mode: letter.mode,
+                due: letter.delivered.unwrap_or(0),
+            };
+            // Accepted before: no limit refuses it now.
+            let _ = self.place.mailbox.post(restored, usize::MAX);
         }
     }
 

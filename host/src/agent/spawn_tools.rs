@@ -127,6 +127,20 @@ fn arguments_object(arguments: &str) -> Result<Value, String> {
     Ok(args)
 }
 
+/// Whether `name` is `message_agent`, whose effect (a message accepted) is
+/// journaled in its own right: a resumed run serves its recorded receipt rather than
+/// sending the message again.
+pub(crate) fn is_message_tool(name: &str) -> bool {
+    name == "message_agent"
+}
+
+/// Whether a resumed run calls tool `name` again rather than serve its recorded
+/// result: the spawn tools that re-register, await, cancel or list jobs, whose
+/// recorded children say what they still have to do.
+pub(crate) fn runs_again_on_resume(name: &str) -> bool {
+    is_spawn_tool(name) && !is_message_tool(name)
+}
+
 /// Whether `name` is one of the spawn tools.
 pub(crate) fn is_spawn_tool(name: &str) -> bool {
     SPAWN_TOOLS.contains(&name)
@@ -243,7 +257,7 @@ impl Agent {
             }
             "await_agents" => Ok(self.await_agents(&args).await),
             "cancel_agent" => self.cancel_agent(&args),
-            "message_agent" => self.message_agent(&args),
+            "message_agent" => self.message_agent(&args).await,
             _ => Ok(self.list_agents()),
         }
     }
@@ -280,7 +294,7 @@ impl Agent {
         )
     }
 
-    fn message_agent(&self, args: &Value) -> Result<String, String> {
+    async fn message_agent(&self, args: &Value) -> Result<String, String> {
         let id = text_arg(args, "job_id")?.ok_or("`job_id` is required")?;
         let id = JobId(id.trim().to_string());
         let text = text_arg(args, "message")?.ok_or("`message` is required")?;
@@ -297,6 +311,7 @@ impl Agent {
             .runtime
             .scheduler
             .message(&self.parent(), &id, text.to_string(), mode)
+            .await
         {
             Receipt::Queued { seq, behind } => Ok(format!(
                 "Message #{seq} to job {id} is queued{}: {} You will be told when it is delivered.",

@@ -21,6 +21,11 @@ pub(crate) const IN_DOUBT: &str = "this call was running when warren's process s
 it may or may not have taken effect. It was not run again, because it could write files or reach the network. \
 Check its effect before repeating it.";
 
+/// The result of a `message_agent` call that had started when the run's process died
+/// and whose receipt was not recorded.
+pub(crate) const MESSAGE_IN_DOUBT: &str = "this message_agent call was running when warren's process stopped, and its receipt was not recorded. \
+It was not sent again: a message that was accepted was on disk before any receipt, and reaches its agent after the resume.";
+
 impl Agent {
     /// Runs `call`, or, in a resumed run, reuses its recorded result: a call whose
     /// end was recorded is not run again, and one that had started with no recorded
@@ -47,7 +52,7 @@ impl Agent {
             }
             AgentMode::Live | AgentMode::Resumed(_) => {}
         }
-        if !spawn_tools::is_spawn_tool(&call.name) {
+        if !spawn_tools::runs_again_on_resume(&call.name) {
             match recorded.as_ref().map(|r| &r.finished) {
                 Some(Some((outcome, content))) => {
                     return if *outcome == ToolOutcome::Ok {
@@ -56,17 +61,24 @@ impl Agent {
                         Err(content.clone())
                     };
                 }
-                Some(None) if !self.access.profile.capabilities.replay_safe() => {
+                Some(None)
+                    if spawn_tools::is_message_tool(&call.name)
+                        || !self.access.profile.capabilities.replay_safe() =>
+                {
                     tracing::warn!(agent = %self.place.id, tool = %call.name, "a call in doubt is not run again");
+                    let doubt = match spawn_tools::is_message_tool(&call.name) {
+                        true => MESSAGE_IN_DOUBT,
+                        false => IN_DOUBT,
+                    };
                     self.place.tree.record(|| Record::ToolFinished {
                         agent: self.place.id.0.clone(),
                         call_id: call.id.clone(),
                         outcome: ToolOutcome::InDoubt,
-                        content: IN_DOUBT.to_string(),
+                        content: doubt.to_string(),
                         duration_ms: 0,
-                        figures: CallFigures::of(IN_DOUBT, None),
+                        figures: CallFigures::of(doubt, None),
                     });
-                    return Err(IN_DOUBT.to_string());
+                    return Err(doubt.to_string());
                 }
                 _ => {}
             }
@@ -120,8 +132,9 @@ impl Agent {
         // (at once for a call that could have had an effect: its end is what keeps
         // it from being in doubt after a crash); not again for a spawn tool a
         // resumed run repeats.
-        let effect = !spawn_tools::is_spawn_tool(&call.name)
-            && !self.access.profile.capabilities.replay_safe();
+        let effect = spawn_tools::is_message_tool(&call.name)
+            || (!spawn_tools::is_spawn_tool(&call.name)
+                && !self.access.profile.capabilities.replay_safe());
         let journaling = match (recorded.is_none_or(|r| r.finished.is_none()), effect) {
             (false, _) => Journaling::Not,
             (true, true) => Journaling::Written,
@@ -160,8 +173,9 @@ impl Agent {
         let journaling = if recorded.is_some() {
             // Its start is in the journal already (a resumed run).
             Journaling::Not
-        } else if spawn_tools::is_spawn_tool(&call.name)
-            || self.access.profile.capabilities.replay_safe()
+        } else if !spawn_tools::is_message_tool(&call.name)
+            && (spawn_tools::is_spawn_tool(&call.name)
+                || self.access.profile.capabilities.replay_safe())
         {
             Journaling::Queued
         } else {

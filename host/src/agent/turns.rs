@@ -251,6 +251,7 @@ impl Agent {
             typed.prepare(&mut request);
         }
         let mut drained = None;
+        self.restore_letters();
         let mut interrupts = self.place.mailbox.interrupts();
         loop {
             // An interrupt sent from here on cuts this turn; its message is read now

@@ -25,6 +25,9 @@ pub(crate) struct Letter {
     pub text: String,
     /// How it is delivered.
     pub mode: MessageMode,
+    /// The first turn whose request may carry it (0: the next): a resumed agent gets
+    /// each message it had read in the turn it read it.
+    pub due: u32,
 }
 
 /// Receipts that may wait for a sender's next turn.
@@ -60,16 +63,11 @@ impl Mailbox {
     /// unless `most` letters wait already. `Ok`: how many letters wait before it.
     /// `Err`: why it was refused (the agent ended, or too many wait).
     pub(crate) fn post(&self, letter: Letter, most: usize) -> Result<usize, String> {
+        self.accepts(most)?;
         let mut letters = lock(&self.letters);
         let Some(waiting) = letters.as_mut() else {
             return Err("it has finished: a message can no longer reach it".into());
         };
-        if waiting.len() >= most {
-            return Err(format!(
-                "{} messages already wait for it unread (at most {most} may: [defaults] max_queued_messages)",
-                waiting.len()
-            ));
-        }
         let behind = waiting.len();
         let interrupt = letter.mode == MessageMode::Interrupt;
         waiting.push_back(letter);
@@ -80,12 +78,29 @@ impl Mailbox {
         Ok(behind)
     }
 
-    /// Every letter waiting, taken now, oldest first.
-    pub(crate) fn take(&self) -> Vec<Letter> {
-        lock(&self.letters)
-            .as_mut()
-            .map(|waiting| waiting.drain(..).collect())
-            .unwrap_or_default()
+    /// The letters that may go in turn `turn`'s request, taken now, oldest first.
+    pub(crate) fn take(&self, turn: u32) -> Vec<Letter> {
+        let mut letters = lock(&self.letters);
+        let Some(waiting) = letters.as_mut() else {
+            return Vec::new();
+        };
+        let (due, later): (VecDeque<Letter>, VecDeque<Letter>) =
+            waiting.drain(..).partition(|letter| letter.due <= turn);
+        *waiting = later;
+        due.into()
+    }
+
+    /// Whether a letter can be left now (the agent has not ended and fewer than
+    /// `most` wait).
+    pub(crate) fn accepts(&self, most: usize) -> Result<(), String> {
+        match lock(&self.letters).as_ref() {
+            None => Err("it has finished: a message can no longer reach it".into()),
+            Some(waiting) if waiting.len() >= most => Err(format!(
+                "{} messages already wait for it unread (at most {most} may: [defaults] max_queued_messages)",
+                waiting.len()
+            )),
+            Some(_) => Ok(()),
+        }
     }
 
     /// A watch that changes at each interrupt posted from now on.
@@ -145,6 +160,7 @@ mod tests {
             sent: SystemTime::now(),
             text: format!("message {seq}"),
             mode,
+            due: 0,
         }
     }
 
@@ -157,9 +173,9 @@ mod tests {
         assert_eq!(mailbox.post(letter(2, MessageMode::Interrupt), 32), Ok(1));
         assert!(interrupts.has_changed().unwrap());
         interrupts.borrow_and_update();
-        let taken: Vec<u64> = mailbox.take().iter().map(|l| l.seq).collect();
+        let taken: Vec<u64> = mailbox.take(1).iter().map(|l| l.seq).collect();
         assert_eq!(taken, [1, 2]);
-        assert!(mailbox.take().is_empty());
+        assert!(mailbox.take(1).is_empty());
         for seq in 3..7 {
             mailbox.post(letter(seq, MessageMode::Queue), 4).unwrap();
         }
@@ -171,7 +187,7 @@ mod tests {
             .post(letter(100, MessageMode::Queue), 4)
             .unwrap_err();
         assert!(ended.contains("finished"), "{ended}");
-        assert!(mailbox.take().is_empty());
+        assert!(mailbox.take(9).is_empty());
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub(crate) struct Tree {
     pub budget: super::budget::Budget,
     /// Seeds job ids.
     next_id: AtomicU64,
+    /// The number of the last message sent to one of its agents.
+    messages: AtomicU64,
     /// Cancels the whole run.
     pub(crate) cancel: CancellationToken,
     /// Where the run's events go.
@@ -105,6 +107,7 @@ impl Tree {
             limits,
             budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
+            messages: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,
             run_id,
@@ -142,6 +145,8 @@ impl Tree {
         let mut tree = Tree::for_queue_job(limits, None, Some(resume.run.clone()), Some(journal));
         let fresh = Arc::get_mut(&mut tree).expect("a new tree has one owner");
         fresh.budget.charge(resume.spent_usd);
+        // Its messages number on from those an earlier process recorded.
+        fresh.messages = AtomicU64::new(resume.max_message_seq);
         fresh.mode = super::mode::Mode::Resumed(resume);
         tree
     }
@@ -239,6 +244,11 @@ impl Tree {
             .jobs
             .get(id)
             .cloned()
+    }
+
+    /// The number of the next message sent in this run (1, 2, …).
+    pub(crate) fn next_message(&self) -> u64 {
+        self.messages.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Whether job `id` descends from job `ancestor` (is its child, or a child's, …).

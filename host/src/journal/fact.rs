@@ -120,6 +120,25 @@ impl Record {
                 let (agent, outcome) = self.finished()?;
                 Event::agent_finished(agent, &outcome)
             }
+            Record::MessageSent {
+                agent,
+                seq,
+                from,
+                mode,
+                text,
+                ..
+            } => Event::AgentMessage {
+                agent: agent.clone(),
+                seq: *seq,
+                from: from.clone(),
+                mode: *mode,
+                text: crate::events::bounded(text, crate::events::RESULT_CHARS),
+            },
+            Record::MessageDelivered { agent, seq, turn } => Event::AgentMessageDelivered {
+                agent: agent.clone(),
+                seq: *seq,
+                turn: *turn,
+            },
             _ => return None,
         })
     }

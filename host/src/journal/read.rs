@@ -378,6 +378,8 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
         | Record::SystemPrompt { .. }
         | Record::JournalFull { .. }
         | Record::AgentSpec { .. }
+        | Record::MessageSent { .. }
+        | Record::MessageDelivered { .. }
         | Record::ToolStarted { .. } => {}
         Record::ToolFinished {
             agent,

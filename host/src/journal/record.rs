@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunLimits;
-use crate::events::AgentIntro;
+use crate::events::{AgentIntro, MessageMode};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::{CallFigures, ToolOutcome};
 
@@ -230,6 +230,32 @@ pub enum Record {
         /// Wall time.
         duration_ms: u64,
     },
+    /// A message was left for `agent` (`message_agent`): on disk before its sender
+    /// is told it was queued, so an accepted message is delivered after a crash.
+    MessageSent {
+        /// To whom.
+        agent: String,
+        /// Its number in the run.
+        seq: u64,
+        /// Who sent it (an agent's path).
+        from: String,
+        /// The sending agent's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sender: Option<String>,
+        /// How it is delivered.
+        mode: MessageMode,
+        /// Its text.
+        text: String,
+    },
+    /// A message reached `agent`: it is in the request of its turn `turn`.
+    MessageDelivered {
+        /// To whom.
+        agent: String,
+        /// Its number in the run.
+        seq: u64,
+        /// The turn whose request carries it.
+        turn: u32,
+    },
     /// The journal reached its size bound (`[journal] max_run_mib`), or a record
     /// was longer than a journal line may be (`journal::MAX_LINE_BYTES`): nothing
     /// after this was recorded, and the run cannot be resumed.
@@ -309,6 +335,8 @@ impl Record {
             | Record::ModelResponse { agent, .. }
             | Record::ToolStarted { agent, .. }
             | Record::ToolFinished { agent, .. }
+            | Record::MessageSent { agent, .. }
+            | Record::MessageDelivered { agent, .. }
             | Record::AgentFinished { agent, .. } => Some(agent),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }

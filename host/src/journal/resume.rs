@@ -76,6 +76,27 @@ pub struct RecordedAgent {
     tools: HashMap<(u32, String), RecordedTool>,
     /// How it ended, when it did.
     pub finished: Option<AgentOutcome>,
+    /// The messages left for it, in the order sent.
+    pub letters: Vec<RecordedLetter>,
+}
+
+/// A message left for an agent, as recorded.
+#[derive(Clone, Debug)]
+pub struct RecordedLetter {
+    /// Its number in the run.
+    pub seq: u64,
+    /// Who sent it.
+    pub from: String,
+    /// The sending agent's id.
+    pub sender: Option<String>,
+    /// How it was delivered.
+    pub mode: crate::events::MessageMode,
+    /// Its text.
+    pub text: String,
+    /// When it was sent (ms since the Unix epoch).
+    pub sent_ms: u64,
+    /// The turn whose request carried it, once delivered.
+    pub delivered: Option<u32>,
 }
 
 impl RecordedAgent {
@@ -123,6 +144,8 @@ pub struct Resume {
     pub spent_usd: f64,
     /// The size bound the journal reached, when it did (it cannot be resumed).
     pub full: Option<u64>,
+    /// The highest number a recorded message took (0: none).
+    pub max_message_seq: u64,
     agents: HashMap<String, RecordedAgent>,
     /// Every recorded job id (a new job never takes one).
     ids: HashSet<String>,
@@ -165,6 +188,7 @@ impl Resume {
             finished: None,
             spent_usd: 0.0,
             full: None,
+            max_message_seq: 0,
             agents: HashMap::new(),
             ids: HashSet::new(),
             unclaimed: Mutex::default(),
@@ -196,6 +220,36 @@ impl Resume {
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.started_ms.get_or_insert(ts_ms);
                     agent.last_ms = ts_ms;
+                }
+            }
+            Record::MessageSent {
+                agent,
+                seq,
+                from,
+                sender,
+                mode,
+                text,
+            } => {
+                self.max_message_seq = self.max_message_seq.max(seq);
+                if let Some(agent) = self.agents.get_mut(&agent) {
+                    agent.letters.push(RecordedLetter {
+                        seq,
+                        from,
+                        sender,
+                        mode,
+                        text,
+                        sent_ms: ts_ms,
+                        delivered: None,
+                    });
+                }
+            }
+            Record::MessageDelivered { agent, seq, turn } => {
+                let letter = self
+                    .agents
+                    .get_mut(&agent)
+                    .and_then(|a| a.letters.iter_mut().find(|l| l.seq == seq));
+                if let Some(letter) = letter {
+                    letter.delivered.get_or_insert(turn);
                 }
             }
             Record::AgentSpec {
@@ -289,6 +343,7 @@ impl Resume {
                 responses: Vec::new(),
                 tools: HashMap::new(),
                 finished: None,
+                letters: Vec::new(),
             },
         );
     }
@@ -378,6 +433,14 @@ impl Resume {
             Record::AgentQueued(intro) => agent(&intro.agent).is_some(),
             Record::AgentStarted { agent: id } => agent(id).is_some_and(|a| a.started()),
             Record::AgentSpec { agent: id, .. } => agent(id).is_some_and(|a| a.spec),
+            Record::MessageSent { agent: id, seq, .. } => {
+                agent(id).is_some_and(|a| a.letters.iter().any(|l| l.seq == *seq))
+            }
+            Record::MessageDelivered { agent: id, seq, .. } => agent(id).is_some_and(|a| {
+                a.letters
+                    .iter()
+                    .any(|l| l.seq == *seq && l.delivered.is_some())
+            }),
             Record::SystemPrompt { digest, .. } => self.prompts.contains_key(digest),
             Record::AgentFinished { agent: id, .. } => {
                 agent(id).is_some_and(|a| a.finished.is_some())

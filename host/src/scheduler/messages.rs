@@ -5,9 +5,10 @@
 use std::time::SystemTime;
 
 use super::parts::{Parent, Scheduler};
-use crate::events::{bounded, Event, MessageMode, RESULT_CHARS};
+use crate::events::MessageMode;
 use crate::jobs::mailbox::Letter;
 use crate::jobs::{JobId, Phase};
+use crate::journal::{Fact, Journaling, Record};
 
 /// What became of a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,8 +26,9 @@ pub(crate) enum Receipt {
 }
 
 impl Scheduler {
-    /// Leaves `text` for `parent`'s descendant `to`, delivered as `mode` says.
-    pub(crate) fn message(
+    /// Leaves `text` for `parent`'s descendant `to`, delivered as `mode` says. The
+    /// message is on disk (a journaled run's) before the receipt says it is queued.
+    pub(crate) async fn message(
         &self,
         parent: &Parent<'_>,
         to: &JobId,
@@ -59,7 +61,11 @@ impl Scheduler {
                 outcome.state.as_str()
             ));
         }
-        let seq = self.next_message();
+        let most = limits.max_queued_messages;
+        if let Err(why) = job.mailbox.accepts(most) {
+            return Receipt::Rejected(format!("agent {to}: {why}"));
+        }
+        let seq = tree.next_message();
         let letter = Letter {
             seq,
             from: tree.path(&parent.place.id),
@@ -67,19 +73,21 @@ impl Scheduler {
             sent: SystemTime::now(),
             text,
             mode,
+            due: 0,
         };
-        let event = Event::AgentMessage {
+        let sent = Record::MessageSent {
             agent: to.0.clone(),
             seq,
             from: letter.from.clone(),
+            sender: letter.sender.clone(),
             mode,
-            text: bounded(&letter.text, RESULT_CHARS),
+            text: letter.text.clone(),
         };
-        match job.mailbox.post(letter, limits.max_queued_messages) {
-            Ok(behind) => {
-                tree.events.publish(event);
-                Receipt::Queued { seq, behind }
-            }
+        tree.happened_as(Fact::Recorded(sent), Journaling::Durably)
+            .await;
+        match job.mailbox.post(letter, most) {
+            Ok(behind) => Receipt::Queued { seq, behind },
+            // It ended meanwhile: the message is recorded as sent, and never read.
             Err(why) => Receipt::Rejected(format!("agent {to}: {why}")),
         }
     }

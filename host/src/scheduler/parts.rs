@@ -91,8 +91,6 @@ pub(crate) struct Scheduler {
     pub(super) remote: Option<Arc<dyn Backend>>,
     /// Runs agents in this process.
     launcher: Weak<dyn Launch>,
-    /// Numbers the messages sent to agents.
-    messages: std::sync::atomic::AtomicU64,
 }
 
 impl Scheduler {
@@ -113,15 +111,7 @@ impl Scheduler {
             slots,
             remote,
             launcher,
-            messages: std::sync::atomic::AtomicU64::new(0),
         }
-    }
-
-    /// The number of the next message sent (1, 2, …).
-    pub(super) fn next_message(&self) -> u64 {
-        self.messages
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1
     }
 
     /// Sub-agents running at once across every run of this host, and who waits.
