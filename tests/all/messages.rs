@@ -501,3 +501,109 @@ async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
     assert_eq!(sent(&after, "message_sent"), 1, "sent again: {after:#?}");
     assert_eq!(sent(&after, "message_delivered"), 1, "{after:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let worker = |body: &Value| body.to_string().contains("You are a worker.");
+    let resumed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (after_resume, first_turn) = (resumed.clone(), gate.clone());
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        let turns = body["messages"].as_array()?.len();
+        if worker(body) {
+            let list = calls(&[("list_dir", json!({"path": "/docs"}))]);
+            return Some(match () {
+                // Turn 1 waits for the message; turn 2 reads it; turn 3 hangs until
+                // the process dies, and answers after the resume.
+                _ if turns <= 2 => Reply::Gated(first_turn.clone(), Box::new(list)),
+                _ if newest.contains("DURABLE-NOTE") => list,
+                _ if after_resume.load(std::sync::atomic::Ordering::SeqCst) => {
+                    Reply::answer("NOTE-SEEN", (10, 5))
+                }
+                _ => Reply::Hang,
+            });
+        }
+        if newest.contains("ROOT-TASK") {
+            let spawn = json!({"profile": "worker", "task": "CHILD-TASK"});
+            return Some(calls(&[("spawn_agent", spawn)]));
+        }
+        if newest.contains("Started job") {
+            let id = started_job(body)?;
+            let message = json!({"job_id": id, "message": "DURABLE-NOTE: keep it short"});
+            return Some(calls(&[("message_agent", message)]));
+        }
+        if newest.contains("is queued") {
+            first_turn.add_permits(1);
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("NOTE-SEEN") || newest.contains("was delivered") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let run_id = "messages-read";
+    let child = crate::resume::start(&world, run_id);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let hanging = |server: &FakeLlm| {
+        server
+            .requests()
+            .iter()
+            .any(|r| worker(&r.body) && r.body["messages"].as_array().is_some_and(|m| m.len() > 5))
+    };
+    let count = |lines: &[Value], kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
+    // Killed once the worker hangs in its third turn and the journal holds its second
+    // (the one that read the message) with the delivery.
+    let read = |lines: &[Value]| {
+        count(lines, "message_delivered") == 1
+            && lines
+                .iter()
+                .filter(|l| l["type"] == "model_response" && l["turn"] == 2)
+                .count()
+                >= 2
+    };
+    while !(hanging(&server) && read(&crate::resume::journal_lines(&world, run_id))) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never reached its third turn"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    crate::resume::kill(child);
+    let before = crate::resume::journal_lines(&world, run_id);
+    assert_eq!(count(&before, "message_delivered"), 1, "{before:#?}");
+    resumed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let asked = server.requests().len();
+
+    let again = crate::support::warren(&world, &["resume", run_id]);
+    let stderr = text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(text(&again.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // The resumed worker asked only its third turn, whose history holds the message
+    // once, where it was read: before its second turn's answer.
+    let third: Vec<Recorded> = server.requests()[asked..]
+        .iter()
+        .filter(|r| worker(&r.body))
+        .cloned()
+        .collect();
+    assert_eq!(third.len(), 1, "{stderr}");
+    let messages = third[0].body["messages"].as_array().unwrap();
+    let letters: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.to_string().contains("<agent_message"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(letters.len(), 1, "{messages:#?}");
+    assert_eq!(
+        messages[letters[0] + 1]["role"],
+        "assistant",
+        "{messages:#?}"
+    );
+    let after = crate::resume::journal_lines(&world, run_id);
+    assert_eq!(count(&after, "message_sent"), 1, "{after:#?}");
+    assert_eq!(count(&after, "message_delivered"), 1, "{after:#?}");
+}
