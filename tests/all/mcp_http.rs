@@ -295,10 +295,14 @@ async fn running_out_of_descriptors_is_retried_quietly_until_they_free() {
             .collect::<String>()
     );
     let log = server.stderr.lock().unwrap().clone();
-    assert_eq!(
-        log.matches("accepting a connection failed").count(),
-        1,
-        "{log}"
+    // One line per burst of failures, never one per try. A descriptor freed for a
+    // moment (the built-ins compiling in the background give theirs back when they
+    // fail) ends a burst: its recovery is logged, and the next burst once.
+    let failed = log.matches("accepting a connection failed").count();
+    let recovered = log.matches("accepting connections works again").count();
+    assert!(
+        (1..=3).contains(&failed) && failed <= recovered + 1,
+        "{failed} failures logged, {recovered} recoveries: {log}"
     );
     // The attacker gives up; the server recovers and serves.
     drop(held);
