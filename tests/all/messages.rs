@@ -434,15 +434,47 @@ async fn interrupting_a_parent_leaves_its_children_running_and_loses_none_of_the
     );
 }
 
+/// The root of the durability tests: spawns a worker, sends it `DURABLE-NOTE` once it
+/// started, awaits it once the message is queued, and ends `ROOT-DONE` once the worker
+/// saw the note (or the root was told it was delivered).
+fn durable_root(body: &Value) -> Option<Reply> {
+    let newest = newest(body);
+    if newest.contains("ROOT-TASK") {
+        let spawn = json!({"profile": "worker", "task": "CHILD-TASK"});
+        return Some(calls(&[("spawn_agent", spawn)]));
+    }
+    if newest.contains("Started job") {
+        let id = started_job(body)?;
+        let message = json!({"job_id": id, "message": "DURABLE-NOTE: keep it short"});
+        return Some(calls(&[("message_agent", message)]));
+    }
+    if newest.contains("is queued") {
+        return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+    }
+    if newest.contains("NOTE-SEEN") || newest.contains("was delivered") {
+        return Some(Reply::answer("ROOT-DONE", (10, 5)));
+    }
+    None
+}
+
+/// Whether `body` is a request of the durability tests' worker.
+fn is_worker(body: &Value) -> bool {
+    body.to_string().contains("You are a worker.")
+}
+
+/// How many of `lines` (a journal's) are records of `kind`.
+fn records(lines: &[Value], kind: &str) -> usize {
+    lines.iter().filter(|l| l["type"] == kind).count()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
     let world = World::new();
     let server = FakeLlm::start().await;
     config(&world, &server);
-    let worker = |body: &Value| body.to_string().contains("You are a worker.");
     server.respond_with(Arc::new(move |body: &Value| {
         let newest = newest(body);
-        if worker(body) {
+        if is_worker(body) {
             // The first process: the worker's model never answers. After the resume:
             // it answers once the message is in its request.
             return Some(match newest.contains("DURABLE-NOTE") {
@@ -450,22 +482,7 @@ async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
                 false => Reply::Hang,
             });
         }
-        if newest.contains("ROOT-TASK") {
-            let spawn = json!({"profile": "worker", "task": "CHILD-TASK"});
-            return Some(calls(&[("spawn_agent", spawn)]));
-        }
-        if newest.contains("Started job") {
-            let id = started_job(body)?;
-            let message = json!({"job_id": id, "message": "DURABLE-NOTE: keep it short"});
-            return Some(calls(&[("message_agent", message)]));
-        }
-        if newest.contains("is queued") {
-            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
-        }
-        if newest.contains("NOTE-SEEN") || newest.contains("was delivered") {
-            return Some(Reply::answer("ROOT-DONE", (10, 5)));
-        }
-        None
+        durable_root(body)
     }));
     let run_id = "messages-durable";
     let child = crate::resume::start(&world, run_id);
@@ -478,9 +495,8 @@ async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
     }
     crate::resume::kill(child);
     let before = crate::resume::journal_lines(&world, run_id);
-    let sent = |lines: &[Value], kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
-    assert_eq!(sent(&before, "message_sent"), 1, "{before:#?}");
-    assert_eq!(sent(&before, "message_delivered"), 0, "{before:#?}");
+    assert_eq!(records(&before, "message_sent"), 1, "{before:#?}");
+    assert_eq!(records(&before, "message_delivered"), 0, "{before:#?}");
 
     let resumed = crate::support::warren(&world, &["resume", run_id]);
     let stderr = text(&resumed.stderr);
@@ -490,7 +506,7 @@ async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
     let read: Vec<Recorded> = server
         .requests()
         .into_iter()
-        .filter(|r| worker(&r.body) && r.body.to_string().contains("DURABLE-NOTE"))
+        .filter(|r| is_worker(&r.body) && r.body.to_string().contains("DURABLE-NOTE"))
         .collect();
     assert_eq!(read.len(), 1, "{stderr}");
     assert_eq!(
@@ -498,8 +514,8 @@ async fn a_message_accepted_before_a_sigkill_is_delivered_once_after_resume() {
         1
     );
     let after = crate::resume::journal_lines(&world, run_id);
-    assert_eq!(sent(&after, "message_sent"), 1, "sent again: {after:#?}");
-    assert_eq!(sent(&after, "message_delivered"), 1, "{after:#?}");
+    assert_eq!(records(&after, "message_sent"), 1, "sent again: {after:#?}");
+    assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -507,14 +523,13 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     let world = World::new();
     let server = FakeLlm::start().await;
     config(&world, &server);
-    let worker = |body: &Value| body.to_string().contains("You are a worker.");
     let resumed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let (after_resume, first_turn) = (resumed.clone(), gate.clone());
     server.respond_with(Arc::new(move |body: &Value| {
         let newest = newest(body);
         let turns = body["messages"].as_array()?.len();
-        if worker(body) {
+        if is_worker(body) {
             let list = calls(&[("list_dir", json!({"path": "/docs"}))]);
             return Some(match () {
                 // Turn 1 waits for the message; turn 2 reads it; turn 3 hangs until
@@ -527,38 +542,23 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
                 _ => Reply::Hang,
             });
         }
-        if newest.contains("ROOT-TASK") {
-            let spawn = json!({"profile": "worker", "task": "CHILD-TASK"});
-            return Some(calls(&[("spawn_agent", spawn)]));
-        }
-        if newest.contains("Started job") {
-            let id = started_job(body)?;
-            let message = json!({"job_id": id, "message": "DURABLE-NOTE: keep it short"});
-            return Some(calls(&[("message_agent", message)]));
-        }
         if newest.contains("is queued") {
             first_turn.add_permits(1);
-            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
         }
-        if newest.contains("NOTE-SEEN") || newest.contains("was delivered") {
-            return Some(Reply::answer("ROOT-DONE", (10, 5)));
-        }
-        None
+        durable_root(body)
     }));
     let run_id = "messages-read";
     let child = crate::resume::start(&world, run_id);
     let deadline = Instant::now() + Duration::from_secs(30);
     let hanging = |server: &FakeLlm| {
-        server
-            .requests()
-            .iter()
-            .any(|r| worker(&r.body) && r.body["messages"].as_array().is_some_and(|m| m.len() > 5))
+        server.requests().iter().any(|r| {
+            is_worker(&r.body) && r.body["messages"].as_array().is_some_and(|m| m.len() > 5)
+        })
     };
-    let count = |lines: &[Value], kind: &str| lines.iter().filter(|l| l["type"] == kind).count();
     // Killed once the worker hangs in its third turn and the journal holds its second
     // (the one that read the message) with the delivery.
     let read = |lines: &[Value]| {
-        count(lines, "message_delivered") == 1
+        records(lines, "message_delivered") == 1
             && lines
                 .iter()
                 .filter(|l| l["type"] == "model_response" && l["turn"] == 2)
@@ -574,7 +574,7 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     }
     crate::resume::kill(child);
     let before = crate::resume::journal_lines(&world, run_id);
-    assert_eq!(count(&before, "message_delivered"), 1, "{before:#?}");
+    assert_eq!(records(&before, "message_delivered"), 1, "{before:#?}");
     resumed.store(true, std::sync::atomic::Ordering::SeqCst);
     let asked = server.requests().len();
 
@@ -586,7 +586,7 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     // once, where it was read: before its second turn's answer.
     let third: Vec<Recorded> = server.requests()[asked..]
         .iter()
-        .filter(|r| worker(&r.body))
+        .filter(|r| is_worker(&r.body))
         .cloned()
         .collect();
     assert_eq!(third.len(), 1, "{stderr}");
@@ -604,6 +604,6 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
         "{messages:#?}"
     );
     let after = crate::resume::journal_lines(&world, run_id);
-    assert_eq!(count(&after, "message_sent"), 1, "{after:#?}");
-    assert_eq!(count(&after, "message_delivered"), 1, "{after:#?}");
+    assert_eq!(records(&after, "message_sent"), 1, "{after:#?}");
+    assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
 }
