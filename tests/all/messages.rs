@@ -291,6 +291,10 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
                     "message_agent",
                     json!({"job_id": id, "message": "hi", "mode": "shout"}),
                 ),
+                (
+                    "message_agent",
+                    json!({"job_id": "f".repeat(10_000), "message": "hi"}),
+                ),
             ]));
         }
         if newest.contains("rejected") || newest.contains("`mode`") {
@@ -309,7 +313,7 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(str::to_string))
         .collect();
-    let results = &results[results.len() - 4..];
+    let results = &results[results.len() - 5..];
     assert!(
         results[0].contains("rejected: agent") && results[0].contains("has ended (error)"),
         "{}",
@@ -326,6 +330,9 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         results[2]
     );
     assert!(results[3].contains("`mode` must be"), "{}", results[3]);
+    // An id no job could have is refused without being echoed back.
+    assert!(results[4].contains("not a job id"), "{}", results[4]);
+    assert!(results[4].len() < 300, "{}", results[4].len());
 }
 
 #[tokio::test]

@@ -326,7 +326,7 @@ impl Agent {
                         "its current step is being cut, and the message is its next input.",
                 }
             )),
-            Receipt::Rejected(why) => Err(format!("message to job {id} rejected: {why}")),
+            Receipt::Rejected(why) => Err(format!("message rejected: {why}")),
         }
     }
 

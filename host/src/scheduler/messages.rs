@@ -10,6 +10,10 @@ use crate::jobs::mailbox::Letter;
 use crate::jobs::{JobId, Phase};
 use crate::journal::{Fact, Journaling, Record};
 
+/// The longest `job_id` looked up (a job's id is six hex digits): a longer one is
+/// refused without echoing it.
+const MAX_JOB_ID_BYTES: usize = 64;
+
 /// What became of a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Receipt {
@@ -45,6 +49,12 @@ impl Scheduler {
                 "the message is {} bytes; a message may hold at most {} KiB ([defaults] max_message_kb)",
                 text.len(),
                 limits.max_message_kb
+            ));
+        }
+        if to.0.len() > MAX_JOB_ID_BYTES {
+            return Receipt::Rejected(format!(
+                "`job_id` is {} bytes: not a job id (ids are six hex digits, as spawn_agent answered)",
+                to.0.len()
             ));
         }
         let Some(job) = tree.job(to) else {
