@@ -94,6 +94,14 @@ async fn every_run_is_journaled_and_read_back_by_later_processes() {
         calls(&[("await_agents", json!({"job_ids": "*"}))]),
     );
     server.route("child two done", answer("ROOT ANSWER"));
+    // A child that ends before the root's second turn comes as a notification
+    // instead of the spawn answers: the root awaits the rest.
+    server.respond_with(std::sync::Arc::new(|body: &Value| {
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        newest
+            .contains("background sub-agents finished")
+            .then(|| calls(&[("await_agents", json!({"job_ids": "*"}))]))
+    }));
     project(&world, &server);
 
     let run = warren(&world, &["run", "--json", "ROOT-TASK"]);
