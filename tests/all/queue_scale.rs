@@ -94,6 +94,43 @@ fn tree_script_with(children: usize, grandchildren: usize, copies: usize, leaf_m
     script
 }
 
+/// Polls Redis every 20 ms until `ready` holds for the count of completed jobs; fails
+/// with `failure` after a minute.
+fn wait_until(redis: &Redis, failure: &str, ready: impl Fn(usize) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let completed: usize = redis.query(redis::cmd("ZCARD").arg("bull:warren:completed"));
+        if ready(completed) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{failure}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Active lead jobs (their task says `LEAD`) that the worker named `worker` holds:
+/// BullMQ keeps the worker's name in the job's `pb` field.
+fn leads_held_by(redis: &Redis, worker: &str) -> usize {
+    let active: Vec<String> = redis.query(
+        redis::cmd("LRANGE")
+            .arg("bull:warren:active")
+            .arg(0)
+            .arg(-1),
+    );
+    active
+        .iter()
+        .filter(|id| {
+            let (by, data): (Option<String>, Option<String>) = redis.query(
+                redis::cmd("HMGET")
+                    .arg(format!("bull:warren:{id}"))
+                    .arg("pb")
+                    .arg("data"),
+            );
+            by.as_deref() == Some(worker) && data.is_some_and(|data| data.contains("LEAD"))
+        })
+        .count()
+}
+
 /// Every job a parent waits for was once polled with BullMQ's `getState`, which scans
 /// the wait list: ten thousand waiting grandchildren kept Redis too busy to renew the
 /// workers' locks, and the tree stalled after about 300 model calls. And a worker whose
@@ -159,8 +196,8 @@ fn a_worker_killed_mid_tree_loses_no_agent_and_the_tree_agrees_with_redis() {
         tree_script_with(10, 10, 3, 700),
     )
     .unwrap();
+    // w1 starts alone, so it takes leads; w2 joins once it holds one.
     let mut first = Worker::start(dir.path(), &redis, "w1", 4);
-    let _second = Worker::start(dir.path(), &redis, "w2", 4);
     let url = redis.url();
     let parent_dir = dir.path().to_path_buf();
     let parent = std::thread::spawn(move || {
@@ -171,16 +208,18 @@ fn a_worker_killed_mid_tree_loses_no_agent_and_the_tree_agrees_with_redis() {
             ],
         )
     });
-    // Once some grandchildren finished (and w1 holds children), w1 dies.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let completed: usize = redis.query(redis::cmd("ZCARD").arg("bull:warren:completed"));
-        if completed >= 15 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no grandchild finished");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(&redis, "w1 never took a lead", |_| {
+        leads_held_by(&redis, "w1") > 0
+    });
+    let _second = Worker::start(dir.path(), &redis, "w2", 4);
+    // w1 dies once some grandchildren finished and while it still holds a lead whose
+    // grandchildren are not all done: however fast this machine runs the tree, the
+    // retried lead makes new grandchildren, so more than 110 jobs complete.
+    wait_until(
+        &redis,
+        "no grandchild finished while w1 held a lead",
+        |completed| completed >= 15 && leads_held_by(&redis, "w1") > 0,
+    );
     first.signal("-KILL");
     first.wait_exit(Duration::from_secs(5));
     let run = parent.join().unwrap();
