@@ -79,6 +79,9 @@ pub enum MessageMode {
     /// Now: the agent's model request or tool wait is cut, its turn ends, and the
     /// message is its next input.
     Interrupt,
+    /// At the agent's next turn boundary, and it keeps the agent going: one about to
+    /// finish takes another turn, and one that finished resumes with its history.
+    FollowUp,
 }
 
 impl MessageMode {
@@ -87,6 +90,20 @@ impl MessageMode {
         match self {
             MessageMode::Queue => "queue",
             MessageMode::Interrupt => "interrupt",
+            MessageMode::FollowUp => "follow_up",
+        }
+    }
+
+    /// Reads a mode as the tool, `warren send` and the web view spell it (`None`:
+    /// the default, queue); `Err` says what is allowed.
+    pub(crate) fn parse(name: Option<&str>) -> Result<MessageMode, String> {
+        match name.map(str::trim) {
+            None | Some("queue") => Ok(MessageMode::Queue),
+            Some("interrupt") => Ok(MessageMode::Interrupt),
+            Some("follow_up" | "follow-up") => Ok(MessageMode::FollowUp),
+            Some(other) => Err(format!(
+                "the mode must be \"queue\", \"interrupt\" or \"follow_up\", not \"{other}\""
+            )),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::events::{summarize, AgentIntro, Event, EventRecord, SpawnMode};
+use crate::events::{summarize, AgentIntro, Event, EventRecord, MessageMode, SpawnMode};
 use crate::jobs::Phase;
 use crate::journal::record::{Line, Record};
 use crate::outcome::{AgentOutcome, AgentState};
@@ -201,6 +201,11 @@ impl RunState {
                 a.cost_usd = *cost_usd;
             }),
             Event::AgentFinished { agent, .. } => self.finish(agent, event.outcome()?, at),
+            Event::AgentMessage {
+                agent,
+                mode: MessageMode::FollowUp,
+                ..
+            } => self.resume(agent, at),
             Event::TextDelta { agent, .. }
             | Event::AgentMessage { agent, .. }
             | Event::AgentMessageDelivered { agent, .. } => self.update(agent, at, |_| {}),
@@ -277,6 +282,20 @@ impl RunState {
             agent.last_ms = at;
             agent.refresh_state(None);
         }
+        Some(agent)
+    }
+
+    /// A follow-up reached a known agent: one that had finished is queued again, to
+    /// run on with its history.
+    fn resume(&mut self, id: &str, at: u64) -> Option<&mut AgentProgress> {
+        let agent = self.agents.get_mut(id)?;
+        if agent.ended() {
+            agent.finished_ms = None;
+            agent.error = None;
+            agent.activity = Activity::Queued;
+            agent.refresh_state(None);
+        }
+        agent.last_ms = at;
         Some(agent)
     }
 

@@ -1,7 +1,8 @@
 //! Messages to running sub-agents (`message_agent`), through the `warren` binary
 //! against the fake OpenAI-compatible server: a queued message reaches a running
 //! child's next request and its sender is told; an interrupt cuts a child's model
-//! request at once; messages that cannot be delivered are rejected with the reason.
+//! request at once; a follow-up resumes a finished child with its history and its own
+//! model; messages that cannot be delivered are rejected with the reason.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ max_message_kb = 8
 [profiles.main]
 description = "Coordinator"
 system_prompt = "You coordinate."
+model = "fake"
 tools = []
 
 [profiles.worker]
@@ -297,7 +299,7 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
                 ),
             ]));
         }
-        if newest.contains("rejected") || newest.contains("`mode`") {
+        if newest.contains("rejected") || newest.contains("`mode`:") {
             return Some(Reply::answer("ROOT-DONE", (10, 5)));
         }
         None
@@ -315,7 +317,8 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         .collect();
     let results = &results[results.len() - 5..];
     assert!(
-        results[0].contains("rejected: agent") && results[0].contains("has ended (error)"),
+        results[0].contains("rejected: agent")
+            && results[0].contains("ended error: only an agent that finished ok can be resumed"),
         "{}",
         results[0]
     );
@@ -329,7 +332,11 @@ async fn messages_that_cannot_be_delivered_are_rejected_with_the_reason() {
         "{}",
         results[2]
     );
-    assert!(results[3].contains("`mode` must be"), "{}", results[3]);
+    assert!(
+        results[3].contains("`mode`: the mode must be"),
+        "{}",
+        results[3]
+    );
     // An id no job could have is refused without being echoed back.
     assert!(results[4].contains("not a job id"), "{}", results[4]);
     assert!(results[4].len() < 300, "{}", results[4].len());
@@ -613,4 +620,124 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     let after = crate::resume::journal_lines(&world, run_id);
     assert_eq!(records(&after, "message_sent"), 1, "{after:#?}");
     assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
+}
+
+/// The id in the newest `[ID: OK]` result block of `body`'s messages.
+fn finished_job(body: &Value) -> Option<String> {
+    let text = newest(body);
+    let (before, _) = text.split_once(": OK]")?;
+    Some(before.rsplit('[').next()?.to_string())
+}
+
+#[tokio::test]
+async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    // The worker runs on a model of its own: a follow-up must not switch it to its
+    // parent's.
+    let profiles = world.path("warren.toml");
+    let mut written = std::fs::read_to_string(&profiles).unwrap();
+    let small = format!(
+        "[models.small]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"small-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\n",
+        server.base_url
+    );
+    written = written.replace(
+        "[defaults]\n",
+        &format!("{small}[defaults]\nmax_follow_ups = 1\n"),
+    );
+    written = written.replace(
+        "system_prompt = \"You are a worker.\"\n",
+        "system_prompt = \"You are a worker.\"\nmodel = \"small\"\n",
+    );
+    std::fs::write(&profiles, written).unwrap();
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK", "background": false}),
+        )]),
+    );
+    server.route("CHILD-TASK", Reply::answer("FIRST-ANSWER", (10, 5)));
+    // The resumed child answers only once its parent's next request is made: its new
+    // result then reaches the parent through the await, not a notification.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "FOLLOW-TEXT",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(Reply::answer("SECOND-ANSWER", (10, 5))),
+        ),
+    );
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        let all = body["messages"].to_string();
+        if newest.contains("SECOND-ANSWER") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        if newest.contains("FIRST-ANSWER") {
+            let id = finished_job(body)?;
+            let follow = json!({"job_id": id, "message": "FOLLOW-TEXT: and the tests?", "mode": "follow_up"});
+            return Some(calls(&[("message_agent", follow)]));
+        }
+        if all.contains("resumed job") && !all.contains("one more") {
+            let id = all.split("resumed job ").nth(1)?.split(',').next()?.to_string();
+            // A second follow-up is over `max_follow_ups`; then the await gets the
+            // resumed child's new result.
+            let again = json!({"job_id": id, "message": "one more", "mode": "follow_up"});
+            gate.add_permits(1);
+            return Some(calls(&[
+                ("message_agent", again),
+                ("await_agents", json!({"job_ids": [id]})),
+            ]));
+        }
+        None
+    }));
+    let (output, events) = run_until(&world, &server, "ROOT-TASK", None).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // The resumed child's request holds its whole history, then the follow-up,
+    // and goes to its own model.
+    let resumed = requests_with(&server, "FOLLOW-TEXT");
+    assert_eq!(resumed.len(), 1, "{stderr}");
+    let body = &resumed[0].body;
+    assert_eq!(body["model"], "small-model", "{body}");
+    let history = body["messages"].to_string();
+    let task = history.find("CHILD-TASK").expect("its task");
+    let answer = history.find("FIRST-ANSWER").expect("its first answer");
+    let follow = history
+        .find("mode=\\\"follow_up\\\"")
+        .expect("the follow-up, marked");
+    assert!(task < answer && answer < follow, "{history}");
+    // The root's first request went to its own model.
+    assert_eq!(server.requests()[0].body["model"], "fake-model");
+    // The second follow-up was over the limit; the await got the new result.
+    let last = server.requests().last().unwrap().body.clone();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    let n = results.len();
+    assert!(
+        results[n - 2].contains("[defaults] max_follow_ups"),
+        "{}",
+        results[n - 2]
+    );
+    assert!(
+        results[n - 1].contains(": OK]") && results[n - 1].contains("SECOND-ANSWER"),
+        "{}",
+        results[n - 1]
+    );
+    assert!(results[n - 1].contains("2 turns"), "{}", results[n - 1]);
+    // The child finished twice: once for its task, once for the follow-up.
+    let finished = events
+        .iter()
+        .filter(|e| e["type"] == "agent_finished" && e["agent"].as_str() != Some(""))
+        .filter(|e| e["text"].as_str().is_some_and(|t| t.contains("ANSWER")))
+        .count();
+    assert_eq!(finished, 2, "{events:?}");
 }

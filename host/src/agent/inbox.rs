@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::runtime::Agent;
 use crate::events::MessageMode;
-use crate::jobs::mailbox::Letter;
+use crate::jobs::mailbox::{Letter, Room};
 use crate::jobs::mode::AgentMode;
 use crate::jobs::JobId;
 use crate::journal::{Fact, Record};
@@ -89,7 +89,8 @@ impl Agent {
 
     /// In a resumed run, leaves the messages an earlier process accepted for this
     /// agent in its mailbox again: each it had read, for the turn it read it in (its
-    /// history is rebuilt as it was); each it had not, for its next turn.
+    /// history is rebuilt as it was); each it had not, for the turn after its last
+    /// recorded one.
     pub(super) fn restore_letters(&self) {
         let AgentMode::Resumed(Some(recorded)) = self.mode() else {
             return;
@@ -103,10 +104,10 @@ impl Agent {
                 sent,
                 text: letter.text.clone(),
                 mode: letter.mode,
-                due: letter.delivered.unwrap_or(0),
+                due: letter.delivered.unwrap_or(recorded.turns() + 1),
             };
             // Accepted before: no limit refuses it now.
-            let _ = self.place.mailbox.post(restored, usize::MAX);
+            let _ = self.place.mailbox.post(restored, Room::UNBOUNDED, || {});
         }
     }
 
@@ -133,6 +134,7 @@ fn letter_text(letter: &Letter) -> String {
     let how = match letter.mode {
         MessageMode::Queue => "queued for your next turn",
         MessageMode::Interrupt => "an interrupt: your last step was cut to deliver it",
+        MessageMode::FollowUp => "a follow-up: answer it, with what you did before in mind",
     };
     format!(
         "<agent_message seq=\"{}\" from=\"{}\" sent_unix=\"{sent}\" mode=\"{}\">\nA message to you ({how}), not a tool result:\n{}\n</agent_message>",

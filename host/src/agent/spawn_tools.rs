@@ -204,13 +204,13 @@ pub(crate) fn definitions(config: &Config, delivery: Delivery) -> Vec<ToolDefini
         },
         ToolDefinition {
             name: "message_agent".into(),
-            description: "Send a message to one of your sub-agents (or theirs) while it runs. mode \"queue\" (default): it reads the message at its next turn boundary; \"interrupt\": its current model request or tool wait is cut and the message is its next input. The answer is a receipt (queued, behind how many, or rejected with the reason); you are told when it is delivered, and a message it never read is named in its result.".into(),
+            description: "Send a message to one of your sub-agents (or theirs). mode \"queue\" (default): a running agent reads it at its next turn boundary; \"interrupt\": its current model request or tool wait is cut and the message is its next input; \"follow_up\": read at its next turn boundary, and it keeps the agent going: one that finished ok resumes with its whole history and the same model and tools, and you get its new result as you got its first. The answer is a receipt (queued, resumed, or rejected with the reason); you are told when it is delivered, and a message it never read is named in its result.".into(),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "job_id": {"type": "string"},
                     "message": {"type": "string", "maxLength": config.run_limits.max_message_kb * 1024},
-                    "mode": {"type": "string", "enum": ["queue", "interrupt"], "default": "queue"}
+                    "mode": {"type": "string", "enum": ["queue", "interrupt", "follow_up"], "default": "queue"}
                 },
                 "required": ["job_id", "message"],
                 "additionalProperties": false
@@ -298,15 +298,8 @@ impl Agent {
         let id = text_arg(args, "job_id")?.ok_or("`job_id` is required")?;
         let id = JobId(id.trim().to_string());
         let text = text_arg(args, "message")?.ok_or("`message` is required")?;
-        let mode = match text_arg(args, "mode")?.as_deref().map(str::trim) {
-            None | Some("queue") => MessageMode::Queue,
-            Some("interrupt") => MessageMode::Interrupt,
-            Some(other) => {
-                return Err(format!(
-                    "`mode` must be \"queue\" or \"interrupt\", not \"{other}\""
-                ))
-            }
-        };
+        let mode = MessageMode::parse(text_arg(args, "mode")?.as_deref())
+            .map_err(|why| format!("`mode`: {why}"))?;
         match self
             .runtime
             .scheduler
@@ -324,7 +317,12 @@ impl Agent {
                     MessageMode::Queue => "it reads it at its next turn boundary.",
                     MessageMode::Interrupt =>
                         "its current step is being cut, and the message is its next input.",
+                    MessageMode::FollowUp =>
+                        "it reads it at its next turn boundary and does not finish before.",
                 }
+            )),
+            Receipt::Resumed { seq } => Ok(format!(
+                "Message #{seq} resumed job {id}, which had finished: it runs again with its whole history to answer it. Its new result comes to you as its first did (await_agents, or a notification)."
             )),
             Receipt::Rejected(why) => Err(format!("message rejected: {why}")),
         }

@@ -36,6 +36,25 @@ struct Progress {
     text: String,
     /// A typed answer, once checked.
     output: Option<serde_json::Value>,
+    /// Wall time it ran, over every activation (a follow-up resumes it).
+    active: Duration,
+}
+
+/// An agent's conversation, kept while it rests after it finished, for a follow-up
+/// to resume: its request as it stands (its whole history), what it has done, and
+/// its typed answer's checks.
+pub(crate) struct Conversation {
+    request: ChatRequest,
+    progress: Progress,
+    typed: Option<TypedAnswer>,
+}
+
+/// Where an agent's run starts.
+pub(crate) enum Stage {
+    /// From its task.
+    Start(String),
+    /// From the conversation it rested with: a follow-up woke it.
+    Again(Conversation),
 }
 
 /// Why an agent stops before its answer: its end state and the reason.
@@ -108,9 +127,10 @@ fn unusable_turn(
 }
 
 impl Agent {
-    /// Runs the loop to its end. The job's start and finish are its owner's to record
-    /// ([`JobHandle`](crate::jobs::JobHandle)).
-    pub(crate) async fn run(&self, task: String) -> AgentOutcome {
+    /// Runs the loop to its end from `stage`. The job's start and finish are its
+    /// owner's to record ([`JobHandle`](crate::jobs::JobHandle)). Returns the outcome
+    /// and, when a follow-up may resume the agent, the conversation to resume.
+    pub(crate) async fn run(&self, stage: Stage) -> (AgentOutcome, Option<Conversation>) {
         let span = info_span!(
             parent: self.parent_span.as_ref().and_then(tracing::Span::id),
             "invoke_agent",
@@ -129,21 +149,43 @@ impl Agent {
             gen_ai.output.messages = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        if crate::telemetry::exporting() {
-            record_input(&span, &task);
+        if let (Stage::Start(task), true) = (&stage, crate::telemetry::exporting()) {
+            record_input(&span, task);
         }
         async {
             let started = Instant::now();
-            warn_profile_notes_once(&self.profile);
-            self.record_spec(&task);
-            let mut progress = Progress::default();
-            let ended = self.converse_within_limits(task, &mut progress).await;
-            // Whatever ended this agent ends its remaining children too.
-            self.place.children_cancel.cancel();
+            let opened = match stage {
+                Stage::Start(task) => {
+                    warn_profile_notes_once(&self.profile);
+                    self.record_spec(&task);
+                    self.open(task)
+                }
+                Stage::Again(mut conversation) => {
+                    conversation.progress.output = None;
+                    Ok(conversation)
+                }
+            };
+            let (ended, mut conversation) = match opened {
+                Ok(mut conversation) => (
+                    self.converse_within_limits(&mut conversation).await,
+                    Some(conversation),
+                ),
+                Err(stop) => (Err(stop), None),
+            };
             let (state, error) = match ended {
                 Ok(()) => (AgentState::Ok, None),
                 Err((state, error)) => (state, Some(error)),
             };
+            let mut progress = match &mut conversation {
+                Some(conversation) => std::mem::take(&mut conversation.progress),
+                None => Progress::default(),
+            };
+            progress.active += started.elapsed();
+            let rests = state == AgentState::Ok && self.may_rest(&progress);
+            if !rests {
+                // Whatever ended this agent for good ends its remaining children too.
+                self.place.children_cancel.cancel();
+            }
             if state != AgentState::Ok {
                 tracing::Span::current().record("error.type", state.as_str());
             }
@@ -155,25 +197,65 @@ impl Agent {
             );
             let outcome = AgentOutcome {
                 state,
-                text: progress.text,
-                output: progress.output.filter(|_| state == AgentState::Ok),
+                text: progress.text.clone(),
+                output: progress.output.clone().filter(|_| state == AgentState::Ok),
                 error,
                 turns: progress.turns,
                 usage: progress.usage,
                 cost_usd: progress.cost_usd,
-                duration: self
-                    .replayed_duration()
-                    .unwrap_or_else(|| started.elapsed()),
+                duration: self.replayed_duration().unwrap_or(progress.active),
             };
             let span = tracing::Span::current();
             span.record("warren.agent.state", state.as_str());
             if crate::telemetry::exporting() {
                 record_output(&span, &outcome);
             }
-            outcome
+            let rest = conversation.filter(|_| rests).map(|mut conversation| {
+                conversation.progress = progress;
+                conversation
+            });
+            (outcome, rest)
         }
         .instrument(span)
         .await
+    }
+
+    /// Whether this agent, having finished ok with `progress`, may be resumed by a
+    /// follow-up: a sub-agent run here (not a worker's queue job, not a replay) with
+    /// turns and follow-ups left.
+    fn may_rest(&self, progress: &Progress) -> bool {
+        let limits = &self.place.tree.limits;
+        self.depth > 0
+            && !self.place.root
+            && progress.turns < self.limits.max_turns
+            && self.place.mailbox.follow_ups() < limits.max_follow_ups
+            && !matches!(self.mode(), AgentMode::Replayed(..))
+    }
+
+    /// The conversation of an agent starting on `task`: its first request, and in a
+    /// resumed run the messages it had been sent, back in its mailbox.
+    fn open(&self, task: String) -> Result<Conversation, Stop> {
+        let (_, provider) = self.provider()?;
+        let mut request = ChatRequest {
+            system: self.system_prompt(),
+            messages: vec![Message::User(task)],
+            tools: self.tool_definitions(),
+            requester: Requester {
+                profile: self.profile.name.clone(),
+                agent_id: self.place.id.0.clone(),
+            },
+            answer_schema: None,
+        };
+        let typed = TypedAnswer::new(self.profile.output_schema.as_ref(), &*provider);
+        if let Some(typed) = &typed {
+            typed.prepare(&mut request);
+        }
+        self.restore_letters();
+        Ok(Conversation {
+            request,
+            progress: Progress::default(),
+            typed,
+        })
     }
 
     /// Records the agent's tool set and spec in the journal, and announces the spec.
@@ -209,13 +291,14 @@ impl Agent {
     /// the wall time a resumed agent already spent).
     async fn converse_within_limits(
         &self,
-        task: String,
-        progress: &mut Progress,
+        conversation: &mut Conversation,
     ) -> Result<(), (AgentState, String)> {
-        let body = self.converse(task, progress);
+        // A resumed agent's earlier wall time counts against its limit, as does the
+        // time it ran before a follow-up woke it.
+        let spent =
+            self.place.tree.mode.earlier_time(&self.place.id) + conversation.progress.active;
+        let body = self.converse(conversation);
         tokio::pin!(body);
-        // A resumed agent's earlier wall time counts against its limit.
-        let spent = self.place.tree.mode.earlier_time(&self.place.id);
         let limit = Duration::from_secs(self.limits.timeout_s).saturating_sub(spent);
         tokio::select! {
             biased;
@@ -229,41 +312,26 @@ impl Agent {
 
     /// The conversation: turn after turn until the model answers with no tool calls
     /// and no child runs (the finish policy), or a limit ends it.
-    async fn converse(
-        &self,
-        task: String,
-        progress: &mut Progress,
-    ) -> Result<(), (AgentState, String)> {
+    async fn converse(&self, conversation: &mut Conversation) -> Result<(), (AgentState, String)> {
         let (model, provider) = self.provider()?;
-        // The history lives in the request, which every turn sends as it stands.
-        let mut request = ChatRequest {
-            system: self.system_prompt(),
-            messages: vec![Message::User(task)],
-            tools: self.tool_definitions(),
-            requester: Requester {
-                profile: self.profile.name.clone(),
-                agent_id: self.place.id.0.clone(),
-            },
-            answer_schema: None,
-        };
-        let mut typed = TypedAnswer::new(self.profile.output_schema.as_ref(), &*provider);
-        if let Some(typed) = &typed {
-            typed.prepare(&mut request);
-        }
+        let Conversation {
+            request,
+            progress,
+            typed,
+        } = conversation;
         let mut drained = None;
-        self.restore_letters();
         let mut interrupts = self.place.mailbox.interrupts();
         loop {
             // An interrupt sent from here on cuts this turn; its message is read now
             // or at the next boundary.
             interrupts.borrow_and_update();
-            let notified = self.before_turn(&mut request, progress.turns + 1).await;
+            let notified = self.before_turn(request, progress.turns + 1).await;
             let delivered = Delivered {
                 notified,
                 drained: drained.take(),
             };
             self.check_limits(progress)?;
-            let turn = self.turn(&provider, &mut request, progress, delivered);
+            let turn = self.turn(&provider, request, progress, delivered);
             let Some(response) = unless_interrupted(&mut interrupts, turn).await else {
                 tracing::info!(agent = %self.place.id, "an interrupt cut the model request");
                 continue;
@@ -277,18 +345,21 @@ impl Agent {
             let reported = typed.as_ref().and_then(|t| t.report(&calls)).is_some();
             if calls.is_empty() || reported {
                 match self
-                    .finish_policy(typed.as_mut(), &calls, &mut request, progress)
+                    .finish_policy(typed.as_mut(), &calls, request, progress)
                     .await
                 {
+                    // A follow-up keeps it going: it reads it in its next turn.
+                    Finish::Ended(Ok(()))
+                        if self.place.mailbox.has_follow_up(progress.turns + 1) => {}
                     Finish::Ended(ended) => return ended,
                     Finish::Reasked => {}
                     Finish::Drained(waited) => drained = Some(waited),
                 }
                 continue;
             }
-            let run = self.run_tool_calls(&calls, progress.turns, &mut request);
+            let run = self.run_tool_calls(&calls, progress.turns, request);
             if unless_interrupted(&mut interrupts, run).await.is_none() {
-                self.interrupted_calls(&calls, &mut request);
+                self.interrupted_calls(&calls, request);
             }
         }
     }

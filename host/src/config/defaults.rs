@@ -10,8 +10,8 @@ use toml::Spanned;
 use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
 use super::limits::{
-    AgentLimits, AgentSeconds, Depth, HostConcurrency, MessageKib, QueuedMessages, RunConcurrency,
-    RunLimits, Turns,
+    AgentLimits, AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, QueuedMessages,
+    RunConcurrency, RunLimits, Turns,
 };
 use super::models::model_name;
 use super::output_schema::OutputSchema;
@@ -48,6 +48,8 @@ pub(super) struct RawDefaults {
     max_message_kb: Option<MessageKib>,
     /// Messages that may wait unread in one agent's mailbox.
     max_queued_messages: Option<QueuedMessages>,
+    /// Follow-ups that may wake one agent after it finished.
+    max_follow_ups: Option<FollowUps>,
     /// `[defaults.capabilities]`, under every profile's own.
     #[serde(default)]
     pub(super) capabilities: RawCapabilities,
@@ -72,6 +74,9 @@ impl RawDefaults {
             max_queued_messages: self
                 .max_queued_messages
                 .map_or(d.max_queued_messages, |v| v.0 as usize),
+            max_follow_ups: self
+                .max_follow_ups
+                .map_or(d.max_follow_ups, |v| v.0 as usize),
         }
     }
 }

@@ -7,11 +7,11 @@
 
 use super::journal::{RunMib, DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 use super::limits::{
-    AgentSeconds, Depth, HostConcurrency, MessageKib, QueuedMessages, RunConcurrency, ToolCount,
-    ToolKib, Turns, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_CONCURRENT_TOTAL, DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_DESCRIPTION_KB, DEFAULT_MAX_MESSAGE_KB, DEFAULT_MAX_PROFILE_TOOLS_KB,
-    DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_MAX_SCHEMA_KB, DEFAULT_MAX_TOOLS, DEFAULT_MAX_TURNS,
-    DEFAULT_TIMEOUT_S,
+    AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, QueuedMessages, RunConcurrency,
+    ToolCount, ToolKib, Turns, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_CONCURRENT_TOTAL,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_DESCRIPTION_KB, DEFAULT_MAX_FOLLOW_UPS, DEFAULT_MAX_MESSAGE_KB,
+    DEFAULT_MAX_PROFILE_TOOLS_KB, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_MAX_SCHEMA_KB,
+    DEFAULT_MAX_TOOLS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_S,
 };
 use super::plugins::DEFAULT_PLUGIN_DIR;
 use super::profile::MAX_PROFILE_DESCRIPTION_BYTES;
@@ -189,6 +189,7 @@ pub(crate) const KEYS: &[Key] = &[
     bounded(&DEFAULTS, "budget_usd", Absent("no cap"), Dollars::BOUNDS, "cost cap of a whole run, shared by the tree"),
     bounded(&DEFAULTS, "max_message_kb", Int(DEFAULT_MAX_MESSAGE_KB as u64), MessageKib::BOUNDS, "KiB one `message_agent` message may hold; a longer one is rejected, naming this key"),
     bounded(&DEFAULTS, "max_queued_messages", Int(DEFAULT_MAX_QUEUED_MESSAGES as u64), QueuedMessages::BOUNDS, "messages that may wait unread in one agent's mailbox; one more is rejected, naming this key"),
+    bounded(&DEFAULTS, "max_follow_ups", Int(DEFAULT_MAX_FOLLOW_UPS as u64), FollowUps::BOUNDS, "follow-ups (message_agent mode \"follow_up\") that may wake one agent after it finished, each resuming it with its history; one more is rejected, naming this key (0: finished agents take none)"),
     key(&CAPABILITIES, "fs", List(&[]), "granted directories, each `{ host, guest, mode }` (below)"),
     key(&CAPABILITIES, "scratch", Bool(false), "a private writable directory at `/scratch`, removed when the agent ends"),
     key(&CAPABILITIES, "env", List(&[]), "variables the guest sees: a name passes the host's value (if set); `{ name, value }` sets one"),

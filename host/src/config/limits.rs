@@ -23,6 +23,8 @@ pub(super) type Depth = Bounded<0, { MAX_DEPTH as u64 }>;
 pub(super) type MessageKib = Bounded<1, 1024>;
 /// `[defaults] max_queued_messages`.
 pub(super) type QueuedMessages = Bounded<1, 1024>;
+/// Follow-ups one agent may take after it finished (0: none).
+pub(super) type FollowUps = Bounded<0, 1024>;
 /// `[plugins] max_tools`.
 pub(super) type ToolCount = Bounded<1, 100_000>;
 /// `[plugins] max_*_kb`.
@@ -42,6 +44,8 @@ pub(crate) const DEFAULT_MAX_DEPTH: u32 = 1;
 pub(crate) const DEFAULT_MAX_MESSAGE_KB: usize = 16;
 /// `[defaults] max_queued_messages`.
 pub(crate) const DEFAULT_MAX_QUEUED_MESSAGES: usize = 32;
+/// Follow-ups one agent may take after it finished.
+pub(crate) const DEFAULT_MAX_FOLLOW_UPS: usize = 8;
 /// `[plugins] max_tools`.
 pub(crate) const DEFAULT_MAX_TOOLS: usize = 256;
 /// `[plugins] max_description_kb`.
@@ -87,6 +91,8 @@ pub struct RunLimits {
     pub max_message_kb: usize,
     /// Messages that may wait unread in one agent's mailbox (default 32).
     pub max_queued_messages: usize,
+    /// Follow-ups that may wake one agent after it finished (default 8).
+    pub max_follow_ups: usize,
 }
 
 impl Default for RunLimits {
@@ -98,6 +104,7 @@ impl Default for RunLimits {
             budget_usd: None,
             max_message_kb: DEFAULT_MAX_MESSAGE_KB,
             max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
+            max_follow_ups: DEFAULT_MAX_FOLLOW_UPS,
         }
     }
 }

@@ -72,7 +72,7 @@ pub struct JobHandle {
     /// Where the job sits.
     place: Placement,
     /// Flips the job's `done` flag; `None` once finished.
-    done: Option<watch::Sender<bool>>,
+    done: Option<Arc<watch::Sender<bool>>>,
 }
 
 impl JobHandle {
@@ -87,7 +87,7 @@ impl JobHandle {
 
     fn new(
         tree: &Arc<Tree>,
-        (id, done, mailbox): (JobId, watch::Sender<bool>, Arc<Mailbox>),
+        (id, done, mailbox): (JobId, Arc<watch::Sender<bool>>, Arc<Mailbox>),
         cancel: CancellationToken,
         root: bool,
     ) -> JobHandle {
@@ -139,13 +139,49 @@ impl JobHandle {
         outcome
     }
 
+    /// The job's agent finished with `outcome` and may be resumed by a follow-up: its
+    /// end is published as [`JobHandle::finish`] publishes it, and the handle stays
+    /// to [`start`](JobHandle::start) it again once a follow-up wakes it.
+    pub(crate) fn rest(&mut self, outcome: AgentOutcome) {
+        self.publish_end(outcome, true);
+    }
+
+    /// The resting job will not be resumed (its parent ended): no letter gets in any
+    /// more, and a follow-up accepted just before ends it, cancelled before it ran.
+    pub(crate) fn retire(mut self) {
+        self.place.mailbox.close();
+        let requeued = self
+            .place
+            .tree
+            .job(&self.place.id)
+            .is_some_and(|job| !matches!(job.phase, Phase::Done(_)));
+        if requeued {
+            self.end(AgentOutcome {
+                error: Some("its parent ended before the follow-up could run".into()),
+                ..AgentOutcome::cancelled_before_start()
+            });
+        } else {
+            self.done = None;
+        }
+    }
+
     fn end(&mut self, outcome: AgentOutcome) {
-        let Some(done) = self.done.take() else {
+        self.publish_end(outcome, false);
+        self.done = None;
+    }
+
+    /// Publishes the job's end; `resting`: it may be resumed.
+    fn publish_end(&mut self, outcome: AgentOutcome, resting: bool) {
+        let Some(done) = self.done.clone() else {
             return;
         };
         let tree = &self.place.tree;
         // What its agent ended without reading stays undelivered, said in its result.
-        self.place.mailbox.close();
+        if resting {
+            self.place.mailbox.rest();
+        } else {
+            self.place.mailbox.close();
+        }
         tree.happened(Fact::Recorded(Record::agent_finished(
             &self.place.id.0,
             &outcome,

@@ -109,6 +109,9 @@ pub struct Job {
     pub(crate) cancel: CancellationToken,
     /// Flips to `true` when it finishes.
     pub(crate) done: watch::Receiver<bool>,
+    /// Flips `done`: its handle's, and the tree's to put it back (a follow-up that
+    /// resumes it).
+    pub(super) done_flag: std::sync::Arc<watch::Sender<bool>>,
     /// Whether its result went to the parent (awaited or notified).
     pub delivered: bool,
     /// The short label its parent gave at spawn (`description`).

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 pub(crate) use crate::events::MessageMode;
 
@@ -33,16 +33,39 @@ pub(crate) struct Letter {
 /// Receipts that may wait for a sender's next turn.
 pub(crate) const MAX_RECEIPTS: usize = 256;
 
+/// Whether a mailbox takes letters.
+#[derive(Debug)]
+enum Door {
+    /// The agent runs: letters wait here, oldest first.
+    Open(VecDeque<Letter>),
+    /// The agent finished and may be resumed: only a follow-up gets in, and wakes it.
+    Resting,
+    /// The agent ended for good.
+    Closed,
+}
+
+/// How a letter got in.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Posted {
+    /// It waits behind this many letters.
+    Waiting(usize),
+    /// It woke the resting agent, which resumes with its history to read it.
+    Woke,
+}
+
 /// What a job's agent has not read yet, and what it learned of its own messages.
 #[derive(Debug)]
 pub(crate) struct Mailbox {
-    /// Letters waiting, oldest first; `None` once the agent ended (what was left is
-    /// in `undelivered`).
-    letters: Mutex<Option<VecDeque<Letter>>>,
+    /// Letters waiting, or why none can.
+    door: Mutex<Door>,
     /// Letters the agent ended without reading.
     undelivered: Mutex<Vec<Letter>>,
     /// Counts interrupts: the agent watches it while it waits for its model or tools.
     interrupts: watch::Sender<u64>,
+    /// Wakes the resting agent: a follow-up came in.
+    wake: Notify,
+    /// Follow-ups accepted.
+    follow_ups: Mutex<usize>,
     /// Receipts of the messages this job's agent sent, for its next turn.
     receipts: Mutex<Vec<String>>,
 }
@@ -50,38 +73,80 @@ pub(crate) struct Mailbox {
 impl Default for Mailbox {
     fn default() -> Self {
         Mailbox {
-            letters: Mutex::new(Some(VecDeque::new())),
+            door: Mutex::new(Door::Open(VecDeque::new())),
             undelivered: Mutex::default(),
             interrupts: watch::channel(0).0,
+            wake: Notify::new(),
+            follow_ups: Mutex::default(),
             receipts: Mutex::default(),
         }
     }
 }
 
+/// What a mailbox may hold: letters waiting at once, and follow-ups in the agent's life.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Room {
+    /// Letters that may wait unread (`[defaults] max_queued_messages`).
+    pub(crate) queued: usize,
+    /// Follow-ups the agent may take (`[defaults] max_follow_ups`).
+    pub(crate) follow_ups: usize,
+}
+
+impl Room {
+    /// No bound: for letters accepted before (a resumed run's).
+    pub(crate) const UNBOUNDED: Room = Room {
+        queued: usize::MAX,
+        follow_ups: usize::MAX,
+    };
+}
+
 impl Mailbox {
     /// Leaves `letter` for the agent (and cuts its current step, for an interrupt),
-    /// unless `most` letters wait already. `Ok`: how many letters wait before it.
-    /// `Err`: why it was refused (the agent ended, or too many wait).
-    pub(crate) fn post(&self, letter: Letter, most: usize) -> Result<usize, String> {
-        self.accepts(most)?;
-        let mut letters = lock(&self.letters);
-        let Some(waiting) = letters.as_mut() else {
-            return Err("it has finished: a message can no longer reach it".into());
+    /// unless the mailbox has no room for it; a follow-up to a resting agent wakes it,
+    /// `woke` having run first (under the mailbox's lock: the agent cannot end for
+    /// good in between). `Err`: why it was refused.
+    pub(crate) fn post(
+        &self,
+        letter: Letter,
+        room: Room,
+        woke: impl FnOnce(),
+    ) -> Result<Posted, String> {
+        let mut door = lock(&self.door);
+        check(&door, letter.mode, room, *lock(&self.follow_ups))?;
+        let mode = letter.mode;
+        if mode == MessageMode::FollowUp {
+            *lock(&self.follow_ups) += 1;
+        }
+        let posted = match &mut *door {
+            Door::Open(waiting) => {
+                let behind = waiting.len();
+                waiting.push_back(letter);
+                Posted::Waiting(behind)
+            }
+            Door::Resting => {
+                *door = Door::Open(VecDeque::from([letter]));
+                woke();
+                self.wake.notify_one();
+                Posted::Woke
+            }
+            Door::Closed => unreachable!("checked above"),
         };
-        let behind = waiting.len();
-        let interrupt = letter.mode == MessageMode::Interrupt;
-        waiting.push_back(letter);
-        drop(letters);
-        if interrupt {
+        drop(door);
+        if mode == MessageMode::Interrupt {
             self.interrupts.send_modify(|count| *count += 1);
         }
-        Ok(behind)
+        Ok(posted)
+    }
+
+    /// Whether a letter of `mode` can be left now.
+    pub(crate) fn accepts(&self, mode: MessageMode, room: Room) -> Result<(), String> {
+        check(&lock(&self.door), mode, room, *lock(&self.follow_ups))
     }
 
     /// The letters that may go in turn `turn`'s request, taken now, oldest first.
     pub(crate) fn take(&self, turn: u32) -> Vec<Letter> {
-        let mut letters = lock(&self.letters);
-        let Some(waiting) = letters.as_mut() else {
+        let mut door = lock(&self.door);
+        let Door::Open(waiting) = &mut *door else {
             return Vec::new();
         };
         let (due, later): (VecDeque<Letter>, VecDeque<Letter>) =
@@ -90,17 +155,20 @@ impl Mailbox {
         due.into()
     }
 
-    /// Whether a letter can be left now (the agent has not ended and fewer than
-    /// `most` wait).
-    pub(crate) fn accepts(&self, most: usize) -> Result<(), String> {
-        match lock(&self.letters).as_ref() {
-            None => Err("it has finished: a message can no longer reach it".into()),
-            Some(waiting) if waiting.len() >= most => Err(format!(
-                "{} messages already wait for it unread (at most {most} may: [defaults] max_queued_messages)",
-                waiting.len()
-            )),
-            Some(_) => Ok(()),
+    /// Whether a follow-up waits for turn `turn` (or earlier): the agent may not
+    /// finish before it reads it.
+    pub(crate) fn has_follow_up(&self, turn: u32) -> bool {
+        match &*lock(&self.door) {
+            Door::Open(waiting) => waiting
+                .iter()
+                .any(|letter| letter.mode == MessageMode::FollowUp && letter.due <= turn),
+            Door::Resting | Door::Closed => false,
         }
+    }
+
+    /// Follow-ups accepted so far.
+    pub(crate) fn follow_ups(&self) -> usize {
+        *lock(&self.follow_ups)
     }
 
     /// A watch that changes at each interrupt posted from now on.
@@ -108,13 +176,28 @@ impl Mailbox {
         self.interrupts.subscribe()
     }
 
-    /// The agent ended: no letter is accepted any more, and those left unread are
-    /// kept as undelivered. Returns them.
+    /// The agent finished but may be resumed: what it left unread is undelivered,
+    /// and from now on only a follow-up gets in. Returns what was left unread.
+    pub(crate) fn rest(&self) -> Vec<Letter> {
+        self.shut(Door::Resting)
+    }
+
+    /// Waits until a follow-up wakes the resting agent.
+    pub(crate) async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The agent ended for good: no letter is accepted any more, and those left unread
+    /// are kept as undelivered. Returns them.
     pub(crate) fn close(&self) -> Vec<Letter> {
-        let left: Vec<Letter> = lock(&self.letters)
-            .take()
-            .map(Vec::from)
-            .unwrap_or_default();
+        self.shut(Door::Closed)
+    }
+
+    fn shut(&self, to: Door) -> Vec<Letter> {
+        let left = match std::mem::replace(&mut *lock(&self.door), to) {
+            Door::Open(waiting) => Vec::from(waiting),
+            Door::Resting | Door::Closed => Vec::new(),
+        };
         lock(&self.undelivered).extend(left.iter().cloned());
         left
     }
@@ -141,6 +224,31 @@ impl Mailbox {
     }
 }
 
+/// Whether a letter of `mode` gets through `door`, given `room` and the follow-ups
+/// taken so far.
+fn check(door: &Door, mode: MessageMode, room: Room, follow_ups: usize) -> Result<(), String> {
+    if mode == MessageMode::FollowUp && follow_ups >= room.follow_ups {
+        return Err(format!(
+            "it has taken {follow_ups} follow-ups already (at most {} may wake one agent: [defaults] max_follow_ups)",
+            room.follow_ups
+        ));
+    }
+    match door {
+        Door::Closed => Err("it has ended: a message can no longer reach it".into()),
+        Door::Resting if mode != MessageMode::FollowUp => Err(format!(
+            "it has finished: a {} message reaches only a running agent (send mode \"follow_up\" to resume it with its history)",
+            mode.as_str()
+        )),
+        Door::Resting => Ok(()),
+        Door::Open(waiting) if waiting.len() >= room.queued => Err(format!(
+            "{} messages already wait for it unread (at most {} may: [defaults] max_queued_messages)",
+            waiting.len(),
+            room.queued
+        )),
+        Door::Open(_) => Ok(()),
+    }
+}
+
 /// `mutex` locked, whatever a panicking holder left.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
@@ -164,30 +272,58 @@ mod tests {
         }
     }
 
+    fn room(queued: usize, follow_ups: usize) -> Room {
+        Room { queued, follow_ups }
+    }
+
     #[test]
     fn letters_wait_in_order_interrupts_are_counted_and_a_closed_box_keeps_what_was_unread() {
         let mailbox = Mailbox::default();
         let mut interrupts = mailbox.interrupts();
-        assert_eq!(mailbox.post(letter(1, MessageMode::Queue), 32), Ok(0));
+        let post = |seq, mode, queued| mailbox.post(letter(seq, mode), room(queued, 8), || {});
+        assert_eq!(post(1, MessageMode::Queue, 32), Ok(Posted::Waiting(0)));
         assert!(!interrupts.has_changed().unwrap());
-        assert_eq!(mailbox.post(letter(2, MessageMode::Interrupt), 32), Ok(1));
+        assert_eq!(post(2, MessageMode::Interrupt, 32), Ok(Posted::Waiting(1)));
         assert!(interrupts.has_changed().unwrap());
         interrupts.borrow_and_update();
         let taken: Vec<u64> = mailbox.take(1).iter().map(|l| l.seq).collect();
         assert_eq!(taken, [1, 2]);
         assert!(mailbox.take(1).is_empty());
         for seq in 3..7 {
-            mailbox.post(letter(seq, MessageMode::Queue), 4).unwrap();
+            post(seq, MessageMode::Queue, 4).unwrap();
         }
-        let full = mailbox.post(letter(99, MessageMode::Queue), 4).unwrap_err();
+        let full = post(99, MessageMode::Queue, 4).unwrap_err();
         assert!(full.contains("max_queued_messages"), "{full}");
         assert_eq!(mailbox.close().len(), 4);
         assert_eq!(mailbox.undelivered().len(), 4);
-        let ended = mailbox
-            .post(letter(100, MessageMode::Queue), 4)
-            .unwrap_err();
-        assert!(ended.contains("finished"), "{ended}");
+        let ended = post(100, MessageMode::FollowUp, 4).unwrap_err();
+        assert!(ended.contains("ended"), "{ended}");
         assert!(mailbox.take(9).is_empty());
+    }
+
+    #[test]
+    fn a_resting_agent_takes_only_follow_ups_each_waking_it_up_to_the_limit() {
+        let mailbox = Mailbox::default();
+        let woke = std::cell::Cell::new(0);
+        let post =
+            |seq, mode| mailbox.post(letter(seq, mode), room(32, 2), || woke.set(woke.get() + 1));
+        post(1, MessageMode::Queue).unwrap();
+        assert_eq!(mailbox.rest().len(), 1, "unread when it finished");
+        let queued = post(2, MessageMode::Queue).unwrap_err();
+        assert!(queued.contains("follow_up"), "{queued}");
+        assert!(post(3, MessageMode::Interrupt).is_err());
+        assert_eq!(post(4, MessageMode::FollowUp), Ok(Posted::Woke));
+        assert_eq!(woke.get(), 1);
+        assert!(mailbox.has_follow_up(1));
+        assert_eq!(post(5, MessageMode::FollowUp), Ok(Posted::Waiting(1)));
+        assert_eq!(woke.get(), 1, "it was awake already");
+        let taken: Vec<u64> = mailbox.take(1).iter().map(|l| l.seq).collect();
+        assert_eq!(taken, [4, 5]);
+        assert!(!mailbox.has_follow_up(9));
+        mailbox.rest();
+        let over = post(6, MessageMode::FollowUp).unwrap_err();
+        assert!(over.contains("max_follow_ups"), "{over}");
+        assert_eq!(woke.get(), 1);
     }
 
     #[test]

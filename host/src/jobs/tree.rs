@@ -168,7 +168,11 @@ impl Tree {
         label: Option<&str>,
         mode: Option<SpawnMode>,
         cancel: CancellationToken,
-    ) -> (JobId, watch::Sender<bool>, Arc<super::mailbox::Mailbox>) {
+    ) -> (
+        JobId,
+        Arc<watch::Sender<bool>>,
+        Arc<super::mailbox::Mailbox>,
+    ) {
         let mut jobs = self.jobs.lock().expect("job table poisoned");
         let recorded = self.mode.claim(parent, profile, task);
         let id = recorded.map(JobId).unwrap_or_else(|| loop {
@@ -184,6 +188,7 @@ impl Tree {
             }
         });
         let (sender, done) = watch::channel(false);
+        let sender = Arc::new(sender);
         let mailbox = Arc::<super::mailbox::Mailbox>::default();
         if let Some(parent) = parent {
             jobs.children
@@ -203,6 +208,7 @@ impl Tree {
                 created: Instant::now(),
                 cancel,
                 done,
+                done_flag: sender.clone(),
                 delivered: false,
                 label: label.map(str::to_string),
                 mode,
@@ -233,6 +239,24 @@ impl Tree {
         job.phase = phase;
         if ends && counted {
             table.active -= 1;
+        }
+    }
+
+    /// Puts finished job `id` back in the queue: a follow-up resumes it. Its result
+    /// is to be delivered again, and whoever waits for it waits for its next end.
+    pub(crate) fn requeue(&self, id: &JobId) {
+        let mut table = self.jobs.lock().expect("job table poisoned");
+        let Some(job) = table.jobs.get_mut(id) else {
+            return;
+        };
+        if !matches!(job.phase, Phase::Done(_)) {
+            return;
+        }
+        job.phase = Phase::Queued;
+        job.delivered = false;
+        job.done_flag.send_replace(false);
+        if job.parent.is_some() {
+            table.active += 1;
         }
     }
 

@@ -26,7 +26,7 @@ mod parts;
 mod spawn;
 mod wait;
 
-pub(crate) use self::messages::Receipt;
-pub(crate) use self::parts::{AgentRun, Launch, Parent, Role, Scheduler, Start};
+pub(crate) use self::messages::{Receipt, Sender};
+pub(crate) use self::parts::{AgentRun, Ended, Launch, Parent, Role, Scheduler, Start, Wake};
 pub(crate) use self::spawn::{Grant, RootStart};
 pub(crate) use self::wait::{Report, Until};

@@ -13,8 +13,28 @@ use crate::jobs::{Backend, Placement};
 use crate::outcome::AgentOutcome;
 use crate::plugin::{ToolAccess, ToolRegistry};
 
-/// An agent's run, to its outcome.
-pub(crate) type AgentRun = Pin<Box<dyn Future<Output = AgentOutcome> + Send>>;
+/// An agent's run, to its end.
+pub(crate) type AgentRun = Pin<Box<dyn Future<Output = Ended> + Send>>;
+
+/// Runs a finished agent again, with its history, to read the follow-up that woke it.
+pub(crate) type Wake = Box<dyn FnOnce() -> AgentRun + Send>;
+
+/// How an agent's run ended: its outcome and, when a follow-up may resume it, how.
+pub(crate) struct Ended {
+    /// How it ended.
+    pub(crate) outcome: AgentOutcome,
+    /// Resumes it (`None`: it ended for good).
+    pub(crate) wake: Option<Wake>,
+}
+
+impl From<AgentOutcome> for Ended {
+    fn from(outcome: AgentOutcome) -> Ended {
+        Ended {
+            outcome,
+            wake: None,
+        }
+    }
+}
 
 /// How the scheduler runs an agent in this process: the agent layer's side of the
 /// seam (the scheduler never names the agent loop).
@@ -130,7 +150,7 @@ impl Scheduler {
         move |start| match launcher.upgrade() {
             Some(launcher) => launcher.launch(start),
             // The host is gone: nothing is left to run it.
-            None => Box::pin(async { AgentOutcome::cancelled_before_start() }),
+            None => Box::pin(async { AgentOutcome::cancelled_before_start().into() }),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::parts::{Parent, Role, Scheduler, Start};
+use super::parts::{Parent, Role, Scheduler, Start, Wake};
 use crate::config::{AgentLimits, Profile};
 use crate::events::SpawnMode;
 use crate::jobs::slots::Reservation;
@@ -132,18 +132,24 @@ impl Scheduler {
             parent_span: None,
         });
         handle.start();
-        (id, tokio::spawn(async move { handle.finish(run.await) }))
+        // A root ends for good: its run ends with it.
+        (
+            id,
+            tokio::spawn(async move { handle.finish(run.await.outcome) }),
+        )
     }
 
     /// Runs a child as `job`: waits for the slots reserved at its spawn (or a
     /// cancellation), runs it here or, with a queue, on a worker, and finishes the job
-    /// with its outcome.
+    /// with its outcome. A child that may take follow-ups rests after it finished,
+    /// holding no slot, until one wakes it (then it waits for slots again and runs on
+    /// with its history) or its parent ends.
     fn run_child(
         &self,
         mut job: JobHandle,
         start: Start,
         spec: ChildSpec,
-        slots: Reservation,
+        mut slots: Reservation,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let tree = job.place().tree.clone();
         // A replay runs every agent here: nothing goes to a queue.
@@ -154,31 +160,50 @@ impl Scheduler {
         let earlier = tree.mode.earlier_outcome(job.id());
         let cancel = job.place().cancel.clone();
         let launch = self.launch_later();
+        let queue = self.slots.clone();
         async move {
             // A resumed run's child that had finished delivers its recorded outcome.
             if let Some(outcome) = earlier {
                 job.finish(outcome);
                 return;
             }
-            let permit = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => None,
-                permit = slots.wait() => Some(permit),
-            };
-            let Some(permit) = permit else {
-                job.finish(AgentOutcome::cancelled_before_start());
-                return;
-            };
-            // The job gives its slots back once its end is published.
-            job.hold(permit);
-            let outcome = match remote {
-                Some(backend) => backend.run(&job, spec).await,
-                None => {
-                    job.start();
-                    launch(start).await
+            let mut next: Option<Wake> = Some(Box::new(move || launch(start)));
+            while let Some(run) = next.take() {
+                let permit = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    permit = slots.wait() => Some(permit),
+                };
+                let Some(permit) = permit else {
+                    job.finish(AgentOutcome::cancelled_before_start());
+                    return;
+                };
+                // The job gives its slots back once its end is published.
+                job.hold(permit);
+                let ended = match &remote {
+                    Some(backend) => backend.run(&job, spec.clone()).await.into(),
+                    None => {
+                        job.start();
+                        run().await
+                    }
+                };
+                let Some(wake) = ended.wake else {
+                    job.finish(ended.outcome);
+                    return;
+                };
+                job.rest(ended.outcome);
+                let woken = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => false,
+                    () = job.place().mailbox.woken() => true,
+                };
+                if !woken {
+                    job.retire();
+                    return;
                 }
-            };
-            job.finish(outcome);
+                slots = queue.reserve(&tree.slots, true);
+                next = Some(wake);
+            }
         }
     }
 

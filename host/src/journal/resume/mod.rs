@@ -74,8 +74,10 @@ pub struct RecordedAgent {
     responses: Vec<RecordedResponse>,
     /// Its tool calls by (turn, call id).
     tools: HashMap<(u32, String), RecordedTool>,
-    /// How it ended, when it did.
+    /// How it ended, when it did and no follow-up resumed it since.
     pub finished: Option<AgentOutcome>,
+    /// Its turns at each recorded end (a follow-up resumes an agent that ended).
+    finish_turns: Vec<u32>,
     /// The messages left for it, in the order sent.
     pub letters: Vec<RecordedLetter>,
 }
@@ -115,6 +117,11 @@ impl RecordedAgent {
         self.started_ms.map_or(Duration::ZERO, |started| {
             Duration::from_millis(self.last_ms.saturating_sub(started))
         })
+    }
+
+    /// How many model responses were recorded for it.
+    pub fn turns(&self) -> u32 {
+        self.responses.len() as u32
     }
 
     /// Whether it was running (or started and ended) in the earlier process.
@@ -279,6 +286,7 @@ impl Resume {
                 if let Some((id, outcome)) = record.finished() {
                     if let Some(agent) = self.agents.get_mut(id) {
                         agent.last_ms = ts_ms;
+                        agent.finish_turns.push(outcome.turns);
                         agent.finished = Some(outcome);
                     }
                 }
@@ -316,6 +324,7 @@ impl Resume {
                 responses: Vec::new(),
                 tools: HashMap::new(),
                 finished: None,
+                finish_turns: Vec::new(),
                 letters: Vec::new(),
             },
         );
@@ -334,6 +343,10 @@ impl Resume {
             } => {
                 self.max_message_seq = self.max_message_seq.max(seq);
                 if let Some(agent) = self.agents.get_mut(&agent) {
+                    // A follow-up resumed it: it runs again, to its next end.
+                    if mode == crate::events::MessageMode::FollowUp {
+                        agent.finished = None;
+                    }
                     agent.letters.push(RecordedLetter {
                         seq,
                         from,
@@ -452,9 +465,9 @@ impl Resume {
                     .any(|l| l.seq == *seq && l.delivered.is_some())
             }),
             Record::SystemPrompt { digest, .. } => self.prompts.contains_key(digest),
-            Record::AgentFinished { agent: id, .. } => {
-                agent(id).is_some_and(|a| a.finished.is_some())
-            }
+            Record::AgentFinished {
+                agent: id, turns, ..
+            } => agent(id).is_some_and(|a| a.finish_turns.contains(turns)),
             _ => false,
         }
     }
