@@ -741,3 +741,170 @@ async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model
         .count();
     assert_eq!(finished, 2, "{events:?}");
 }
+
+/// `warren send ARGS` run in `dir`, as from another terminal.
+fn send(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("send")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The one run in `world`'s journal directory.
+fn only_run(world: &World) -> String {
+    let runs: Vec<_> = std::fs::read_dir(world.path(".warren/runs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+#[tokio::test]
+async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_that_ended_refuses() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK"}),
+        )]),
+    );
+    // The child's first turn waits until the person's message is in its mailbox.
+    server.route(
+        "CHILD-TASK",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(calls(&[("list_dir", json!({"path": "/docs"}))])),
+        ),
+    );
+    server.route("PERSON-TEXT", Reply::answer("CHILD-SAW-PERSON", (10, 5)));
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("CHILD-SAW-PERSON") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "--quiet", "ROOT-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the child's first request waits, a person sends it a message.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let child = loop {
+        let started = server.requests().iter().find_map(|r| started_job(&r.body));
+        if let (Some(id), false) = (started, requests_with(&server, "CHILD-TASK").is_empty()) {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the child never asked its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let run_id = only_run(&world);
+    let (w, r, c) = (
+        world.dir.path().to_path_buf(),
+        run_id.clone(),
+        child.clone(),
+    );
+    let sent = tokio::task::spawn_blocking(move || {
+        send(
+            &w,
+            &[&r, &c, "PERSON-TEXT: check /docs first", "--from", "ada"],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    assert!(
+        text(&sent.stdout).starts_with(&format!("queued: message #1 to {child}")),
+        "{}",
+        text(&sent.stdout)
+    );
+    gate.add_permits(1);
+    let output = tokio::time::timeout(Duration::from_secs(60), run.wait_with_output())
+        .await
+        .expect("the run ended")
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
+    // The child read it at its turn boundary, marked as a person's message.
+    let steered = requests_with(&server, "PERSON-TEXT");
+    assert_eq!(steered.len(), 1);
+    let message = newest(&steered[0].body);
+    assert!(message.contains("from=\\\"ada (a person)\\\""), "{message}");
+    // The run has ended: a message is refused, saying so; the socket is gone.
+    let late = send(world.dir.path(), &[&run_id, &child, "too late"]);
+    assert_eq!(late.status.code(), Some(1));
+    assert!(
+        text(&late.stderr).contains(&format!("run {run_id} has ended")),
+        "{}",
+        text(&late.stderr)
+    );
+    assert!(!world
+        .path(&format!(".warren/runs/{run_id}/control.sock"))
+        .exists());
+    // A bad mode is a usage error.
+    let bad = send(
+        world.dir.path(),
+        &[&run_id, &child, "hi", "--mode", "shout"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
+#[tokio::test]
+async fn warren_send_to_a_run_whose_process_died_says_how_to_resume_it() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    server.route("ROOT-TASK", Reply::Hang);
+    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "--quiet", "ROOT-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while requests_with(&server, "ROOT-TASK").is_empty() {
+        assert!(Instant::now() < deadline, "the root never asked its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let run_id = only_run(&world);
+    // Killed once its start is on disk (a run killed before has nothing to resume).
+    let journal = world.path(&format!(".warren/runs/{run_id}/journal.jsonl"));
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("agent_started")) {
+        assert!(
+            Instant::now() < deadline,
+            "the run's start was never journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+    let sent = send(world.dir.path(), &[&run_id, "root", "are you there?"]);
+    assert_eq!(sent.status.code(), Some(1));
+    let stderr = text(&sent.stderr);
+    assert!(
+        stderr.contains(&format!("run {run_id} is not running"))
+            && stderr.contains(&format!("`warren resume {run_id}`")),
+        "{stderr}"
+    );
+}

@@ -116,6 +116,16 @@ pub(super) enum Command {
     ///
     /// RUN is a run id, a unique prefix of one, or `last`.
     Show(ShowArgs),
+    /// Send a message to an agent of a live run, from another terminal, and print its
+    /// receipt: queued (read at the agent's next turn boundary), resumed (a follow-up
+    /// woke an agent that had finished) or rejected, with the reason.
+    ///
+    /// The process running the run (`warren run`, `warren resume`) listens on the
+    /// run's control socket beside its journal, owner-only. A run whose process is
+    /// gone is refused, with how to resume it. AGENT is a job id as `warren show`
+    /// lists it, or `root`. Exit code 0 when the message was accepted, 1 when it was
+    /// rejected or the run cannot be reached, 2 for bad arguments.
+    Send(SendArgs),
     /// Serve the web view of a journaled run (its tree, transcripts and timeline), or
     /// of the list of runs when no RUN is given, until Ctrl-C.
     ///
@@ -314,6 +324,24 @@ pub(super) struct PruneArgs {
     /// Only print what would be deleted.
     #[arg(long)]
     pub(super) dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct SendArgs {
+    /// The run: its id, a unique prefix of it, or `last`.
+    pub(super) run: String,
+    /// The agent: its job id, or `root`.
+    pub(super) agent: String,
+    /// The message; `-` reads it from standard input.
+    pub(super) message: String,
+    /// queue (default: read at the agent's next turn boundary), interrupt (its current
+    /// model request or tool wait is cut) or follow_up (keeps it going; resumes an
+    /// agent that finished ok, with its history).
+    #[arg(long, value_name = "MODE")]
+    pub(super) mode: Option<String>,
+    /// Who the agent is told sent it (default: your user name).
+    #[arg(long, value_name = "NAME")]
+    pub(super) from: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,7 @@ mod run;
 mod runs;
 mod runs_report;
 mod scaffold;
+mod send;
 mod serve;
 mod tools;
 mod ui;
@@ -112,6 +113,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Mcp(args) => serve::mcp(config, args).await,
         Command::Runs(args) => runs::runs(config, args),
         Command::Show(args) => runs::show(config, args),
+        Command::Send(args) => send::send(config, args).await,
         Command::View(args) => serve::view(config, args).await,
         Command::Resume(args) => run::resume(config, args).await,
         Command::Replay(args) => runs::replay(config, args).await,

@@ -29,6 +29,7 @@ use crate::sandbox::Sandbox;
 use crate::scheduler::{Role, RootStart, Scheduler};
 
 pub(crate) mod builder;
+pub(crate) mod control;
 pub(crate) mod error;
 pub(crate) mod run;
 pub(crate) mod session;
@@ -518,6 +519,7 @@ impl Host {
             access,
         };
         let (root, handle) = self.parts.scheduler.start_root(&tree, root);
+        self::control::serve(self.parts.clone(), tree.clone(), root.clone());
         Ok(Run {
             tree,
             root,

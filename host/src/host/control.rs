@@ -1,0 +1,205 @@
+//! A live run's control socket: how `warren send` in another terminal reaches the
+//! process that runs the run. A journaled run listens on `control.sock` beside its
+//! journal (owner-only, in the owner-only run directory) until its root ends; each
+//! connection carries one message as a JSON line and gets its receipt as one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+
+use crate::agent::Runtime;
+use crate::events::MessageMode;
+use crate::jobs::{JobId, Tree};
+use crate::scheduler::{Receipt, Sender};
+
+/// The socket's name, beside the run's journal.
+pub(crate) const CONTROL_SOCKET: &str = "control.sock";
+
+/// Connections served at once; one more is answered busy.
+const MAX_CONNECTIONS: usize = 8;
+
+/// How long a connection may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest path a Unix socket may have (`sun_path`, less its terminating zero).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// One message, as `warren send` sends it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SendRequest {
+    /// The agent's job id (or `root`).
+    pub(crate) agent: String,
+    /// The text.
+    pub(crate) message: String,
+    /// `queue` (default), `interrupt` or `follow_up`.
+    pub(crate) mode: Option<String>,
+    /// Who sends it, as the agent is told.
+    pub(crate) from: String,
+}
+
+/// What became of it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SendReply {
+    /// `queued`, `resumed` or `rejected`.
+    pub(crate) receipt: String,
+    /// The message's number in the run, when accepted.
+    pub(crate) seq: Option<u64>,
+    /// The receipt in a sentence.
+    pub(crate) text: String,
+}
+
+/// The control socket of the run whose journal is `journal`.
+pub(crate) fn socket_path(journal: &Path) -> PathBuf {
+    journal.with_file_name(CONTROL_SOCKET)
+}
+
+/// Starts serving `tree`'s control socket (a journaled run's) until its root `root`
+/// ends; a socket that cannot be opened (its path too long, say) is logged, and the
+/// run goes on without one.
+pub(crate) fn serve(runtime: Arc<Runtime>, tree: Arc<Tree>, root: JobId) {
+    let Some(journal) = &tree.journal else {
+        return;
+    };
+    let path = socket_path(journal.path());
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        tracing::warn!(
+            path = %path.display(),
+            "the run's control socket path is too long for a Unix socket: `warren send` cannot reach this run (use a shorter [journal] dir)"
+        );
+        return;
+    }
+    // A socket left by a process that died (this run is resumed) is stale.
+    let _ = std::fs::remove_file(&path);
+    let listener = match UnixListener::bind(&path) {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "cannot open the run's control socket: `warren send` cannot reach this run");
+            return;
+        }
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Err(error) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+        tracing::warn!(path = %path.display(), %error, "cannot make the control socket owner-only; closing it");
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let Some(mut done) = tree.job(&root).map(|job| job.done) else {
+        return;
+    };
+    tokio::spawn(async move {
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        loop {
+            let accepted = tokio::select! {
+                _ = done.wait_for(|ended| *ended) => break,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((stream, _)) = accepted else {
+                // Out of descriptors, say: try again shortly rather than spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                let reply = rejected("the run is serving other messages: send again".into());
+                tokio::spawn(write_reply(stream, reply));
+                continue;
+            };
+            let (runtime, tree, root) = (runtime.clone(), tree.clone(), root.clone());
+            tokio::spawn(async move {
+                let _slot = slot;
+                handle(&runtime, &tree, &root, stream).await;
+            });
+        }
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+/// Serves one connection: reads its request, leaves the message, answers the receipt.
+async fn handle(runtime: &Runtime, tree: &Arc<Tree>, root: &JobId, stream: UnixStream) {
+    // A message may escape every byte (six per byte) and the rest is small.
+    let most = (tree.limits.max_message_kb * 1024 * 6 + 4096) as u64;
+    let (read, write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read.take(most + 1));
+    let read = tokio::time::timeout(READ_TIMEOUT, reader.read_line(&mut line)).await;
+    let reply = match read {
+        Err(_) => rejected(format!("no request within {} s", READ_TIMEOUT.as_secs())),
+        Ok(Err(error)) => rejected(format!("cannot read the request: {error}")),
+        Ok(Ok(_)) if line.len() as u64 > most => rejected(format!(
+            "the request passes {most} bytes: the message is over [defaults] max_message_kb"
+        )),
+        Ok(Ok(_)) => match serde_json::from_str::<SendRequest>(&line) {
+            Err(error) => rejected(format!("not a request: {error}")),
+            Ok(request) => send(runtime, tree, root, request).await,
+        },
+    };
+    drop(reader);
+    write_reply(write, reply).await;
+}
+
+/// Leaves `request`'s message as a person's, and says what became of it.
+async fn send(
+    runtime: &Runtime,
+    tree: &Arc<Tree>,
+    root: &JobId,
+    request: SendRequest,
+) -> SendReply {
+    let mode = match MessageMode::parse(request.mode.as_deref()) {
+        Ok(mode) => mode,
+        Err(why) => return rejected(why),
+    };
+    let to = match request.agent.trim() {
+        "root" => root.clone(),
+        id => JobId(id.to_string()),
+    };
+    let from: String = request.from.chars().take(64).collect();
+    let receipt = runtime
+        .scheduler
+        .message_from(tree, Sender::Person(&from), &to, request.message, mode)
+        .await;
+    tracing::info!(agent = %to, from = %from, receipt = %receipt.sentence(&to), "a message from warren send");
+    let (name, seq) = match &receipt {
+        Receipt::Queued { seq, .. } => ("queued", Some(*seq)),
+        Receipt::Resumed { seq } => ("resumed", Some(*seq)),
+        Receipt::Rejected(_) => ("rejected", None),
+    };
+    SendReply {
+        receipt: name.into(),
+        seq,
+        text: receipt.sentence(&to),
+    }
+}
+
+fn rejected(why: String) -> SendReply {
+    SendReply {
+        receipt: "rejected".into(),
+        seq: None,
+        text: format!("rejected: {why}"),
+    }
+}
+
+/// Writes `reply` as one JSON line (a peer that does not read is given up on).
+async fn write_reply(mut out: impl AsyncWriteExt + Unpin, reply: SendReply) {
+    let mut line = serde_json::to_string(&reply).unwrap_or_default();
+    line.push('\n');
+    let _ = tokio::time::timeout(READ_TIMEOUT, out.write_all(line.as_bytes())).await;
+}
+
+/// Sends `request` to the run listening on `socket` and reads its receipt. `Err`:
+/// nothing listens there (the run's process is gone), or it did not answer.
+pub(crate) async fn request(socket: &Path, request: &SendRequest) -> std::io::Result<SendReply> {
+    let mut stream = UnixStream::connect(socket).await?;
+    let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).await?;
+    let mut reader = BufReader::new(stream.take(64 * 1024));
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(30), reader.read_line(&mut answer))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no receipt in 30 s"))??;
+    serde_json::from_str(&answer).map_err(std::io::Error::other)
+}
