@@ -908,3 +908,66 @@ async fn warren_send_to_a_run_whose_process_died_says_how_to_resume_it() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_control_socket_bounds_what_a_local_client_can_make_the_run_spend() {
+    use std::io::{BufRead as _, Write as _};
+    use std::os::unix::net::UnixStream;
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    server.route("ROOT-TASK", Reply::Hang);
+    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "--quiet", "ROOT-TASK"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while requests_with(&server, "ROOT-TASK").is_empty() {
+        assert!(Instant::now() < deadline, "the root never asked its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let run_id = only_run(&world);
+    let socket = world.path(&format!(".warren/runs/{run_id}/control.sock"));
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the socket is owner-only: {mode:o}");
+    let answer = |stream: &UnixStream| {
+        let mut line = String::new();
+        std::io::BufReader::new(stream)
+            .read_line(&mut line)
+            .unwrap();
+        line
+    };
+    let dir = world.dir.path().to_path_buf();
+    let (socket_path, id) = (socket.clone(), run_id.clone());
+    tokio::task::spawn_blocking(move || {
+        // A request far over the message limit (8 KiB here) is cut off and refused.
+        let mut huge = UnixStream::connect(&socket_path).unwrap();
+        let _ = huge.write_all(&vec![b'x'; 1 << 20]);
+        let refused = answer(&huge);
+        assert!(refused.contains("max_message_kb"), "{refused}");
+        // Eight clients that never send hold every place; a ninth is told to retry.
+        let silent: Vec<UnixStream> = (0..8)
+            .map(|_| UnixStream::connect(&socket_path).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let ninth = UnixStream::connect(&socket_path).unwrap();
+        let busy = answer(&ninth);
+        assert!(busy.contains("send again"), "{busy}");
+        // The silent ones are given up on after 5 s; then a message gets through.
+        let given_up = answer(&silent[0]);
+        assert!(given_up.contains("no request within"), "{given_up}");
+        drop(silent);
+        let sent = send(&dir, &[&id, "root", "still there?"]);
+        assert!(sent.status.success(), "{}", text(&sent.stderr));
+        assert!(text(&sent.stdout).starts_with("queued: message #1"));
+    })
+    .await
+    .unwrap();
+    run.start_kill().unwrap();
+    run.wait().await.unwrap();
+}

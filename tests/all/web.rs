@@ -145,6 +145,48 @@ async fn a_live_run_is_watched_and_a_child_cancelled_in_the_browser() {
     assert_eq!(shown["run"]["state"], "ok", "{shown}");
 }
 
+/// A person messages a running child from the browser: the message box sends an
+/// interrupt that cuts the child's waiting model request, the receipt and the
+/// child's transcript show it, and the child's next request carries it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_interrupts_a_child_from_the_message_box_in_the_browser() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-LISTEN", "description": "listener"}),
+        )]),
+    );
+    server.route("CHILD-LISTEN", Reply::Hang);
+    server.route("PERSON-TEXT", answer("CHILD HEARD"));
+    server.push(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+    server.push(answer("ROOT ANSWER"));
+    project(&world, &server);
+    let served = Served::start(
+        world.dir.path(),
+        &["run", "--progress", "plain", "--web", "ROOT-TASK"],
+    );
+    let url = served.url.clone();
+    tokio::task::spawn_blocking(move || browse("message", &url, "web-view-message.png", |_| {}))
+        .await
+        .unwrap();
+    drop(served);
+    let heard = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["messages"].to_string().contains("PERSON-TEXT"))
+        .count();
+    assert_eq!(
+        heard, 1,
+        "the child's next request carries the message once"
+    );
+    assert!(server
+        .hang_dropped
+        .load(std::sync::atomic::Ordering::SeqCst));
+}
+
 /// A finished run, served afterwards from its journal by `warren view`: its tree, a
 /// child's transcript with the denial, no cancelling; `warren view` without a run
 /// lists the runs and opens one.

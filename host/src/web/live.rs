@@ -159,6 +159,11 @@ impl LiveRun {
         }
     }
 
+    /// The run's journal file, when it is journaled.
+    pub(super) fn journal(&self) -> Option<std::path::PathBuf> {
+        self.tree.journal.as_ref().map(|j| j.path().to_path_buf())
+    }
+
     /// Cancels agent `id` and its subtree, as `cancel_agent` does for the agent that
     /// spawned it.
     pub(super) fn cancel(&self, id: &str) -> CancelJob {

@@ -11,7 +11,10 @@
 //! - `GET /api/events`: server-sent events: a `snapshot` first, then per burst the
 //!   `event`s, the changed `agent` rows and the `run` line (a journaled run sends a new
 //!   `snapshot` whenever its journal grows);
-//! - `POST /api/agents/ID/cancel`: cancels an agent of the live run and its subtree.
+//! - `POST /api/agents/ID/cancel`: cancels an agent of the live run and its subtree;
+//! - `POST /api/agents/ID/message`: a person's message (`{"message", "mode"}`) to an
+//!   agent of a run that is running (here or in another process, through the run's
+//!   control socket, as `warren send`), answered with its receipt.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -31,6 +34,7 @@ use super::api;
 use super::feed::{self, Feed, Feeds};
 use super::live::{push_frame, LiveRun};
 use super::source::Source;
+use crate::host::control::{self, SendRequest};
 use crate::jobs::CancelJob;
 use crate::journal::read;
 use crate::listener::{ListenLimits, ServerName};
@@ -162,6 +166,12 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
         }
         (&Method::POST, ["api", "agents", agent, "cancel"]) => {
             cancel(shared, run.as_deref(), agent).map(ok_json)
+        }
+        (&Method::POST, ["api", "agents", agent, "message"]) => {
+            let agent = agent.to_string();
+            message(shared, run.as_deref(), &agent, request.into_body())
+                .await
+                .map(ok_json)
         }
         (_, ["api", ..]) => Err((
             StatusCode::NOT_FOUND,
@@ -307,6 +317,57 @@ fn cancel(shared: &Shared, run: Option<&str>, agent: &str) -> Result<Value, Fail
             format!("agent {} already finished ({})", job.id, job.phase.name()),
         )),
         CancelJob::NotFound => Err((StatusCode::NOT_FOUND, format!("no agent `{agent}`"))),
+    }
+}
+
+/// The largest message request body read, in bytes (the run's own limit,
+/// `max_message_kb`, is checked by the run).
+const MAX_MESSAGE_BODY: usize = 1 << 20;
+
+/// A person's message to agent `agent` of the run `run` names, through the run's
+/// control socket; answered with its receipt.
+async fn message(
+    shared: &Shared,
+    run: Option<&str>,
+    agent: &str,
+    body: Incoming,
+) -> Result<Value, Failure> {
+    let journal = match target(shared, run)? {
+        Target::Live(live) => live.journal().ok_or((
+            StatusCode::CONFLICT,
+            "this run is not journaled, so it takes no messages from here ([journal] enabled = false)".to_string(),
+        ))?,
+        Target::Journal(path) => path,
+    };
+    let bytes = http_body_util::Limited::new(body, MAX_MESSAGE_BODY)
+        .collect()
+        .await
+        .map_err(|error| {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("cannot read the message: {error}"),
+            )
+        })?
+        .to_bytes();
+    let asked: Value = serde_json::from_slice(&bytes)
+        .map_err(|error| (StatusCode::BAD_REQUEST, format!("not JSON: {error}")))?;
+    let request = SendRequest {
+        agent: agent.to_string(),
+        message: asked["message"].as_str().unwrap_or_default().to_string(),
+        mode: asked["mode"].as_str().map(str::to_string),
+        from: "the web view".into(),
+    };
+    let reply = control::request(&control::socket_path(&journal), &request)
+        .await
+        .map_err(|error| {
+            (
+                StatusCode::CONFLICT,
+                format!("the run is not running here or in another process ({error}): a message reaches only a live run (`warren resume` continues one whose process died)"),
+            )
+        })?;
+    match reply.receipt.as_str() {
+        "rejected" => Err((StatusCode::UNPROCESSABLE_ENTITY, reply.text)),
+        _ => Ok(json!({"receipt": reply.receipt, "seq": reply.seq, "text": reply.text})),
     }
 }
 

@@ -262,6 +262,8 @@
       $('resume-command').hidden = !run.commands.resume;
       $('cmd-resume').textContent = run.commands.resume || '';
     }
+    // A run that ended takes no message.
+    if (run.finished) $('message').hidden = true;
     document.body.dataset.runState = run.state;
   }
 
@@ -321,6 +323,8 @@
     dl.replaceChildren();
     for (const [k, v] of facts) { dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', 'fact-' + k, v)); }
     $('cancel').hidden = !(run && run.live) || FINAL.has(row.state);
+    // A running agent takes any message; one that finished ok, a follow-up.
+    $('message').hidden = !run || run.finished || (FINAL.has(row.state) && row.state !== 'ok');
   }
 
   // One transcript load at a time; a change seen meanwhile loads it again after.
@@ -399,6 +403,13 @@
         body.push(el('pre', '', r.content));
         break;
       }
+      case 'message_sent':
+        head.textContent = `message #${r.seq} from ${r.from} (${r.mode})`;
+        body.push(el('pre', 'message', r.text));
+        break;
+      case 'message_delivered':
+        head.textContent = `message #${r.seq} read in turn ${r.turn}`;
+        break;
       case 'agent_finished':
         head.textContent = 'finished ' + r.state + (r.error ? ': ' + r.error : '');
         article.dataset.state = r.state;
@@ -420,6 +431,24 @@
     const response = await fetch(api('/api/agents/' + encodeURIComponent(row.id) + '/cancel'), { method: 'POST' });
     const body = await response.json().catch(() => ({}));
     status(response.ok ? `cancelled ${body.cancelled} and its subtree` : (body.error || 'cancel failed'));
+  });
+
+  $('message').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const row = agents.get(selected);
+    if (!row) return;
+    const message = $('message-text').value;
+    const mode = $('message-mode').value;
+    const response = await fetch(api('/api/agents/' + encodeURIComponent(row.id) + '/message'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ message, mode }),
+    });
+    const body = await response.json().catch(() => ({}));
+    const receipt = response.ok ? body.text : (body.error || 'the message was not sent');
+    $('message-receipt').textContent = receipt;
+    status(receipt);
+    if (response.ok) $('message-text').value = '';
   });
 
   function countBelow(id) {
