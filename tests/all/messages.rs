@@ -849,6 +849,16 @@ async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_tha
     assert_eq!(steered.len(), 1);
     let message = newest(&steered[0].body);
     assert!(message.contains("from=\\\"ada (a person)\\\""), "{message}");
+    // `warren show --agent` prints the message where it came, and when it was read.
+    let shown = crate::support::warren(&world, &["show", &run_id, "--agent", &child]);
+    let shown = text(&shown.stdout);
+    let sent_at = shown
+        .find("── message #1 from ada (a person) (queue)\nPERSON-TEXT: check /docs first")
+        .unwrap_or_else(|| panic!("{shown}"));
+    let read_at = shown
+        .find("── message #1 read in turn 2")
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(sent_at < read_at, "{shown}");
     // The run has ended: a message is refused, saying so; the socket is gone.
     let late = send(world.dir.path(), &[&run_id, &child, "too late"]);
     assert_eq!(late.status.code(), Some(1));
@@ -970,4 +980,89 @@ async fn the_control_socket_bounds_what_a_local_client_can_make_the_run_spend() 
     .unwrap();
     run.start_kill().unwrap();
     run.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_under_way_at_a_sigkill_resumes_its_agent_once_after_resume() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let resumed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let after_resume = resumed.clone();
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        if is_worker(body) {
+            // Its task is answered at once; the follow-up hangs until the process
+            // dies, and is answered after the resume.
+            return Some(match () {
+                _ if !newest.contains("FOLLOW-TEXT") => Reply::answer("FIRST-ANSWER", (10, 5)),
+                _ if after_resume.load(std::sync::atomic::Ordering::SeqCst) => {
+                    Reply::answer("SECOND-ANSWER", (10, 5))
+                }
+                _ => Reply::Hang,
+            });
+        }
+        if newest.contains("ROOT-TASK") {
+            let spawn = json!({"profile": "worker", "task": "CHILD-TASK", "background": false});
+            return Some(calls(&[("spawn_agent", spawn)]));
+        }
+        if newest.contains("SECOND-ANSWER") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        if newest.contains("FIRST-ANSWER") {
+            let id = finished_job(body)?;
+            let follow = json!({"job_id": id, "message": "FOLLOW-TEXT: and the tests?", "mode": "follow_up"});
+            return Some(calls(&[("message_agent", follow)]));
+        }
+        // The receipt, then (or with it) the follow-up's delivery: await the worker.
+        if newest.contains("resumed job") || newest.contains("was delivered") {
+            let all = body["messages"].to_string();
+            let id = all.split("resumed job ").nth(1)?.split(',').next()?.to_string();
+            return Some(calls(&[("await_agents", json!({"job_ids": [id]}))]));
+        }
+        None
+    }));
+    let run_id = "follow-up-killed";
+    let child = crate::resume::start(&world, run_id);
+    // Killed once the resumed worker's follow-up request hangs, its letter on disk.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .requests()
+        .iter()
+        .any(|r| is_worker(&r.body) && newest(&r.body).contains("FOLLOW-TEXT"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the follow-up never reached the worker's model"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    crate::resume::kill(child);
+    let before = crate::resume::journal_lines(&world, run_id);
+    assert_eq!(records(&before, "message_sent"), 1, "{before:#?}");
+    resumed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let asked_before = server.requests().len();
+
+    let again = crate::support::warren(&world, &["resume", run_id]);
+    let stderr = text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(text(&again.stdout).trim(), "ROOT-DONE", "{stderr}");
+    // After the resume the worker asked its model once, for the follow-up, with its
+    // history rebuilt and the follow-up in it once; its first answer was not asked
+    // again.
+    let worker: Vec<Recorded> = server.requests()[asked_before..]
+        .iter()
+        .filter(|r| is_worker(&r.body))
+        .cloned()
+        .collect();
+    assert_eq!(worker.len(), 1, "{stderr}");
+    let history = worker[0].body["messages"].to_string();
+    assert_eq!(history.matches("FOLLOW-TEXT").count(), 1, "{history}");
+    assert!(
+        history.find("FIRST-ANSWER") < history.find("FOLLOW-TEXT"),
+        "{history}"
+    );
+    let after = crate::resume::journal_lines(&world, run_id);
+    assert_eq!(records(&after, "message_sent"), 1, "sent again: {after:#?}");
+    assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
 }

@@ -300,6 +300,19 @@ fn print_record(record: Record) -> anyhow::Result<()> {
             )?;
             reportln!("{content}")?;
         }
+        Record::MessageSent {
+            seq,
+            from,
+            mode,
+            text,
+            ..
+        } => {
+            reportln!("── message #{seq} from {from} ({})", mode.as_str())?;
+            reportln!("{text}")?;
+        }
+        Record::MessageDelivered { seq, turn, .. } => {
+            reportln!("── message #{seq} read in turn {turn}")?;
+        }
         Record::AgentFinished { state, error, .. } => {
             reportln!(
                 "── finished {state}{}",
