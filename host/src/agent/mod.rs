@@ -9,7 +9,7 @@
 //! so and given their results, so nothing is abandoned.
 //!
 //! Layout: [`runtime`] (the shared `Runtime`, which runs agents for the scheduler, and the `Agent`),
-//! `turns` (the loop), `children` (children's results delivered and awaited), `inbox` (what reaches an agent between turns: results, receipts, messages; and the interrupts that cut a turn), `tool_calls` (one tool call, run or answered from the journal
+//! `turns` (the loop), `conversation` (what the loop keeps across a follow-up, and a run as the scheduler's), `children` (children's results delivered and awaited), `inbox` (what reaches an agent between turns: results, receipts, messages; and the interrupts that cut a turn), `tool_calls` (one tool call, run or answered from the journal
 //! of a resumed run), `replay` (a model turn recorded, a recorded one reused, and a replay's
 //! check of each request and tool result against the recording),
 //! `spawn_tools` (the spawn tools: the model's calls to the scheduler and its answers in words),
@@ -19,6 +19,7 @@
 //! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
 mod children;
+mod conversation;
 mod inbox;
 mod line_diff;
 mod replay;

@@ -4,12 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::turns::Stage;
 use crate::config::{AgentLimits, Config, Profile};
 use crate::jobs::Placement;
 use crate::llm::{Provider, ToolDefinition};
 use crate::plugin::{ToolAccess, ToolRegistry};
-use crate::scheduler::{AgentRun, Ended, Launch, Parent, Scheduler, Start, Wake};
+use crate::scheduler::{AgentRun, Launch, Parent, Scheduler, Start};
 
 /// What every agent of every run shares: the configuration, the tools, the models,
 /// and the scheduler its sub-agents go through. The host builds it; agents only read
@@ -30,7 +29,7 @@ pub(crate) struct Runtime {
 impl Launch for Runtime {
     fn launch(self: Arc<Self>, start: Start) -> AgentRun {
         let task = start.task.clone();
-        Agent::new(self, start).activate(Stage::Start(task))
+        Agent::new(self, start).start_run(task)
     }
 }
 
@@ -79,18 +78,6 @@ impl Agent {
             parent_span,
             traceparent: role.traceparent,
         }
-    }
-
-    /// The run of this agent from `stage`, to its end; one that may take follow-ups
-    /// ends with how to wake it, its conversation kept.
-    fn activate(self, stage: Stage) -> AgentRun {
-        Box::pin(async move {
-            let (outcome, rest) = self.run(stage).await;
-            let wake = rest.map(|conversation| -> Wake {
-                Box::new(move || self.activate(Stage::Again(conversation)))
-            });
-            Ended { outcome, wake }
-        })
     }
 
     /// This agent as the parent of the scheduler's calls.

@@ -10,10 +10,11 @@ use crate::events::Event;
 use crate::journal::{Drained, Fact, Record, RecordedToolDef};
 use crate::llm::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
-    Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+    StreamEvent, ToolCall, ToolDefinition,
 };
 use crate::outcome::{AgentOutcome, AgentState};
 
+use super::conversation::{Conversation, Progress, Stage};
 use super::inbox::unless_interrupted;
 use super::replay::{record_response, replayed_response, Delivered};
 use super::runtime::Agent;
@@ -25,37 +26,6 @@ use crate::jobs::mode::AgentMode;
 pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
 use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do \
 and why. Your final message is all your parent will see.";
-
-/// What the loop has done so far (kept outside it, so a timeout or a cancellation
-/// still reports turns, usage and the last text).
-#[derive(Default)]
-struct Progress {
-    turns: u32,
-    usage: Usage,
-    cost_usd: f64,
-    text: String,
-    /// A typed answer, once checked.
-    output: Option<serde_json::Value>,
-    /// Wall time it ran, over every activation (a follow-up resumes it).
-    active: Duration,
-}
-
-/// An agent's conversation, kept while it rests after it finished, for a follow-up
-/// to resume: its request as it stands (its whole history), what it has done, and
-/// its typed answer's checks.
-pub(crate) struct Conversation {
-    request: ChatRequest,
-    progress: Progress,
-    typed: Option<TypedAnswer>,
-}
-
-/// Where an agent's run starts.
-pub(crate) enum Stage {
-    /// From its task.
-    Start(String),
-    /// From the conversation it rested with: a follow-up woke it.
-    Again(Conversation),
-}
 
 /// Why an agent stops before its answer: its end state and the reason.
 type Stop = (AgentState, String);
@@ -165,97 +135,71 @@ impl Agent {
                     Ok(conversation)
                 }
             };
-            let (ended, mut conversation) = match opened {
+            let (ended, conversation) = match opened {
                 Ok(mut conversation) => (
                     self.converse_within_limits(&mut conversation).await,
                     Some(conversation),
                 ),
                 Err(stop) => (Err(stop), None),
             };
-            let (state, error) = match ended {
-                Ok(()) => (AgentState::Ok, None),
-                Err((state, error)) => (state, Some(error)),
-            };
-            let mut progress = match &mut conversation {
-                Some(conversation) => std::mem::take(&mut conversation.progress),
-                None => Progress::default(),
-            };
-            progress.active += started.elapsed();
-            let rests = state == AgentState::Ok && self.may_rest(&progress);
-            if !rests {
-                // Whatever ended this agent for good ends its remaining children too.
-                self.place.children_cancel.cancel();
-            }
-            if state != AgentState::Ok {
-                tracing::Span::current().record("error.type", state.as_str());
-            }
-            info!(
-                state = state.as_str(),
-                turns = progress.turns,
-                cost = progress.cost_usd,
-                "agent finished"
-            );
-            let outcome = AgentOutcome {
-                state,
-                text: progress.text.clone(),
-                output: progress.output.clone().filter(|_| state == AgentState::Ok),
-                error,
-                turns: progress.turns,
-                usage: progress.usage,
-                cost_usd: progress.cost_usd,
-                duration: self.replayed_duration().unwrap_or(progress.active),
-            };
-            let span = tracing::Span::current();
-            span.record("warren.agent.state", state.as_str());
-            if crate::telemetry::exporting() {
-                record_output(&span, &outcome);
-            }
-            let rest = conversation.filter(|_| rests).map(|mut conversation| {
-                conversation.progress = progress;
-                conversation
-            });
-            (outcome, rest)
+            self.conclude(ended, conversation, started.elapsed())
         }
         .instrument(span)
         .await
     }
 
-    /// Whether this agent, having finished ok with `progress`, may be resumed by a
-    /// follow-up: a sub-agent run here (not a worker's queue job, not a replay) with
-    /// turns and follow-ups left.
-    fn may_rest(&self, progress: &Progress) -> bool {
-        let limits = &self.place.tree.limits;
-        self.depth > 0
-            && !self.place.root
-            && progress.turns < self.limits.max_turns
-            && self.place.mailbox.follow_ups() < limits.max_follow_ups
-            && !matches!(self.mode(), AgentMode::Replayed(..))
-    }
-
-    /// The conversation of an agent starting on `task`: its first request, and in a
-    /// resumed run the messages it had been sent, back in its mailbox.
-    fn open(&self, task: String) -> Result<Conversation, Stop> {
-        let (_, provider) = self.provider()?;
-        let mut request = ChatRequest {
-            system: self.system_prompt(),
-            messages: vec![Message::User(task)],
-            tools: self.tool_definitions(),
-            requester: Requester {
-                profile: self.profile.name.clone(),
-                agent_id: self.place.id.0.clone(),
-            },
-            answer_schema: None,
+    /// The end of one run of the loop: its outcome (logged and traced), and the
+    /// conversation to rest with when a follow-up may resume the agent; an agent that
+    /// ends for good ends its remaining children too.
+    fn conclude(
+        &self,
+        ended: Result<(), Stop>,
+        mut conversation: Option<Conversation>,
+        ran: Duration,
+    ) -> (AgentOutcome, Option<Conversation>) {
+        let (state, error) = match ended {
+            Ok(()) => (AgentState::Ok, None),
+            Err((state, error)) => (state, Some(error)),
         };
-        let typed = TypedAnswer::new(self.profile.output_schema.as_ref(), &*provider);
-        if let Some(typed) = &typed {
-            typed.prepare(&mut request);
+        let mut progress = match &mut conversation {
+            Some(conversation) => std::mem::take(&mut conversation.progress),
+            None => Progress::default(),
+        };
+        progress.active += ran;
+        let rests = state == AgentState::Ok && self.may_rest(&progress);
+        if !rests {
+            // Whatever ended this agent for good ends its remaining children too.
+            self.place.children_cancel.cancel();
         }
-        self.restore_letters();
-        Ok(Conversation {
-            request,
-            progress: Progress::default(),
-            typed,
-        })
+        if state != AgentState::Ok {
+            tracing::Span::current().record("error.type", state.as_str());
+        }
+        info!(
+            state = state.as_str(),
+            turns = progress.turns,
+            cost = progress.cost_usd,
+            "agent finished"
+        );
+        let outcome = AgentOutcome {
+            state,
+            text: progress.text.clone(),
+            output: progress.output.clone().filter(|_| state == AgentState::Ok),
+            error,
+            turns: progress.turns,
+            usage: progress.usage,
+            cost_usd: progress.cost_usd,
+            duration: self.replayed_duration().unwrap_or(progress.active),
+        };
+        let span = tracing::Span::current();
+        span.record("warren.agent.state", state.as_str());
+        if crate::telemetry::exporting() {
+            record_output(&span, &outcome);
+        }
+        let rest = conversation.filter(|_| rests).map(|mut conversation| {
+            conversation.progress = progress;
+            conversation
+        });
+        (outcome, rest)
     }
 
     /// Records the agent's tool set and spec in the journal, and announces the spec.
@@ -365,7 +309,7 @@ impl Agent {
     }
 
     /// The profile's model and its provider.
-    fn provider(&self) -> Result<(&str, Arc<dyn Provider>), Stop> {
+    pub(super) fn provider(&self) -> Result<(&str, Arc<dyn Provider>), Stop> {
         let model = self.profile.model.as_deref().ok_or_else(|| {
             (
                 AgentState::Error,
@@ -587,7 +531,7 @@ impl Agent {
         response.map_err(|e| (AgentState::Error, e.to_string()))
     }
 
-    fn system_prompt(&self) -> String {
+    pub(super) fn system_prompt(&self) -> String {
         // A sub-agent whose profile has no prompt of its own still learns its role.
         let own = if self.profile.system_prompt.trim().is_empty() && self.depth > 0 {
             SUBAGENT_PROMPT.to_string()

@@ -1,0 +1,100 @@
+//! An agent's conversation across its activations: what its loop has done, the
+//! conversation a finished agent rests with, where a run starts (its task, or a
+//! follow-up that woke it), and how a run becomes the scheduler's [`AgentRun`].
+
+use std::time::Duration;
+
+use super::runtime::Agent;
+use super::typed_output::TypedAnswer;
+use crate::jobs::mode::AgentMode;
+use crate::llm::{ChatRequest, Message, Requester, Usage};
+use crate::outcome::AgentState;
+use crate::scheduler::{AgentRun, Ended, Wake};
+
+/// What the loop has done so far (kept outside it, so a timeout or a cancellation
+/// still reports turns, usage and the last text).
+#[derive(Default)]
+pub(super) struct Progress {
+    pub(super) turns: u32,
+    pub(super) usage: Usage,
+    pub(super) cost_usd: f64,
+    pub(super) text: String,
+    /// A typed answer, once checked.
+    pub(super) output: Option<serde_json::Value>,
+    /// Wall time it ran, over every activation (a follow-up resumes it).
+    pub(super) active: Duration,
+}
+
+/// An agent's conversation, kept while it rests after it finished, for a follow-up
+/// to resume: its request as it stands (its whole history), what it has done, and
+/// its typed answer's checks.
+pub(crate) struct Conversation {
+    pub(super) request: ChatRequest,
+    pub(super) progress: Progress,
+    pub(super) typed: Option<TypedAnswer>,
+}
+
+/// Where an agent's run starts.
+pub(crate) enum Stage {
+    /// From its task.
+    Start(String),
+    /// From the conversation it rested with: a follow-up woke it.
+    Again(Conversation),
+}
+
+impl Agent {
+    /// The run of this agent on `task`, to its end (see [`Agent::activate`]).
+    pub(crate) fn start_run(self, task: String) -> AgentRun {
+        self.activate(Stage::Start(task))
+    }
+
+    /// The run of this agent from `stage`, to its end; one that may take follow-ups
+    /// ends with how to wake it, its conversation kept.
+    fn activate(self, stage: Stage) -> AgentRun {
+        Box::pin(async move {
+            let (outcome, rest) = self.run(stage).await;
+            let wake = rest.map(|conversation| -> Wake {
+                Box::new(move || self.activate(Stage::Again(conversation)))
+            });
+            Ended { outcome, wake }
+        })
+    }
+
+    /// Whether this agent, having finished ok with `progress`, may be resumed by a
+    /// follow-up: a sub-agent run here (not a worker's queue job, not a replay) with
+    /// turns and follow-ups left.
+    pub(super) fn may_rest(&self, progress: &Progress) -> bool {
+        let limits = &self.place.tree.limits;
+        self.depth > 0
+            && !self.place.root
+            && progress.turns < self.limits.max_turns
+            && self.place.mailbox.follow_ups() < limits.max_follow_ups
+            && !matches!(self.mode(), AgentMode::Replayed(..))
+    }
+
+    /// The conversation of an agent starting on `task`: its first request, and in a
+    /// resumed run the messages it had been sent, back in its mailbox.
+    pub(super) fn open(&self, task: String) -> Result<Conversation, (AgentState, String)> {
+        let (_, provider) = self.provider()?;
+        let mut request = ChatRequest {
+            system: self.system_prompt(),
+            messages: vec![Message::User(task)],
+            tools: self.tool_definitions(),
+            requester: Requester {
+                profile: self.profile.name.clone(),
+                agent_id: self.place.id.0.clone(),
+            },
+            answer_schema: None,
+        };
+        let typed = TypedAnswer::new(self.profile.output_schema.as_ref(), &*provider);
+        if let Some(typed) = &typed {
+            typed.prepare(&mut request);
+        }
+        self.restore_letters();
+        Ok(Conversation {
+            request,
+            progress: Progress::default(),
+            typed,
+        })
+    }
+}
