@@ -39,7 +39,7 @@ pub(crate) enum Stage {
     /// From its task.
     Start(String),
     /// From the conversation it rested with: a follow-up woke it.
-    Again(Conversation),
+    Again(Box<Conversation>),
 }
 
 impl Agent {
@@ -54,7 +54,7 @@ impl Agent {
         Box::pin(async move {
             let (outcome, rest) = self.run(stage).await;
             let wake = rest.map(|conversation| -> Wake {
-                Box::new(move || self.activate(Stage::Again(conversation)))
+                Box::new(move || self.activate(Stage::Again(Box::new(conversation))))
             });
             Ended { outcome, wake }
         })

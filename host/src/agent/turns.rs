@@ -132,7 +132,7 @@ impl Agent {
                 }
                 Stage::Again(mut conversation) => {
                     conversation.progress.output = None;
-                    Ok(conversation)
+                    Ok(*conversation)
                 }
             };
             let (ended, conversation) = match opened {

@@ -50,7 +50,7 @@ pub(super) async fn send(config_path: &Path, args: SendArgs) -> Result<(), Failu
     if reply.receipt == "rejected" {
         return Err(anyhow::anyhow!("{}", reply.text).into());
     }
-    outln!("{}", reply.text).map_err(|e| Failure::Run(e.into()))?;
+    outln!("{}", reply.text).map_err(Failure::Run)?;
     Ok(())
 }
 
