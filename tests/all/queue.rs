@@ -1762,3 +1762,108 @@ fn a_job_over_the_size_limit_fails_at_once_and_the_next_is_served() {
     );
     assert_eq!(failed["atm"], "1", "not retried");
 }
+
+/// A parent's message reaches its child on a worker: an interrupt cuts the child's
+/// waiting model request there, the message is its next input, and its sender is
+/// told when it was read, as for a child run in process.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_reaches_a_child_running_on_a_worker() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT",
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                json!({"profile": "helper", "task": "REMOTE-TASK"}),
+            )],
+            (1, 1),
+        ),
+    );
+    server.route("REMOTE-TASK", Reply::Hang);
+    server.route("REMOTE-NOTE", Reply::answer("REMOTE-HEARD", (1, 1)));
+    let hangs = server.hangs.clone();
+    server.respond_with(std::sync::Arc::new(move |body: &Value| {
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        // Started, or queued for a worker.
+        if let Some(rest) = newest.split(" job ").nth(1).filter(|_| newest.contains("ed job ")) {
+            let id = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
+            let message = json!({"job_id": id, "message": "REMOTE-NOTE: stop and report", "mode": "interrupt"});
+            // Sent once the child's request hangs on its worker.
+            return Some(Reply::Gated(
+                hangs.clone(),
+                Box::new(Reply::tool_calls(&[("message_agent", message)], (1, 1))),
+            ));
+        }
+        if newest.contains("is being cut") {
+            return Some(Reply::tool_calls(
+                &[("await_agents", json!({"job_ids": "*"}))],
+                (1, 1),
+            ));
+        }
+        // The child's answer, then (or with it) the receipt of its reading.
+        if body["messages"].to_string().contains("REMOTE-HEARD") {
+            return Some(Reply::answer("root done", (1, 1)));
+        }
+        None
+    }));
+    let config = format!(
+        "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[profiles.main]\ntools = []\n[profiles.helper]\ntools = []\nsystem_prompt = \"Helper.\"\n",
+        server.base_url
+    );
+    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&parent, &worker_dir] {
+        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
+    }
+    let redis = Redis::start();
+    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
+    let output = tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(["run", "ROOT", "--redis", &redis.url(), "-q"])
+            .current_dir(parent.path())
+            .env_remove("WARREN_CONFIG")
+            .output()
+            .unwrap()
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "root done",
+        "{stderr}"
+    );
+    assert!(
+        server
+            .hang_dropped
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the worker's hanging request was not cut"
+    );
+    let read: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+            messages
+                .last()
+                .is_some_and(|m| m.to_string().contains("REMOTE-NOTE"))
+        })
+        .collect();
+    assert_eq!(read.len(), 1, "{stderr}");
+    let note = read[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        note.contains("mode=\\\"interrupt\\\"") && note.contains("from=\\\"main["),
+        "{note}"
+    );
+    // The root was told its message was read, in the worker's turn 2.
+    let told = server.requests().iter().any(|r| {
+        r.body
+            .to_string()
+            .contains("was delivered: it is in the request of its turn 2")
+    });
+    assert!(told, "{stderr}");
+}

@@ -76,13 +76,9 @@ impl Agent {
             }));
             let sender = letter.sender.clone().and_then(|id| tree.job(&JobId(id)));
             if let Some(sender) = sender {
-                let waited = letter.sent.elapsed().unwrap_or_default().as_secs_f64();
-                sender.mailbox.receipt(format!(
-                    "Your message #{} to {} ({}) was delivered: it is in the request of its turn {turn}, {waited:.1} s after you sent it.",
-                    letter.seq,
-                    self.place.id,
-                    letter.mode.as_str()
-                ));
+                sender
+                    .mailbox
+                    .receipt(letter.receipt(&self.place.id.0, turn));
             }
         }
     }

@@ -358,6 +358,7 @@ async fn watch_run(
     let (queue, worker) = (&shared.queue, &shared.name);
     let cancel = run.cancel_token();
     let run_id = run.id().to_string();
+    let (tree, root) = (run.tree.clone(), run.root.clone());
     let mut events = run.events();
     let wait = run.wait();
     tokio::pin!(wait);
@@ -374,23 +375,23 @@ async fn watch_run(
         tokio::select! {
             report = &mut wait => break report,
             Some(record) = events.next() => {
-                if !matches!(record.event, Event::Lagged { .. }) {
-                    batch.push(record.event);
-                }
+                batch.extend(Some(record.event).filter(|e| !matches!(e, Event::Lagged { .. })));
             }
             _ = flush.tick() => send_events(job, &run_id, &mut batch).await,
-            _ = poll.tick(), if ended_elsewhere.is_none() => match queue.stop_requested(id).await {
-                Some(StopRequest::Parent) => {
-                    tracing::info!(job = %id, "cancel requested by the parent");
-                    cancel.cancel();
+            _ = poll.tick(), if ended_elsewhere.is_none() => {
+                match look_at_job(shared, id, &tree, &root).await {
+                    Some(StopRequest::Parent) => {
+                        tracing::info!(job = %id, "cancel requested by the parent");
+                        cancel.cancel();
+                    }
+                    Some(StopRequest::EndedElsewhere(why)) => {
+                        tracing::info!(job = %id, "cancelled: {why}");
+                        ended_elsewhere = Some(why);
+                        cancel.cancel();
+                    }
+                    None => {}
                 }
-                Some(StopRequest::EndedElsewhere(why)) => {
-                    tracing::info!(job = %id, "cancelled: {why}");
-                    ended_elsewhere = Some(why);
-                    cancel.cancel();
-                }
-                None => {}
-            },
+            }
             _ = heartbeat.tick(), if orphaned.is_none() && data.heartbeat.is_some() => {
                 let parent = data.heartbeat.as_deref().expect("checked");
                 if queue.parent_gone(parent).await {
@@ -425,6 +426,22 @@ async fn watch_run(
         ended_elsewhere,
         batch,
     }
+}
+
+/// A look at running job `id` in Redis: the messages sent to its agent (the root of
+/// `tree`) are left for it, and why it must stop, if it must, is returned.
+async fn look_at_job(
+    shared: &Shared,
+    id: &str,
+    tree: &std::sync::Arc<crate::jobs::Tree>,
+    root: &crate::jobs::JobId,
+) -> Option<StopRequest> {
+    let polled = shared.queue.poll_job(id).await.unwrap_or_default();
+    for letter in polled.mail {
+        let receipt = shared.host.relay(tree, root, letter).await;
+        tracing::info!(job = %id, receipt = ?receipt, "a message from the parent's run");
+    }
+    polled.stop
 }
 
 /// The job's end: handed back to the queue, failed (for a state in `[queue]

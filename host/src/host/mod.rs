@@ -287,6 +287,24 @@ impl Host {
         Session::new(self.parts.clone(), profile).map_err(Error::Run)
     }
 
+    /// Leaves `letter`, sent in the run that queued this worker's job, for the job's
+    /// agent (the root of `tree`): delivered as a message from that run is.
+    pub(crate) async fn relay(
+        &self,
+        tree: &Arc<Tree>,
+        root: &crate::jobs::JobId,
+        letter: crate::queue::wire::WireLetter,
+    ) -> crate::scheduler::Receipt {
+        let from = crate::scheduler::Sender::Relayed {
+            from: &letter.from,
+            seq: letter.seq,
+        };
+        self.parts
+            .scheduler
+            .message_from(tree, from, root, letter.text, letter.mode)
+            .await
+    }
+
     /// Starts a job taken from the queue as the root of a new tree.
     pub(crate) fn start_job(&self, job: JobStart) -> anyhow::Result<Run> {
         anyhow::ensure!(

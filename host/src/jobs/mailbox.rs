@@ -30,6 +30,18 @@ pub(crate) struct Letter {
     pub due: u32,
 }
 
+impl Letter {
+    /// The receipt its sender is given once agent `to` read it in turn `turn`.
+    pub(crate) fn receipt(&self, to: &str, turn: u32) -> String {
+        let waited = self.sent.elapsed().unwrap_or_default().as_secs_f64();
+        format!(
+            "Your message #{} to {to} ({}) was delivered: it is in the request of its turn {turn}, {waited:.1} s after you sent it.",
+            self.seq,
+            self.mode.as_str()
+        )
+    }
+}
+
 /// Receipts that may wait for a sender's next turn.
 pub(crate) const MAX_RECEIPTS: usize = 256;
 
@@ -64,6 +76,8 @@ pub(crate) struct Mailbox {
     interrupts: watch::Sender<u64>,
     /// Wakes the resting agent: a follow-up came in.
     wake: Notify,
+    /// Told of each letter left: a job run on a worker forwards its letters there.
+    posted: Notify,
     /// Follow-ups accepted.
     follow_ups: Mutex<usize>,
     /// Receipts of the messages this job's agent sent, for its next turn.
@@ -77,6 +91,7 @@ impl Default for Mailbox {
             undelivered: Mutex::default(),
             interrupts: watch::channel(0).0,
             wake: Notify::new(),
+            posted: Notify::new(),
             follow_ups: Mutex::default(),
             receipts: Mutex::default(),
         }
@@ -121,6 +136,7 @@ impl Mailbox {
             Door::Open(waiting) => {
                 let behind = waiting.len();
                 waiting.push_back(letter);
+                self.posted.notify_one();
                 Posted::Waiting(behind)
             }
             Door::Resting => {
@@ -180,6 +196,11 @@ impl Mailbox {
     /// and from now on only a follow-up gets in. Returns what was left unread.
     pub(crate) fn rest(&self) -> Vec<Letter> {
         self.shut(Door::Resting)
+    }
+
+    /// Waits until a letter is left (for a job whose agent runs elsewhere).
+    pub(crate) async fn posted(&self) {
+        self.posted.notified().await;
     }
 
     /// Waits until a follow-up wakes the resting agent.

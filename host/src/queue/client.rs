@@ -22,11 +22,10 @@ use bullmq::{
 use tokio::sync::mpsc;
 
 use super::wire::{
-    heartbeat_every, process_name, progress_events, JobData, JobOutcome, Progress, StopRequest,
-    JOB_NAME, PARENT_POLL,
+    heartbeat_every, process_name, progress_events, JobData, JobOutcome, JobPoll, Progress,
+    StopRequest, WireLetter, JOB_NAME, MAIL_PER_POLL, PARENT_POLL,
 };
 use crate::config::QueueConfig;
-use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// What the event listener tells a waiting child.
@@ -328,17 +327,29 @@ impl RemoteQueue {
         self.exists(&self.config.cancel_key(id)).await == Some(true)
     }
 
-    /// Why running job `id` must stop, if it must: its parent set the cancel key, or
-    /// another client finished or removed the job (a producer's BullMQ
-    /// `job.moveToFailed(error, "0")`: a job some other client has ended is not the
-    /// worker's to finish). `None` also when Redis does not answer (asked again).
-    pub(crate) async fn stop_requested(&self, id: &str) -> Option<StopRequest> {
+    /// Leaves `letter` for the agent of running job `id`, for its worker's next look.
+    pub(crate) async fn post_mail(&self, id: &str, letter: &WireLetter) -> anyhow::Result<()> {
+        let mut conn = self.queue.connection().connection();
+        let key = self.config.mail_key(id);
+        redis::pipe()
+            .rpush(&key, serde_json::to_string(letter)?)
+            .expire(&key, self.config.marker_ttl_s() as i64)
+            .query_async::<()>(&mut conn)
+            .await
+            .context("leaving the message in Redis")
+    }
+
+    /// A look at running job `id`: why it must stop, if it must ([`StopRequest::of`]),
+    /// and up to [`MAIL_PER_POLL`] messages for its agent, taken. `None` when Redis
+    /// does not answer (it looks again).
+    pub(crate) async fn poll_job(&self, id: &str) -> Option<JobPoll> {
         let mut conn = self.queue.connection().connection();
         let job_key = self.config.job_key(id);
-        let (cancel, exists, (finished_on, failed_reason)): (
+        let (cancel, exists, (finished_on, failed_reason), mail): (
             bool,
             bool,
             (Option<String>, Option<String>),
+            Option<Vec<String>>,
         ) = redis::pipe()
             .exists(self.config.cancel_key(id))
             .exists(&job_key)
@@ -346,10 +357,16 @@ impl RemoteQueue {
             .arg(&job_key)
             .arg("finishedOn")
             .arg("failedReason")
+            .cmd("LPOP")
+            .arg(self.config.mail_key(id))
+            .arg(MAIL_PER_POLL)
             .query_async(&mut conn)
             .await
             .ok()?;
-        StopRequest::of(cancel, exists, finished_on.is_some(), failed_reason)
+        Some(JobPoll {
+            stop: StopRequest::of(cancel, exists, finished_on.is_some(), failed_reason),
+            mail: WireLetter::read_all(mail.unwrap_or_default(), id),
+        })
     }
 
     /// Whether the parent process with heartbeat `id` is gone (its key expired).
@@ -494,16 +511,12 @@ pub(crate) async fn reachable(config: &QueueConfig) -> anyhow::Result<()> {
     }
 }
 
+/// An agent that failed before it ran, for `error`.
 pub(super) fn failed_outcome(error: String) -> AgentOutcome {
     AgentOutcome {
         state: AgentState::Error,
-        text: String::new(),
-        output: None,
         error: Some(error),
-        turns: 0,
-        usage: Usage::default(),
-        cost_usd: 0.0,
-        duration: Duration::ZERO,
+        ..AgentOutcome::cancelled_before_start()
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::client::RemoteQueue;
 use super::wire::{job_id, Progress, CANCEL_GRACE};
 use crate::events::{AgentIntro, Event, SpawnMode};
+use crate::jobs::mailbox::Letter;
 use crate::jobs::{JobHandle, JobId};
 use crate::outcome::AgentOutcome;
 
@@ -41,6 +42,8 @@ pub(super) struct Mirror<'a> {
     seen_cost: HashMap<JobId, f64>,
     /// Unfinished descendants of earlier attempts.
     earlier: HashMap<JobId, JobHandle>,
+    /// Messages forwarded to the remote root, by number, until it reads them.
+    pub(super) forwarded: HashMap<u64, Letter>,
 }
 
 impl<'a> Mirror<'a> {
@@ -55,6 +58,7 @@ impl<'a> Mirror<'a> {
             by_job: HashMap::new(),
             seen_cost: HashMap::new(),
             earlier: HashMap::new(),
+            forwarded: HashMap::new(),
         }
     }
 
@@ -142,6 +146,9 @@ impl<'a> Mirror<'a> {
                 *agent = self.local(agent)?;
                 self.seen_cost.insert(JobId(agent.clone()), *cost_usd);
             }
+            Event::AgentMessage { .. } | Event::AgentMessageDelivered { .. } => {
+                return self.map_message(event);
+            }
             Event::Lagged { .. } => return None,
             other => {
                 let agent = other.agent_mut()?;
@@ -149,6 +156,42 @@ impl<'a> Mirror<'a> {
             }
         }
         Some(event)
+    }
+
+    /// A message event with this run's ids; `None` for a message to the remote root,
+    /// announced here when it was sent. The root's reading of one is told its sender.
+    fn map_message(&mut self, mut event: Event) -> Option<Event> {
+        let root = self.job.id().clone();
+        let sent = matches!(event, Event::AgentMessage { .. });
+        let agent = event.agent_mut()?;
+        if sent && self.ids.get(agent.as_str()) == Some(&root) {
+            return None;
+        }
+        *agent = self.local(agent)?;
+        if let Event::AgentMessageDelivered { agent, seq, turn } = &event {
+            if agent == &root.0 {
+                self.delivered(*seq, *turn);
+            }
+        }
+        Some(event)
+    }
+
+    /// The remote root read forwarded message `seq` in its turn `turn`: its sender
+    /// (an agent of this run) is told, as for a message read here.
+    fn delivered(&mut self, seq: u64, turn: u32) {
+        let Some(letter) = self.forwarded.remove(&seq) else {
+            return;
+        };
+        let tree = &self.job.place().tree;
+        if let Some(sender) = letter
+            .sender
+            .as_ref()
+            .and_then(|id| tree.job(&JobId(id.clone())))
+        {
+            sender
+                .mailbox
+                .receipt(letter.receipt(&self.job.id().0, turn));
+        }
     }
 
     /// Settles each sub-agent job that an earlier attempt of the child (job `owner`)

@@ -7,8 +7,8 @@ use tokio::sync::mpsc;
 
 use super::client::{failed_outcome, Notice, RemoteQueue};
 use super::mirror::Mirror;
-use super::wire::{job_id, JobData, CANCEL_GRACE, PARENT_POLL};
-use crate::jobs::{Backend, ChildSpec, JobHandle};
+use super::wire::{job_id, JobData, WireLetter, CANCEL_GRACE, PARENT_POLL};
+use crate::jobs::{Backend, ChildSpec, JobHandle, JobId, Placement};
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// Children run on workers: the job is enqueued, the remote agents' events are
@@ -51,7 +51,7 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
 }
 
 async fn wait_remote(
-    child: &crate::jobs::Placement,
+    child: &Placement,
     queue: &RemoteQueue,
     id: &str,
     data: &JobData,
@@ -92,14 +92,7 @@ async fn wait_remote(
         let outcome = tokio::select! {
             _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
                 cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                match queue.cancel(id).await {
-                    Ok(true) => Some(AgentOutcome::cancelled_before_start()),
-                    Ok(false) => None,
-                    Err(error) => {
-                        tracing::warn!(job = %id, "cancel: {error:#}");
-                        None
-                    }
-                }
+                cancel(queue, id).await
             }
             _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
                 Some(AgentOutcome {
@@ -120,10 +113,58 @@ async fn wait_remote(
                     }
                 },
             },
+            () = child.mailbox.posted() => {
+                forward(child, queue, id, mirror).await;
+                None
+            }
             _ = budget_check.tick() => None,
         };
         if let Some(outcome) = outcome {
             return budget_outcome(outcome, over_budget);
+        }
+    }
+}
+
+/// Asks for job `id` to be cancelled: the outcome of a job removed before any worker
+/// took it; `None` while its worker cancels it (or Redis did not answer).
+async fn cancel(queue: &RemoteQueue, id: &str) -> Option<AgentOutcome> {
+    match queue.cancel(id).await {
+        Ok(true) => Some(AgentOutcome::cancelled_before_start()),
+        Ok(false) => None,
+        Err(error) => {
+            tracing::warn!(job = %id, "cancel: {error:#}");
+            None
+        }
+    }
+}
+
+/// Forwards the messages left for the remote child to its worker, through Redis; one
+/// that cannot be is reported to its sender.
+async fn forward(child: &Placement, queue: &RemoteQueue, id: &str, mirror: &mut Mirror<'_>) {
+    for letter in child.mailbox.take(u32::MAX) {
+        let wire = WireLetter {
+            seq: letter.seq,
+            from: letter.from.clone(),
+            mode: letter.mode,
+            text: letter.text.clone(),
+        };
+        match queue.post_mail(id, &wire).await {
+            Ok(()) => {
+                mirror.forwarded.insert(letter.seq, letter);
+            }
+            Err(error) => {
+                tracing::warn!(job = %id, seq = letter.seq, "forwarding a message: {error:#}");
+                let sender = letter
+                    .sender
+                    .as_ref()
+                    .and_then(|s| child.tree.job(&JobId(s.clone())));
+                if let Some(sender) = sender {
+                    sender.mailbox.receipt(format!(
+                        "Your message #{} to {} could not reach its worker ({error:#}): it was not delivered.",
+                        letter.seq, child.id
+                    ));
+                }
+            }
         }
     }
 }

@@ -183,6 +183,11 @@ impl QueueConfig {
     pub(crate) fn cancel_key(&self, id: &str) -> String {
         format!("bull:{}:warren:cancel:{id}", self.name)
     }
+
+    /// The list of messages sent to the agent of running job `id`, oldest first.
+    pub(crate) fn mail_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:mail:{id}", self.name)
+    }
 }
 
 /// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
@@ -301,7 +306,51 @@ pub(crate) struct JobOutcome {
     pub worker: String,
 }
 
-/// Why a worker stops a running job (`RemoteQueue::stop_requested`).
+/// A message to the agent of a job on a worker, as it goes through Redis: sent in
+/// the parent's run, numbered there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WireLetter {
+    /// Its number in the parent's run.
+    pub(crate) seq: u64,
+    /// Who sent it (an agent's path, or a person).
+    pub(crate) from: String,
+    /// How it is delivered.
+    pub(crate) mode: crate::events::MessageMode,
+    /// Its text.
+    pub(crate) text: String,
+}
+
+impl WireLetter {
+    /// The letters of a job's mail as Redis held them (`job` names it in the warning
+    /// for one that is not a letter, which is dropped).
+    pub(crate) fn read_all(lines: Vec<String>, job: &str) -> Vec<WireLetter> {
+        lines
+            .iter()
+            .filter_map(|line| match serde_json::from_str(line) {
+                Ok(letter) => Some(letter),
+                Err(error) => {
+                    tracing::warn!(%job, %error, "a message in Redis that is not one: dropped");
+                    None
+                }
+            })
+            .collect()
+    }
+}
+
+/// Messages a worker takes from a job's mail at each look.
+pub(crate) const MAIL_PER_POLL: usize = 32;
+
+/// What a worker finds when it looks at a running job: why it must stop, if it
+/// must, and the messages sent to its agent since the last look.
+#[derive(Debug, Default)]
+pub(crate) struct JobPoll {
+    /// Why it must stop.
+    pub(crate) stop: Option<StopRequest>,
+    /// Messages for its agent, oldest first.
+    pub(crate) mail: Vec<WireLetter>,
+}
+
+/// Why a worker stops a running job (`RemoteQueue::poll_job`).
 #[derive(Debug, PartialEq)]
 pub(crate) enum StopRequest {
     /// The parent asked (its cancel key is set).
@@ -313,6 +362,9 @@ pub(crate) enum StopRequest {
 impl StopRequest {
     /// What a worker reads of a running job: whether its cancel key is set, whether
     /// its hash still exists, whether it has a `finishedOn`, and its `failedReason`.
+    /// The parent's cancel key, or another client that finished or removed the job
+    /// (a producer's BullMQ `job.moveToFailed(error, "0")`: a job some other client
+    /// ended is not the worker's to finish), stops it.
     pub(crate) fn of(
         cancel: bool,
         exists: bool,

@@ -62,6 +62,14 @@ pub(crate) enum Sender<'a> {
     Agent(&'a Parent<'a>),
     /// A person (`warren send`, the web view), to any agent of the run.
     Person(&'a str),
+    /// The run whose job this tree runs on a worker, to this tree's root: the
+    /// message as numbered and signed there.
+    Relayed {
+        /// Who sent it there.
+        from: &'a str,
+        /// Its number there.
+        seq: u64,
+    },
 }
 
 impl Scheduler {
@@ -102,10 +110,14 @@ impl Scheduler {
         if let Err(why) = job.mailbox.accepts(mode, room) {
             return Receipt::Rejected(format!("agent {to}: {why}"));
         }
-        let seq = tree.next_message();
-        let (from, sender_id) = match &sender {
-            Sender::Agent(parent) => (tree.path(&parent.place.id), Some(parent.place.id.0.clone())),
-            Sender::Person(who) => (format!("{who} (a person)"), None),
+        let (seq, from, sender_id) = match &sender {
+            Sender::Agent(parent) => (
+                tree.next_message(),
+                tree.path(&parent.place.id),
+                Some(parent.place.id.0.clone()),
+            ),
+            Sender::Person(who) => (tree.next_message(), format!("{who} (a person)"), None),
+            Sender::Relayed { from, seq } => (*seq, from.to_string(), None),
         };
         let letter = Letter {
             seq,
