@@ -22,8 +22,8 @@ use bullmq::{
 use tokio::sync::mpsc;
 
 use super::wire::{
-    heartbeat_every, process_name, progress_events, JobData, JobOutcome, JobPoll, Progress,
-    StopRequest, WireLetter, JOB_NAME, MAIL_PER_POLL, PARENT_POLL,
+    heartbeat_every, process_name, progress_events, JobData, JobLook, JobOutcome, JobPoll,
+    Progress, StopRequest, WireLetter, JOB_NAME, MAIL_PER_POLL, PARENT_POLL,
 };
 use crate::config::QueueConfig;
 use crate::outcome::{AgentOutcome, AgentState};
@@ -345,12 +345,7 @@ impl RemoteQueue {
     pub(crate) async fn poll_job(&self, id: &str) -> Option<JobPoll> {
         let mut conn = self.queue.connection().connection();
         let job_key = self.config.job_key(id);
-        let (cancel, exists, (finished_on, failed_reason), mail): (
-            bool,
-            bool,
-            (Option<String>, Option<String>),
-            Option<Vec<String>>,
-        ) = redis::pipe()
+        let (cancel, exists, (finished_on, failed_reason), mail): JobLook = redis::pipe()
             .exists(self.config.cancel_key(id))
             .exists(&job_key)
             .cmd("HMGET")

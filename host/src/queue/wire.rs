@@ -337,6 +337,15 @@ impl WireLetter {
     }
 }
 
+/// A look at a running job as Redis answers it: its cancel key is set, its hash
+/// exists, its `finishedOn` and `failedReason`, and the messages taken from its mail.
+pub(crate) type JobLook = (
+    bool,
+    bool,
+    (Option<String>, Option<String>),
+    Option<Vec<String>>,
+);
+
 /// Messages a worker takes from a job's mail at each look.
 pub(crate) const MAIL_PER_POLL: usize = 32;
 
