@@ -115,6 +115,14 @@ async fn run_until(
     (output, events)
 }
 
+/// `warren replay last` finds the run the same: each message served where the
+/// recording read it, each receipt as recorded, a turn an interrupt cut skipped.
+fn replays_the_same(world: &World) {
+    let replayed = crate::support::warren(world, &["replay", "last"]);
+    let (stdout, stderr) = (text(&replayed.stdout), text(&replayed.stderr));
+    assert!(replayed.status.success(), "{stdout}\n{stderr}");
+}
+
 /// The requests whose newest message contains `marker`.
 fn requests_with(server: &FakeLlm, marker: &str) -> Vec<Recorded> {
     server
@@ -194,6 +202,7 @@ async fn a_queued_message_reaches_a_running_childs_next_request_and_its_sender_i
     let sent = kinds.iter().position(|k| *k == "agent_message");
     let delivered = kinds.iter().position(|k| *k == "agent_message_delivered");
     assert!(sent.is_some() && delivered > sent, "{kinds:?}");
+    replays_the_same(&world);
 }
 
 #[tokio::test]
@@ -252,6 +261,7 @@ async fn an_interrupt_cuts_a_childs_model_request_and_is_its_next_input() {
         "{:?}",
         started.elapsed()
     );
+    replays_the_same(&world);
 }
 
 #[tokio::test]

@@ -33,10 +33,32 @@ pub(super) async fn unless_interrupted<T>(
 }
 
 impl Agent {
+    /// The receipts of this agent's messages for turn `turn`: those that came, or in
+    /// a replay those its recording had then (waited for, as their agents replay).
+    async fn receipts_before(&self, turn: u32) -> Vec<(u64, String)> {
+        let recorded = match self.mode() {
+            AgentMode::Replayed(_, Some(agent)) => agent.response(turn).map(|r| &r.receipts),
+            _ => None,
+        };
+        match recorded {
+            Some(seqs) if seqs.is_empty() => Vec::new(),
+            Some(seqs) => {
+                let within = std::time::Duration::from_secs(10);
+                self.place.mailbox.take_receipts_of(seqs, within).await
+            }
+            None => self.place.mailbox.take_receipts(),
+        }
+    }
+
     /// Before turn `turn`: adds to `request` what reached this agent since its last
     /// one (finished children's results, receipts, messages), in one user message.
-    /// Returns the ids of the children whose results it carries.
-    pub(super) async fn before_turn(&self, request: &mut ChatRequest, turn: u32) -> Vec<String> {
+    /// Returns the ids of the children whose results it carries, and the numbers of
+    /// the messages whose receipts it carries.
+    pub(super) async fn before_turn(
+        &self,
+        request: &mut ChatRequest,
+        turn: u32,
+    ) -> (Vec<String>, Vec<u64>) {
         let (notified, notes) = self.finished_children_notes(turn).await;
         let mut parts = Vec::new();
         if !notes.is_empty() {
@@ -44,11 +66,12 @@ impl Agent {
                 "<agent_notifications>\nThese background sub-agents finished:\n\n{notes}\n</agent_notifications>"
             ));
         }
-        let receipts = self.place.mailbox.take_receipts();
+        let receipts = self.receipts_before(turn).await;
         if !receipts.is_empty() {
+            let texts: Vec<&str> = receipts.iter().map(|(_, text)| text.as_str()).collect();
             parts.push(format!(
                 "<message_receipts>\n{}\n</message_receipts>",
-                receipts.join("\n")
+                texts.join("\n")
             ));
         }
         let letters = self.place.mailbox.take(turn);
@@ -59,7 +82,7 @@ impl Agent {
         if !parts.is_empty() {
             request.messages.push(Message::User(parts.join("\n\n")));
         }
-        notified
+        (notified, receipts.iter().map(|(seq, _)| *seq).collect())
     }
 
     /// `letters` reach this agent in turn `turn`'s request: each is announced, and its
@@ -78,8 +101,19 @@ impl Agent {
             if let Some(sender) = sender {
                 sender
                     .mailbox
-                    .receipt(letter.receipt(&self.place.id.0, turn));
+                    .receipt(letter.seq, letter.receipt(&self.place.id.0, turn));
             }
+        }
+    }
+
+    /// Whether the recording this agent is resumed or replayed from says an interrupt
+    /// cut its turn `turn`.
+    pub(super) fn recorded_as_cut(&self, turn: u32) -> bool {
+        match self.mode() {
+            AgentMode::Resumed(Some(recorded)) | AgentMode::Replayed(_, Some(recorded)) => {
+                recorded.was_cut(turn)
+            }
+            _ => false,
         }
     }
 
@@ -87,9 +121,13 @@ impl Agent {
     /// agent in its mailbox again: each it had read, for the turn it read it in (its
     /// history is rebuilt as it was); each it had not, for the turn after its last
     /// recorded one.
+    /// In a replay, each is left for the turn the recording read it in; one the
+    /// recorded agent never read is left unread again.
     pub(super) fn restore_letters(&self) {
-        let AgentMode::Resumed(Some(recorded)) = self.mode() else {
-            return;
+        let (recorded, unread) = match self.mode() {
+            AgentMode::Resumed(Some(recorded)) => (recorded, recorded.turns() + 1),
+            AgentMode::Replayed(_, Some(recorded)) => (recorded, u32::MAX),
+            _ => return,
         };
         for letter in &recorded.letters {
             let sent = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms);
@@ -100,7 +138,7 @@ impl Agent {
                 sent,
                 text: letter.text.clone(),
                 mode: letter.mode,
-                due: letter.delivered.unwrap_or(recorded.turns() + 1),
+                due: letter.delivered.unwrap_or(unread),
             };
             // Accepted before: no limit refuses it now.
             let _ = self.place.mailbox.post(restored, Room::UNBOUNDED, || {});

@@ -27,6 +27,8 @@ use super::runtime::Agent;
 pub(super) struct Delivered {
     /// Children whose results came in a notification before the turn.
     pub notified: Vec<String>,
+    /// Receipts of its messages given before the turn, by number.
+    pub receipts: Vec<u64>,
     /// Children waited for when the agent tried to finish.
     pub drained: Option<Drained>,
 }
@@ -45,6 +47,7 @@ pub(super) fn record_response(
         turn,
         request_messages: request.messages.len(),
         notified: delivered.notified,
+        receipts: delivered.receipts,
         drained: delivered.drained,
         request_digest: response.request_digest.clone(),
         text: message.text.clone(),
@@ -212,7 +215,10 @@ impl Agent {
         let spawn = super::spawn_tools::is_spawn_tool(&call.name);
         // What the recorded run observed of its children (their states in
         // `list_agents`) is a recorded fact: served as recorded, not observed again.
-        let observed = call.name == "list_agents";
+        // So is a message's receipt: the message itself is left for its agent as the
+        // recording delivered it.
+        let observed =
+            call.name == "list_agents" || super::spawn_tools::is_message_tool(&call.name);
         if (replay.tools == crate::jobs::ReplayTools::Recorded && !spawn) || observed {
             return self.served_as_recorded(call, outcome, recorded_result);
         }

@@ -269,12 +269,19 @@ impl Agent {
             // An interrupt sent from here on cuts this turn; its message is read now
             // or at the next boundary.
             interrupts.borrow_and_update();
-            let notified = self.before_turn(request, progress.turns + 1).await;
+            let (notified, receipts) = self.before_turn(request, progress.turns + 1).await;
             let delivered = Delivered {
                 notified,
+                receipts,
                 drained: drained.take(),
             };
             self.check_limits(progress)?;
+            if self.recorded_as_cut(progress.turns + 1) {
+                // Resumed or replayed: an interrupt cut this turn, which has no
+                // response; its message is read in the next, as it was.
+                progress.turns += 1;
+                continue;
+            }
             let turn = self.turn(&provider, request, progress, delivered);
             let Some(response) = unless_interrupted(&mut interrupts, turn).await else {
                 tracing::info!(agent = %self.place.id, "an interrupt cut the model request");

@@ -31,11 +31,11 @@ pub(crate) struct Letter {
 }
 
 impl Letter {
-    /// The receipt its sender is given once agent `to` read it in turn `turn`.
+    /// The receipt its sender is given once agent `to` read it in turn `turn`: the
+    /// same words in a replay (no clock in it).
     pub(crate) fn receipt(&self, to: &str, turn: u32) -> String {
-        let waited = self.sent.elapsed().unwrap_or_default().as_secs_f64();
         format!(
-            "Your message #{} to {to} ({}) was delivered: it is in the request of its turn {turn}, {waited:.1} s after you sent it.",
+            "Your message #{} to {to} ({}) was delivered: it is in the request of its turn {turn}.",
             self.seq,
             self.mode.as_str()
         )
@@ -80,8 +80,10 @@ pub(crate) struct Mailbox {
     posted: Notify,
     /// Follow-ups accepted.
     follow_ups: Mutex<usize>,
-    /// Receipts of the messages this job's agent sent, for its next turn.
-    receipts: Mutex<Vec<String>>,
+    /// Receipts of the messages this job's agent sent (by number), for its next turn.
+    receipts: Mutex<Vec<(u64, String)>>,
+    /// Told of each receipt left.
+    receipt_left: Notify,
 }
 
 impl Default for Mailbox {
@@ -94,6 +96,7 @@ impl Default for Mailbox {
             posted: Notify::new(),
             follow_ups: Mutex::default(),
             receipts: Mutex::default(),
+            receipt_left: Notify::new(),
         }
     }
 }
@@ -231,17 +234,47 @@ impl Mailbox {
     /// Leaves a receipt for this job's agent (of a message it sent). At most
     /// [`MAX_RECEIPTS`] wait: a sender that never takes them (an MCP session's root
     /// has no turns) keeps the newest.
-    pub(crate) fn receipt(&self, text: String) {
+    pub(crate) fn receipt(&self, seq: u64, text: String) {
         let mut receipts = lock(&self.receipts);
         if receipts.len() >= MAX_RECEIPTS {
             receipts.remove(0);
         }
-        receipts.push(text);
+        receipts.push((seq, text));
+        drop(receipts);
+        self.receipt_left.notify_waiters();
     }
 
     /// The receipts left for this job's agent, taken now.
-    pub(crate) fn take_receipts(&self) -> Vec<String> {
+    pub(crate) fn take_receipts(&self) -> Vec<(u64, String)> {
         std::mem::take(&mut *lock(&self.receipts))
+    }
+
+    /// The receipts of messages `seqs`, taken once all are here (a replay gives an
+    /// agent the receipts its recording had at that turn), or after `within` those
+    /// that came; the others stay.
+    pub(crate) async fn take_receipts_of(
+        &self,
+        seqs: &[u64],
+        within: std::time::Duration,
+    ) -> Vec<(u64, String)> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let left = self.receipt_left.notified();
+            {
+                let mut receipts = lock(&self.receipts);
+                let all = seqs
+                    .iter()
+                    .all(|seq| receipts.iter().any(|(s, _)| s == seq));
+                if all || tokio::time::Instant::now() >= deadline {
+                    let (taken, kept) = std::mem::take(&mut *receipts)
+                        .into_iter()
+                        .partition(|(seq, _)| seqs.contains(seq));
+                    *receipts = kept;
+                    return taken;
+                }
+            }
+            let _ = tokio::time::timeout_at(deadline, left).await;
+        }
     }
 }
 
@@ -351,11 +384,11 @@ mod tests {
     fn receipts_nobody_takes_are_bounded() {
         let mailbox = Mailbox::default();
         for n in 0..MAX_RECEIPTS + 10 {
-            mailbox.receipt(format!("receipt {n}"));
+            mailbox.receipt(n as u64, format!("receipt {n}"));
         }
         let kept = mailbox.take_receipts();
         assert_eq!(kept.len(), MAX_RECEIPTS);
-        assert_eq!(kept[0], "receipt 10");
+        assert_eq!(kept[0].1, "receipt 10");
         assert!(mailbox.take_receipts().is_empty());
     }
 }

@@ -138,6 +138,10 @@ pub enum Record {
         /// turn, however its children's ends interleave).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         notified: Vec<String>,
+        /// The messages this agent sent whose receipts (delivered) reached it just
+        /// before this turn, by number (a replay gives the same ones at the same turn).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        receipts: Vec<u64>,
         /// When it had answered without a tool call while children still ran, and was
         /// given their results before this turn: those it named as running, and every
         /// child whose result it was given.

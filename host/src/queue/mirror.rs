@@ -190,7 +190,7 @@ impl<'a> Mirror<'a> {
         {
             sender
                 .mailbox
-                .receipt(letter.receipt(&self.job.id().0, turn));
+                .receipt(letter.seq, letter.receipt(&self.job.id().0, turn));
         }
     }
 

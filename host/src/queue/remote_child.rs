@@ -159,7 +159,7 @@ async fn forward(child: &Placement, queue: &RemoteQueue, id: &str, mirror: &mut 
                     .as_ref()
                     .and_then(|s| child.tree.job(&JobId(s.clone())));
                 if let Some(sender) = sender {
-                    sender.mailbox.receipt(format!(
+                    sender.mailbox.receipt(letter.seq, format!(
                         "Your message #{} to {} could not reach its worker ({error:#}): it was not delivered.",
                         letter.seq, child.id
                     ));

@@ -41,6 +41,8 @@ pub struct RecordedResponse {
     pub request_messages: usize,
     /// Children whose results were delivered in a notification just before it.
     pub notified: Vec<String>,
+    /// Receipts of its messages that reached it just before it, by number.
+    pub receipts: Vec<u64>,
     /// Children waited for when the agent tried to finish before it.
     pub drained: Option<Drained>,
 }
@@ -70,8 +72,8 @@ pub struct RecordedAgent {
     pub system: String,
     /// The definitions of the tools it was offered, when recorded.
     pub tool_defs: Option<std::sync::Arc<Vec<RecordedToolDef>>>,
-    /// Its responses, turn 1 first.
-    responses: Vec<RecordedResponse>,
+    /// Its responses, by turn (a turn an interrupt cut has none).
+    responses: std::collections::BTreeMap<u32, RecordedResponse>,
     /// Its tool calls by (turn, call id).
     tools: HashMap<(u32, String), RecordedTool>,
     /// How it ended, when it did and no follow-up resumed it since.
@@ -104,7 +106,7 @@ pub struct RecordedLetter {
 impl RecordedAgent {
     /// The recorded response to turn `turn` (1-based).
     pub fn response(&self, turn: u32) -> Option<&RecordedResponse> {
-        self.responses.get((turn as usize).checked_sub(1)?)
+        self.responses.get(&turn)
     }
 
     /// The recorded call `call_id` of turn `turn`.
@@ -119,9 +121,15 @@ impl RecordedAgent {
         })
     }
 
-    /// How many model responses were recorded for it.
+    /// Its last recorded turn (0: none).
     pub fn turns(&self) -> u32 {
-        self.responses.len() as u32
+        self.responses.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Whether an interrupt cut its turn `turn`: no response was recorded for it, and
+    /// one was for a later turn.
+    pub fn was_cut(&self, turn: u32) -> bool {
+        !self.responses.contains_key(&turn) && self.turns() > turn
     }
 
     /// Whether it was running (or started and ended) in the earlier process.
@@ -264,7 +272,7 @@ impl Resume {
             Record::ToolStarted { agent, call_id, .. } => {
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.last_ms = ts_ms;
-                    let turn = agent.responses.len() as u32;
+                    let turn = agent.turns();
                     agent.tools.entry((turn, call_id)).or_default();
                 }
             }
@@ -277,7 +285,7 @@ impl Resume {
             } => {
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     agent.last_ms = ts_ms;
-                    let turn = agent.responses.len() as u32;
+                    let turn = agent.turns();
                     agent.tools.entry((turn, call_id)).or_default().finished =
                         Some((outcome, content));
                 }
@@ -321,7 +329,7 @@ impl Resume {
                 model: None,
                 system: String::new(),
                 tool_defs: None,
-                responses: Vec::new(),
+                responses: std::collections::BTreeMap::new(),
                 tools: HashMap::new(),
                 finished: None,
                 finish_turns: Vec::new(),
@@ -388,7 +396,9 @@ impl Resume {
             request_digest,
             request_messages,
             notified,
+            receipts,
             drained,
+            turn,
             ..
         } = record
         else {
@@ -398,24 +408,28 @@ impl Resume {
         responded.insert(agent.clone());
         if let Some(agent) = self.agents.get_mut(&agent) {
             agent.last_ms = ts_ms;
-            agent.responses.push(RecordedResponse {
-                text,
-                reasoning,
-                refusal,
-                provider_blocks,
-                tool_calls,
-                finish,
-                usage: Usage {
-                    input_tokens,
-                    cached_input_tokens,
-                    output_tokens,
+            agent.responses.insert(
+                turn,
+                RecordedResponse {
+                    text,
+                    reasoning,
+                    refusal,
+                    provider_blocks,
+                    tool_calls,
+                    finish,
+                    usage: Usage {
+                        input_tokens,
+                        cached_input_tokens,
+                        output_tokens,
+                    },
+                    cost_usd,
+                    request_digest,
+                    request_messages,
+                    notified,
+                    receipts,
+                    drained,
                 },
-                cost_usd,
-                request_digest,
-                request_messages,
-                notified,
-                drained,
-            });
+            );
         }
     }
 

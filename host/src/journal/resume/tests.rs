@@ -108,6 +108,7 @@ fn tool_records_belong_to_the_turn_of_the_response_before_them() {
             turn,
             request_messages: 1,
             notified: Vec::new(),
+            receipts: Vec::new(),
             drained: None,
             request_digest: None,
             text: String::new(),
