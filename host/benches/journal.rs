@@ -209,6 +209,7 @@ fn response(agent: &str, turn: u32, tool_calls: Vec<RecordedCall>, text: &str) -
         turn,
         request_messages: turn as usize * 2 - 1,
         notified: Vec::new(),
+        receipts: Vec::new(),
         drained: None,
         request_digest: Some(format!("{:032x}", u128::from(turn) * 0x9e37_79b9)),
         text: text.into(),
