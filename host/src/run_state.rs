@@ -78,6 +78,10 @@ pub(crate) struct AgentProgress {
     pub tool_calls: u32,
     /// Tool calls the sandbox refused something ([`ToolOutcome::is_denial`](crate::sandbox::ToolOutcome::is_denial)).
     pub denials: u32,
+    /// Messages sent to it.
+    pub messages: u32,
+    /// Of those, the ones it has read.
+    pub messages_read: u32,
     /// Fuel its plugin calls burned, summed (calls no guest ran count none).
     pub fuel_used: u64,
     /// Bytes its tool calls returned (results and error messages), summed.
@@ -201,14 +205,16 @@ impl RunState {
                 a.cost_usd = *cost_usd;
             }),
             Event::AgentFinished { agent, .. } => self.finish(agent, event.outcome()?, at),
-            Event::AgentMessage {
-                agent,
-                mode: MessageMode::FollowUp,
-                ..
-            } => self.resume(agent, at),
-            Event::TextDelta { agent, .. }
-            | Event::AgentMessage { agent, .. }
-            | Event::AgentMessageDelivered { agent, .. } => self.update(agent, at, |_| {}),
+            Event::AgentMessage { agent, mode, .. } => {
+                if *mode == MessageMode::FollowUp {
+                    self.resume(agent, at);
+                }
+                self.update(agent, at, |a| a.messages += 1)
+            }
+            Event::AgentMessageDelivered { agent, .. } => {
+                self.update(agent, at, |a| a.messages_read += 1)
+            }
+            Event::TextDelta { agent, .. } => self.update(agent, at, |_| {}),
             Event::Lagged { .. } => None,
         }
         .map(|agent| &*agent)
@@ -258,6 +264,8 @@ impl RunState {
                     cost_usd: 0.0,
                     tool_calls: 0,
                     denials: 0,
+                    messages: 0,
+                    messages_read: 0,
                     fuel_used: 0,
                     output_bytes: 0,
                     queued_ms: Some(at),

@@ -1076,3 +1076,109 @@ async fn a_follow_up_under_way_at_a_sigkill_resumes_its_agent_once_after_resume(
     assert_eq!(records(&after, "message_sent"), 1, "sent again: {after:#?}");
     assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
 }
+
+/// The live tree in a real terminal (tmux): a message sent with `warren send` shows on
+/// its agent's line as unread, then as read once its turn carries it.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK"}),
+        )]),
+    );
+    server.route(
+        "CHILD-TASK",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(calls(&[("list_dir", json!({"path": "/docs"}))])),
+        ),
+    );
+    server.route("TMUX-NOTE", Reply::answer("CHILD-SAW-NOTE", (10, 5)));
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if body["messages"].to_string().contains("CHILD-SAW-NOTE") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        None
+    }));
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", "warren-test-mail"])
+            .args(args)
+            .output()
+            .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
+    };
+    let command = format!(
+        "cd {} && env -u WARREN_CONFIG RUST_LOG=warn {} run --progress tty ROOT-TASK; sleep 60",
+        world.dir.path().display(),
+        env!("CARGO_BIN_EXE_warren"),
+    );
+    let _ = tmux(&["kill-server"]);
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "mail",
+        "-x",
+        "160",
+        "-y",
+        "30",
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let screen_with = |wanted: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = tmux(&["capture-pane", "-p", "-t", "mail"]);
+            let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
+            if screen.contains(wanted) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                let _ = tmux(&["kill-server"]);
+                panic!("the screen never showed {wanted:?}:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    };
+    // Once the child waits for its model, a person sends it a message.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let child = loop {
+        if let Some(id) = server.requests().iter().find_map(|r| started_job(&r.body)) {
+            if !requests_with(&server, "CHILD-TASK").is_empty() {
+                break id;
+            }
+        }
+        assert!(Instant::now() < deadline, "the child never asked its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let run_id = only_run(&world);
+    let sent = send(world.dir.path(), &[&run_id, &child, "TMUX-NOTE: hello"]);
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let unread = screen_with("✉ 1 (1 unread)");
+    assert!(
+        unread
+            .lines()
+            .any(|l| l.contains(&child) && l.contains("✉ 1 (1 unread)")),
+        "{unread}"
+    );
+    // Its next turn reads it.
+    gate.add_permits(1);
+    let read = screen_with("✉ 1 read");
+    assert!(
+        read.lines()
+            .any(|l| l.contains(&child) && l.contains("✉ 1 read")),
+        "{read}"
+    );
+    screen_with("total cost");
+    let _ = tmux(&["kill-server"]);
+}

@@ -142,7 +142,12 @@ impl AgentTree {
             Some(label) => format!("{} ({label})", agent.profile),
             None => agent.profile.clone(),
         };
-        out.push(format!("{prefix}{branch}{id} {name} {status}"));
+        let mail = match agent.messages.saturating_sub(agent.messages_read) {
+            _ if agent.messages == 0 => String::new(),
+            0 => format!(" · ✉ {} read", agent.messages),
+            unread => format!(" · ✉ {} ({unread} unread)", agent.messages),
+        };
+        out.push(format!("{prefix}{branch}{id} {name} {status}{mail}"));
         let children = self.state.children(id);
         let child_prefix = if top {
             String::new()
