@@ -62,7 +62,8 @@ impl Agent {
 
     /// Whether this agent, having finished ok with `progress`, may be resumed by a
     /// follow-up: a sub-agent run here (not a worker's queue job, not a replay) with
-    /// turns and follow-ups left.
+    /// turns and follow-ups left, while the run has room for its conversation
+    /// ([`MAX_RESTING`](crate::jobs::tree::MAX_RESTING); the place is taken now).
     pub(super) fn may_rest(&self, progress: &Progress) -> bool {
         let limits = &self.place.tree.limits;
         self.depth > 0
@@ -70,6 +71,7 @@ impl Agent {
             && progress.turns < self.limits.max_turns
             && self.place.mailbox.follow_ups() < limits.max_follow_ups
             && !matches!(self.mode(), AgentMode::Replayed(..))
+            && self.place.tree.take_rest()
     }
 
     /// The conversation of an agent starting on `task`: its first request, and in a

@@ -17,6 +17,10 @@ use crate::config::RunLimits;
 use crate::events::{EventBus, SpawnMode};
 use crate::journal::{Journal, Record, Resume};
 
+/// Finished agents of one run that may keep their conversation for a follow-up at
+/// once; one more ends for good, and a follow-up to it is refused.
+pub(crate) const MAX_RESTING: u64 = 1024;
+
 /// The shared state of one run (one agent tree).
 pub(crate) struct Tree {
     /// Every job, the root included, with an index of each job's children.
@@ -31,6 +35,9 @@ pub(crate) struct Tree {
     next_id: AtomicU64,
     /// The number of the last message sent to one of its agents.
     messages: AtomicU64,
+    /// Finished agents keeping their conversation for a follow-up (at most
+    /// [`MAX_RESTING`]).
+    resting: AtomicU64,
     /// Cancels the whole run.
     pub(crate) cancel: CancellationToken,
     /// Where the run's events go.
@@ -108,6 +115,7 @@ impl Tree {
             budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
             messages: AtomicU64::new(0),
+            resting: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,
             run_id,
@@ -268,6 +276,24 @@ impl Tree {
             .jobs
             .get(id)
             .cloned()
+    }
+
+    /// Takes one of the run's places for a finished agent that keeps its conversation
+    /// for a follow-up; `false` when all [`MAX_RESTING`] are taken (it ends for good).
+    pub(crate) fn take_rest(&self) -> bool {
+        self.resting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_RESTING).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back a place [`Tree::take_rest`] took: its agent was woken, or ended
+    /// for good.
+    pub(crate) fn give_back_rest(&self) {
+        let _ = self
+            .resting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// The number of the next message sent in this run (1, 2, …).
@@ -474,6 +500,18 @@ mod tests {
     use super::*;
     use crate::outcome::AgentOutcome;
     use serde_json::json;
+
+    #[test]
+    fn a_run_keeps_at_most_max_resting_conversations_for_follow_ups() {
+        let tree = Tree::new(RunLimits::default());
+        for _ in 0..MAX_RESTING {
+            assert!(tree.take_rest());
+        }
+        assert!(!tree.take_rest(), "one more than MAX_RESTING");
+        tree.give_back_rest();
+        assert!(tree.take_rest());
+        assert!(!tree.take_rest());
+    }
 
     #[test]
     fn job_ids_are_a_list_a_comma_string_or_a_star() {

@@ -197,6 +197,7 @@ impl Scheduler {
                     _ = cancel.cancelled() => false,
                     () = job.place().mailbox.woken() => true,
                 };
+                tree.give_back_rest();
                 if !woken {
                     job.retire();
                     return;
