@@ -777,11 +777,15 @@ fn only_run(world: &World) -> String {
     runs[0].clone()
 }
 
-#[tokio::test]
-async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_that_ended_refuses() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server);
+/// The script of the tests where a person messages a child: the root spawns a
+/// `worker` and awaits it; the child's first turn (a `list_dir` call) waits for the
+/// returned gate; a request whose newest message holds `marker` is answered `answer`,
+/// and the root ends `ROOT-DONE` once that answer reached it.
+fn a_child_waiting_for_a_message(
+    server: &FakeLlm,
+    marker: &str,
+    answer: &'static str,
+) -> Arc<tokio::sync::Semaphore> {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     server.route(
         "ROOT-TASK",
@@ -790,7 +794,6 @@ async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_tha
             json!({"profile": "worker", "task": "CHILD-TASK"}),
         )]),
     );
-    // The child's first turn waits until the person's message is in its mailbox.
     server.route(
         "CHILD-TASK",
         Reply::Gated(
@@ -798,35 +801,62 @@ async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_tha
             Box::new(calls(&[("list_dir", json!({"path": "/docs"}))])),
         ),
     );
-    server.route("PERSON-TEXT", Reply::answer("CHILD-SAW-PERSON", (10, 5)));
-    server.respond_with(Arc::new(|body: &Value| {
-        let newest = newest(body);
-        if newest.contains("Started job") {
+    server.route(marker, Reply::answer(answer, (10, 5)));
+    server.respond_with(Arc::new(move |body: &Value| {
+        if newest(body).contains("Started job") {
             return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
         }
-        if newest.contains("CHILD-SAW-PERSON") {
+        if body["messages"].to_string().contains(answer) {
             return Some(Reply::answer("ROOT-DONE", (10, 5)));
         }
         None
     }));
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+    gate
+}
+
+/// `warren run --quiet ROOT-TASK` in `world`, in the background, its output piped.
+fn run_in_background(world: &World) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
         .args(["run", "--quiet", "ROOT-TASK"])
         .current_dir(world.dir.path())
         .env_remove("WARREN_CONFIG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    // Once the child's first request waits, a person sends it a message.
+        .unwrap()
+}
+
+/// Waits until the root's first model request came (it may hang there).
+async fn root_asking(server: &FakeLlm) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let child = loop {
+    while requests_with(server, "ROOT-TASK").is_empty() {
+        assert!(Instant::now() < deadline, "the root never asked its model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The id of the child once its first model request came (and waits).
+async fn child_asking(server: &FakeLlm) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
         let started = server.requests().iter().find_map(|r| started_job(&r.body));
-        if let (Some(id), false) = (started, requests_with(&server, "CHILD-TASK").is_empty()) {
-            break id;
+        if let (Some(id), false) = (started, requests_with(server, "CHILD-TASK").is_empty()) {
+            return id;
         }
         assert!(Instant::now() < deadline, "the child never asked its model");
         tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    }
+}
+
+#[tokio::test]
+async fn warren_send_from_another_terminal_reaches_a_running_agent_and_a_run_that_ended_refuses() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let gate = a_child_waiting_for_a_message(&server, "PERSON-TEXT", "CHILD-SAW-PERSON");
+    let run = run_in_background(&world);
+    // Once the child's first request waits, a person sends it a message.
+    let child = child_asking(&server).await;
     let run_id = only_run(&world);
     let (w, r, c) = (
         world.dir.path().to_path_buf(),
@@ -894,19 +924,9 @@ async fn warren_send_to_a_run_whose_process_died_says_how_to_resume_it() {
     let server = FakeLlm::start().await;
     config(&world, &server);
     server.route("ROOT-TASK", Reply::Hang);
-    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["run", "--quiet", "ROOT-TASK"])
-        .current_dir(world.dir.path())
-        .env_remove("WARREN_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = run_in_background(&world);
+    root_asking(&server).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while requests_with(&server, "ROOT-TASK").is_empty() {
-        assert!(Instant::now() < deadline, "the root never asked its model");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let run_id = only_run(&world);
     // Killed once its start is on disk (a run killed before has nothing to resume).
     let journal = world.path(&format!(".warren/runs/{run_id}/journal.jsonl"));
@@ -937,19 +957,8 @@ async fn the_control_socket_bounds_what_a_local_client_can_make_the_run_spend() 
     let server = FakeLlm::start().await;
     config(&world, &server);
     server.route("ROOT-TASK", Reply::Hang);
-    let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["run", "--quiet", "ROOT-TASK"])
-        .current_dir(world.dir.path())
-        .env_remove("WARREN_CONFIG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while requests_with(&server, "ROOT-TASK").is_empty() {
-        assert!(Instant::now() < deadline, "the root never asked its model");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut run = run_in_background(&world);
+    root_asking(&server).await;
     let run_id = only_run(&world);
     let socket = world.path(&format!(".warren/runs/{run_id}/control.sock"));
     use std::os::unix::fs::PermissionsExt as _;
@@ -1084,32 +1093,7 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
     let world = World::new();
     let server = FakeLlm::start().await;
     config(&world, &server);
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    server.route(
-        "ROOT-TASK",
-        calls(&[(
-            "spawn_agent",
-            json!({"profile": "worker", "task": "CHILD-TASK"}),
-        )]),
-    );
-    server.route(
-        "CHILD-TASK",
-        Reply::Gated(
-            gate.clone(),
-            Box::new(calls(&[("list_dir", json!({"path": "/docs"}))])),
-        ),
-    );
-    server.route("TMUX-NOTE", Reply::answer("CHILD-SAW-NOTE", (10, 5)));
-    server.respond_with(Arc::new(|body: &Value| {
-        let newest = newest(body);
-        if newest.contains("Started job") {
-            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
-        }
-        if body["messages"].to_string().contains("CHILD-SAW-NOTE") {
-            return Some(Reply::answer("ROOT-DONE", (10, 5)));
-        }
-        None
-    }));
+    let gate = a_child_waiting_for_a_message(&server, "TMUX-NOTE", "CHILD-SAW-NOTE");
     let tmux = |args: &[&str]| {
         std::process::Command::new("tmux")
             .args(["-L", "warren-test-mail"])
@@ -1151,16 +1135,7 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
         }
     };
     // Once the child waits for its model, a person sends it a message.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let child = loop {
-        if let Some(id) = server.requests().iter().find_map(|r| started_job(&r.body)) {
-            if !requests_with(&server, "CHILD-TASK").is_empty() {
-                break id;
-            }
-        }
-        assert!(Instant::now() < deadline, "the child never asked its model");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let child = child_asking(&server).await;
     let run_id = only_run(&world);
     let sent = send(world.dir.path(), &[&run_id, &child, "TMUX-NOTE: hello"]);
     assert!(sent.status.success(), "{}", text(&sent.stderr));
