@@ -107,7 +107,7 @@ pub fn anthropic_stream(body: &[u8]) -> StreamOutcome {
 /// Parses `text` as the `warren.toml` at `path` (agent files beside it included), as
 /// the host does; returns whether it was accepted.
 pub fn config(path: &std::path::Path, text: &str) -> bool {
-    crate::Config::parse(path, text).is_ok()
+    crate::config::Config::parse(path, text).is_ok()
 }
 
 /// Parses an agent file and checks what an accepted one promises; returns whether it

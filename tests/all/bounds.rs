@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warren::CompileCache;
-use warren::{Config, Sandbox, ToolAccess, ToolCallError, ToolRegistry};
+use warren::{Config, ToolAccess, ToolCallError};
 
-use crate::support::{cache_dir, guests, World};
+use crate::support::{cache_dir, guests, load_plugins, World};
 
 fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
@@ -341,22 +340,17 @@ max_write_mb = 64
 /// are refused at load with errors naming them; `warren tools` never prints them.
 #[tokio::test]
 async fn tool_list_bombs_and_host_tool_names_are_refused_at_load() {
-    let sandbox = Arc::new(Sandbox::new().unwrap());
-    let cache = CompileCache::new(cache_dir());
-    let error = ToolRegistry::load(
-        sandbox.clone(),
-        std::slice::from_ref(&guests().toolbomb),
-        &cache,
-    )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let error = load_plugins(dir.path(), std::slice::from_ref(&guests().toolbomb), true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("toolbomb.wasm: offers 100000 tools; a plugin may offer at most 256 ([plugins] max_tools)"),
         "{error}"
     );
-    let error = ToolRegistry::load(sandbox, std::slice::from_ref(&guests().impostor), &cache)
+    let error = load_plugins(dir.path(), std::slice::from_ref(&guests().impostor), true)
         .await
         .err()
         .unwrap()

@@ -27,7 +27,7 @@ pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     /// HTTP to `{base_url}/messages`, the price and whether to stream.
     http: Http,
     /// Output limit per call.
@@ -51,7 +51,11 @@ enum Block {
 impl Anthropic {
     /// Builds the provider for model `name`; reads the API key from its variable.
     /// `secrets` are the host's configured secrets, removed from every error.
-    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+    pub(crate) fn new(
+        name: &str,
+        config: &ModelConfig,
+        secrets: &Secrets,
+    ) -> Result<Self, LlmError> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
         headers.extend(api_key(name, config)?.map(|key| ("x-api-key", key, true)));
         Ok(Anthropic {
@@ -71,7 +75,7 @@ impl Anthropic {
     /// sends the same bytes) and straight from the request: a parent's history can
     /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
     /// and a tool call's input is checked, not parsed into one.
-    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
+    pub(crate) fn body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
             model: self.http.model(),
             max_tokens: self.max_tokens,

@@ -185,7 +185,7 @@ impl Usage {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-pub struct Price {
+pub(crate) struct Price {
     /// Uncached prompt tokens.
     pub input_per_mtok: f64,
     /// Generated tokens.
@@ -196,7 +196,7 @@ pub struct Price {
 
 impl Price {
     /// What `usage` costs.
-    pub fn cost(&self, usage: Usage) -> f64 {
+    pub(crate) fn cost(&self, usage: Usage) -> f64 {
         let cached = usage.cached_input_tokens.min(usage.input_tokens);
         let uncached = usage.input_tokens - cached;
         (uncached as f64 * self.input_per_mtok

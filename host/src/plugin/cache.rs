@@ -168,3 +168,57 @@ fn store(entry: &Path, component: &Component) -> anyhow::Result<()> {
     temp.persist(entry)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Sandbox;
+
+    #[test]
+    fn compile_cache_hits_and_rebuilds_corrupt_entries() {
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(cache_dir.path().to_path_buf());
+        let sandbox = Sandbox::new().unwrap();
+        // The `files` plugin, as the binary embeds it, in a file of its own.
+        let (_, bytes) = crate::builtin::BUILTINS[0];
+        let component_dir = tempfile::tempdir().unwrap();
+        let files = component_dir.path().join("files.wasm");
+        std::fs::write(&files, bytes).unwrap();
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Compiled
+        );
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Hit
+        );
+
+        let entry = std::fs::read_dir(cache_dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&entry, &bytes).unwrap();
+        let (component, outcome) = cache.load(sandbox.engine(), &files).unwrap();
+        assert!(
+            matches!(outcome, CacheOutcome::Rebuilt(ref why) if why.contains("checksum")),
+            "{outcome:?}"
+        );
+        sandbox.prepare(&component).unwrap();
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Hit,
+            "the rebuilt entry is good"
+        );
+
+        std::fs::write(&entry, b"short").unwrap();
+        assert!(matches!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Rebuilt(_)
+        ));
+    }
+}

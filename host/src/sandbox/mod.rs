@@ -258,15 +258,20 @@ impl Sandbox {
         &self.engine
     }
 
-    /// Whether the pooling allocator is in use.
-    pub fn uses_pooling(&self) -> bool {
-        self.pooling
-    }
-
-    /// Whether pooled slots are reset in place between instances (only where no swap
-    /// is active) rather than given back to the kernel.
-    pub fn resets_in_place(&self) -> bool {
-        self.resets_in_place
+    /// How instances get their memory, in words: from the pooling allocator, whose
+    /// slots are reset in place between instances (only where no swap is active) or
+    /// given back to the kernel, or on demand where the machine refused the pool's
+    /// address-space reservation. Not for embedders: the call benches print it beside
+    /// their figures, which depend on it.
+    #[doc(hidden)]
+    pub fn memory_slots(&self) -> &'static str {
+        match (self.pooling, self.resets_in_place) {
+            (true, true) => "memory slots: pooled, reset in place (no swap)",
+            (true, false) => {
+                "memory slots: pooled, pages given back to the kernel after each call (swap active)"
+            }
+            (false, _) => "memory slots: allocated on demand (no pooling: the fallback)",
+        }
     }
 
     /// Resolves a component's imports once per linker, so each call only

@@ -19,7 +19,7 @@ mod request;
 mod response;
 
 /// A model behind an OpenAI-compatible API.
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     /// HTTP to `{base_url}/chat/completions`, the price and whether to stream.
     http: Http,
     /// `max_tokens`, when set.
@@ -29,7 +29,11 @@ pub struct OpenAi {
 impl OpenAi {
     /// Builds the provider for model `name`; reads the API key from its variable.
     /// `secrets` are the host's configured secrets, removed from every error.
-    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+    pub(crate) fn new(
+        name: &str,
+        config: &ModelConfig,
+        secrets: &Secrets,
+    ) -> Result<Self, LlmError> {
         let auth: Vec<(&str, String, bool)> = api_key(name, config)?
             .map(|key| ("authorization", format!("Bearer {key}"), true))
             .into_iter()
@@ -50,7 +54,7 @@ impl OpenAi {
     /// The request body, as documented for Chat Completions, serialised once (every
     /// retry sends the same bytes) and straight from the request: a parent's history
     /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
-    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
+    pub(crate) fn body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
             model: self.http.model(),
             messages: request,
