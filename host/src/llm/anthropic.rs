@@ -71,22 +71,6 @@ impl Anthropic {
         })
     }
 
-    /// The request body, as documented for Messages, serialised once (every retry
-    /// sends the same bytes) and straight from the request: a parent's history can
-    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
-    /// and a tool call's input is checked, not parsed into one.
-    pub(crate) fn body(&self, request: &ChatRequest) -> bytes::Bytes {
-        let body = Body {
-            model: self.http.model(),
-            max_tokens: self.max_tokens,
-            system: &request.system,
-            messages: &request.messages,
-            tools: &request.tools,
-            stream: self.http.stream,
-        };
-        request.serialise(&body)
-    }
-
     fn stream_event(
         &self,
         state: &mut StreamState,
@@ -409,19 +393,27 @@ impl HttpApi for Anthropic {
         &self.http
     }
 
+    /// The request body, as documented for Messages, serialised once (every retry
+    /// sends the same bytes) and straight from the request: a parent's history can
+    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
+    /// and a tool call's input is checked, not parsed into one.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
-        self.body(request)
+        let body = Body {
+            model: self.http.model(),
+            max_tokens: self.max_tokens,
+            system: &request.system,
+            messages: &request.messages,
+            tools: &request.tools,
+            stream: self.http.stream,
+        };
+        request.serialise(&body)
     }
 
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let value = self.http.json(response).await?;
-        if value["type"] == "error" {
-            return Err(self.http.error(&value["error"]));
-        }
+    fn error_in(answer: &Value) -> Option<&Value> {
+        (answer["type"] == "error").then(|| &answer["error"])
+    }
+
+    fn read_json(&self, value: &Value, events: &EventSink) -> Result<ChatResponse, LlmError> {
         let mut message = AssistantMessage::default();
         for block in value["content"].as_array().into_iter().flatten() {
             match block["type"].as_str() {

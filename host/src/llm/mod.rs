@@ -25,6 +25,8 @@ mod transport;
 
 use std::sync::Arc;
 
+use self::http::HttpApi as _;
+
 pub(crate) use self::chat::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
     Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
@@ -74,11 +76,11 @@ pub fn request_encoder(provider: &str) -> Result<RequestEncoder, LlmError> {
     Ok(match config.provider {
         ProviderKind::Openai => {
             let openai = openai::OpenAi::new(provider, &config, &secrets)?;
-            Box::new(move |request| openai.body(request))
+            Box::new(move |request| openai.request_body(request))
         }
         ProviderKind::Anthropic => {
             let anthropic = anthropic::Anthropic::new(provider, &config, &secrets)?;
-            Box::new(move |request| anthropic.body(request))
+            Box::new(move |request| anthropic.request_body(request))
         }
         _ => {
             return Err(LlmError::Config {

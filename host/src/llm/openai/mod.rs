@@ -51,36 +51,6 @@ impl OpenAi {
         })
     }
 
-    /// The request body, as documented for Chat Completions, serialised once (every
-    /// retry sends the same bytes) and straight from the request: a parent's history
-    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
-    pub(crate) fn body(&self, request: &ChatRequest) -> bytes::Bytes {
-        let body = Body {
-            model: self.http.model(),
-            messages: request,
-            tools: &request.tools,
-            max_tokens: self.max_tokens,
-            streaming: self.http.stream.then_some(Streaming {
-                stream: true,
-                stream_options: StreamOptions {
-                    include_usage: true,
-                },
-            }),
-            response_format: request
-                .answer_schema
-                .as_deref()
-                .map(|schema| ResponseFormat {
-                    r#type: "json_schema",
-                    json_schema: JsonSchemaFormat {
-                        name: "result",
-                        schema,
-                        strict: false,
-                    },
-                }),
-        };
-        request.serialise(&body)
-    }
-
     /// Applies one SSE event (`[DONE]` only marks the end, which the body's end
     /// marks as well).
     fn stream_event(
@@ -157,23 +127,45 @@ impl HttpApi for OpenAi {
         &self.http
     }
 
+    /// The request body, as documented for Chat Completions, serialised once (every
+    /// retry sends the same bytes) and straight from the request: a parent's history
+    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
-        self.body(request)
+        let body = Body {
+            model: self.http.model(),
+            messages: request,
+            tools: &request.tools,
+            max_tokens: self.max_tokens,
+            streaming: self.http.stream.then_some(Streaming {
+                stream: true,
+                stream_options: StreamOptions {
+                    include_usage: true,
+                },
+            }),
+            response_format: request
+                .answer_schema
+                .as_deref()
+                .map(|schema| ResponseFormat {
+                    r#type: "json_schema",
+                    json_schema: JsonSchemaFormat {
+                        name: "result",
+                        schema,
+                        strict: false,
+                    },
+                }),
+        };
+        request.serialise(&body)
     }
 
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let value = self.http.json(response).await?;
-        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
-            return Err(self.http.error(error));
-        }
+    fn error_in(answer: &Value) -> Option<&Value> {
+        answer.get("error").filter(|error| error.is_object())
+    }
+
+    fn read_json(&self, value: &Value, events: &EventSink) -> Result<ChatResponse, LlmError> {
         let choice = &value["choices"][0];
         let mut assembly = Assembly::default();
         assembly.message(&choice["message"]);
-        assembly.usage = usage(&value).unwrap_or_default();
+        assembly.usage = usage(value).unwrap_or_default();
         assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
         let (message, finish, usage) = assembly.into_parts();
         emit_whole(events, &message, usage, &finish);

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::llm::anthropic::Anthropic;
+use crate::llm::http::HttpApi as _;
 use crate::llm::{
     connect, ChatRequest, EventSink, FinishReason, LlmError, Message, ModelConfig, ToolCall, Usage,
 };
@@ -352,6 +353,6 @@ async fn anthropic_thinking_blocks_are_sent_back_unchanged() {
         ],
         ..ChatRequest::default()
     };
-    let body: Value = serde_json::from_slice(&provider.body(&next)).unwrap();
+    let body: Value = serde_json::from_slice(&provider.request_body(&next)).unwrap();
     assert_eq!(&body["messages"][1]["content"][0], &thinking[0]);
 }
