@@ -194,13 +194,13 @@ async fn truncated_and_refused_answers_end_in_their_own_states() {
             .any(|r| r.contains(": ERROR] worker · refused: I can't help with that.")),
         "{results:?}"
     );
-    let states: Vec<&str> = report
+    let states: Vec<AgentState> = report
         .agents
         .iter()
-        .filter_map(|job| job.outcome.as_ref().map(|outcome| outcome.state.as_str()))
+        .filter_map(|job| job.outcome.as_ref().map(|outcome| outcome.state))
         .collect();
     assert!(
-        states.contains(&"refused") && states.contains(&"truncated"),
+        states.contains(&AgentState::Refused) && states.contains(&AgentState::Truncated),
         "{states:?}"
     );
 }

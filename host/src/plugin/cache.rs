@@ -20,7 +20,7 @@ const CHECKSUM_LEN: usize = 32;
 
 /// How a component was obtained.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CacheOutcome {
+pub(crate) enum CacheOutcome {
     /// Loaded from a valid cache entry.
     Hit,
     /// Compiled; no entry existed (or caching is off).
@@ -31,48 +31,36 @@ pub enum CacheOutcome {
 
 /// A directory of compiled components, or none (always compile).
 #[derive(Clone, Debug)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     /// Where entries live; `None` disables caching.
     dir: Option<PathBuf>,
 }
 
 impl CompileCache {
     /// A cache in `dir`, created on first write.
-    pub fn new(dir: PathBuf) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(dir: PathBuf) -> Self {
         CompileCache { dir: Some(dir) }
     }
 
-    /// No caching: every load compiles.
-    pub fn disabled() -> Self {
-        CompileCache { dir: None }
-    }
-
     /// A cache in `dir`, or none.
-    pub fn at(dir: Option<PathBuf>) -> Self {
+    pub(crate) fn at(dir: Option<PathBuf>) -> Self {
         CompileCache { dir }
     }
 
-    /// The directory in use, if any.
-    pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
-    }
-
-    /// The file that holds (or would hold) the compiled artifact of component `wasm`
-    /// for `engine` (`None`: caching is off).
-    pub fn entry(&self, engine: &Engine, wasm: &[u8]) -> Option<PathBuf> {
-        let dir = self.dir.as_ref()?;
-        Some(dir.join(format!("{}.cwasm", cache_key(engine, &digest(wasm)))))
-    }
-
     /// Loads the component at `path`, from the cache when a valid entry exists.
-    pub fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> anyhow::Result<(Component, CacheOutcome)> {
         let wasm = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         self.load_bytes(engine, path, &wasm)
     }
 
     /// Loads component bytes (`path` names them in reports), from the cache when a
     /// valid entry exists.
-    pub fn load_bytes(
+    pub(crate) fn load_bytes(
         &self,
         engine: &Engine,
         path: &Path,
@@ -82,7 +70,7 @@ impl CompileCache {
     }
 
     /// As [`CompileCache::load_bytes`], for bytes whose [`digest`] is known.
-    pub fn load_digested(
+    pub(crate) fn load_digested(
         &self,
         engine: &Engine,
         path: &Path,
