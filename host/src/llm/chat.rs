@@ -239,7 +239,7 @@ impl EventSink {
     }
 
     /// Sends every event to the returned receiver.
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn channel() -> (Self, tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         // A receiver that went away only means nobody is watching.
