@@ -13,8 +13,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use profile::{bench_profile, bench_reset};
-use warren::{CompileCache, Sandbox, ToolAccess, ToolRegistry};
+use profile::{bench_profile, load_plugin};
+use warren::{Sandbox, ToolAccess};
 
 const SANDBOX_CALLS: usize = 2_000;
 const NATIVE_CALLS: usize = 500;
@@ -47,26 +47,17 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let sandbox = Arc::new(Sandbox::new()?);
-        println!(
-            "pooling allocator: {}",
-            if sandbox.uses_pooling() {
-                "on"
-            } else {
-                "off (fallback)"
-            }
-        );
-        println!("{}", bench_reset(&sandbox));
+        println!("{}", sandbox.memory_slots());
         let cache_dir = tempfile::tempdir()?;
-        let cache = CompileCache::new(cache_dir.path().to_path_buf());
         for label in ["load, cold (compile + cache write)", "load, cached"] {
             let started = Instant::now();
-            ToolRegistry::load(sandbox.clone(), std::slice::from_ref(&hostile), &cache).await?;
+            load_plugin(sandbox.clone(), &hostile, cache_dir.path()).await?;
             println!(
                 "{label:<34} {:>9.1} ms",
                 started.elapsed().as_secs_f64() * 1e3
             );
         }
-        let registry = ToolRegistry::load(sandbox, std::slice::from_ref(&hostile), &cache).await?;
+        let registry = load_plugin(sandbox, &hostile, cache_dir.path()).await?;
         // A small file for the C plugin's checksum tool.
         let input_dir = tempfile::tempdir()?;
         std::fs::write(input_dir.path().join("input.txt"), "the fox and the dog")?;
@@ -114,14 +105,13 @@ fn main() -> anyhow::Result<()> {
         for (language, file, tool, arguments) in languages {
             let size_mb = std::fs::metadata(&file)?.len() as f64 / 1e6;
             let cache_dir = tempfile::tempdir()?;
-            let cache = CompileCache::new(cache_dir.path().to_path_buf());
             let mut starts = Vec::new();
             for _ in 0..2 {
                 let started = Instant::now();
-                ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+                load_plugin(Arc::new(Sandbox::new()?), &file, cache_dir.path()).await?;
                 starts.push(started.elapsed());
             }
-            let registry = ToolRegistry::load(Arc::new(Sandbox::new()?), std::slice::from_ref(&file), &cache).await?;
+            let registry = load_plugin(Arc::new(Sandbox::new()?), &file, cache_dir.path()).await?;
             let mut samples = Vec::new();
             for i in 0..220 {
                 let started = Instant::now();

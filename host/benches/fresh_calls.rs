@@ -18,8 +18,8 @@ mod profile;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use profile::{bench_profile, bench_reset};
-use warren::{CompileCache, Sandbox, ToolAccess, ToolRegistry};
+use profile::{bench_profile, load_plugin};
+use warren::{Sandbox, ToolAccess};
 
 const CALLS: usize = 400;
 /// What a fresh call of an interpreted plugin's small tool should cost at the median.
@@ -31,24 +31,42 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         type Build = fn() -> std::path::PathBuf;
         let languages: [(&str, Build, &str, &str); 3] = [
-            ("rust", || guests::guests().hostile.clone(), "echo", r#"{"text":"the fox and the dog"}"#),
-            ("python", || guests::python_plugin().clone(), "text_stats", r#"{"text":"the fox and the dog"}"#),
-            ("javascript", || guests::js_plugin().clone(), "markdown_to_text", r##"{"markdown":"# the **fox**"}"##),
+            (
+                "rust",
+                || guests::guests().hostile.clone(),
+                "echo",
+                r#"{"text":"the fox and the dog"}"#,
+            ),
+            (
+                "python",
+                || guests::python_plugin().clone(),
+                "text_stats",
+                r#"{"text":"the fox and the dog"}"#,
+            ),
+            (
+                "javascript",
+                || guests::js_plugin().clone(),
+                "markdown_to_text",
+                r##"{"markdown":"# the **fox**"}"##,
+            ),
         ];
-        let cache = CompileCache::new(guests::wasm_dir().join("bench-cache"));
+        let cache_dir = guests::wasm_dir().join("bench-cache");
         let sandbox = Arc::new(Sandbox::new()?);
-        println!("{}", bench_reset(&sandbox));
+        println!("{}", sandbox.memory_slots());
         for (language, build, tool, arguments) in languages {
             if which.as_deref().is_some_and(|w| w != language) {
                 continue;
             }
             let file = build();
-            let registry = ToolRegistry::load(sandbox.clone(), std::slice::from_ref(&file), &cache).await?;
+            let registry = load_plugin(sandbox.clone(), &file, &cache_dir).await?;
             let access = ToolAccess::new(bench_profile(&["*"], Vec::new())?)?;
             eprintln!("{language}: calling");
             let mut samples = Vec::new();
             let mut before = warren::sandbox_phase_totals();
-            let calls = std::env::var("CALLS").ok().and_then(|c| c.parse().ok()).unwrap_or(CALLS);
+            let calls = std::env::var("CALLS")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(CALLS);
             for i in 0..calls + 20 {
                 let started = Instant::now();
                 registry.call(&access, tool, arguments).await?;
@@ -61,16 +79,11 @@ fn main() -> anyhow::Result<()> {
             samples.sort();
             let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
             let phases = warren::sandbox_phase_totals() - before;
-            let mean = |d: Duration| us(d) / phases.calls as f64;
             let p50 = p(0.5);
             println!(
-                "{language:<12} call p50 {:>8.1} µs  p99 {:>8.1} µs   mean: store {:>6.1} µs  instantiate {:>7.1} µs  guest call {:>7.1} µs  teardown {:>6.1} µs",
+                "{language:<12} call p50 {:>8.1} µs  p99 {:>8.1} µs   mean: {phases}",
                 us(p50),
                 us(p(0.99)),
-                mean(phases.store),
-                mean(phases.instantiate),
-                mean(phases.call),
-                mean(phases.teardown),
             );
             match rust_p50 {
                 None => rust_p50 = Some(p50),

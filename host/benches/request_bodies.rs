@@ -8,9 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use warren::Anthropic;
-use warren::OpenAi;
-use warren::{AssistantMessage, ChatRequest, Message, ModelConfig, ToolCall};
+use warren::{AssistantMessage, ChatRequest, Message, ToolCall};
 
 const SPAWNS: usize = 1000;
 const PER_TURN: usize = 10;
@@ -90,12 +88,9 @@ fn report(provider: &str, messages: usize, body: impl Fn() -> bytes::Bytes) {
 
 fn main() {
     let request = history();
-    let config = |provider: &str| -> ModelConfig {
-        toml::from_str(&format!("provider = \"{provider}\"\nmodel = \"m\"\n")).unwrap()
-    };
-    let openai = OpenAi::new("bench", &config("openai"), &Default::default()).unwrap();
-    let anthropic = Anthropic::new("bench", &config("anthropic"), &Default::default()).unwrap();
     let messages = request.messages.len();
-    report("openai", messages, || openai.body(&request));
-    report("anthropic", messages, || anthropic.body(&request));
+    for provider in ["openai", "anthropic"] {
+        let encode = warren::request_encoder(provider).unwrap();
+        report(provider, messages, || encode(&request));
+    }
 }

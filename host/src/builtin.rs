@@ -5,7 +5,7 @@
 //! plugin files.
 
 /// Name and component bytes of each built-in plugin.
-pub const BUILTINS: [(&str, &[u8]); 4] = [
+pub(crate) const BUILTINS: [(&str, &[u8]); 4] = [
     (
         "files",
         include_bytes!(concat!(env!("OUT_DIR"), "/files.wasm")),

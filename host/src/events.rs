@@ -319,7 +319,7 @@ impl Event {
     }
 
     /// The agent the event is about, if any.
-    pub fn agent(&self) -> Option<&str> {
+    pub(crate) fn agent(&self) -> Option<&str> {
         agent_field!(self).map(String::as_str)
     }
 

@@ -37,7 +37,7 @@ pub enum AgentState {
 
 impl AgentState {
     /// Lower-case name, as in summaries and JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             AgentState::Ok => "ok",
             AgentState::Error => "error",
@@ -52,7 +52,7 @@ impl AgentState {
     }
 
     /// Every state, for parsing names back.
-    pub const ALL: [AgentState; 9] = [
+    pub(crate) const ALL: [AgentState; 9] = [
         AgentState::Ok,
         AgentState::Error,
         AgentState::Cancelled,
@@ -112,7 +112,7 @@ pub struct AgentOutcome {
 
 impl AgentOutcome {
     /// A short reason for a result header: the error's first line, or the state.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match &self.error {
             Some(error) => error.lines().next().unwrap_or_default().to_string(),
             None => self.state.as_str().to_string(),

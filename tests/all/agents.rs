@@ -439,7 +439,11 @@ async fn cancel_agent_cancels_its_descendants_and_aborts_their_requests() {
     assert_eq!(report.root.text, "gave up on mid", "{:?}", report.root);
     assert!(elapsed < Duration::from_secs(10));
     let state = |id: &str| {
-        let agent = report.agents.iter().find(|j| j.id.0 == id).unwrap();
+        let agent = report
+            .agents
+            .iter()
+            .find(|j| j.id.to_string() == id)
+            .unwrap();
         match &agent.outcome {
             Some(o) => o.state,
             None => panic!("{agent:?}"),

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use warren::CompileCache;
-use warren::{Config, Sandbox, ToolAccess, ToolCallError, ToolRegistry};
+use warren::{Config, ToolAccess, ToolCallError};
 
-use crate::support::{cache_dir, guests, World};
+use crate::support::{cache_dir, guests, load_plugins, World};
 
 fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
@@ -66,9 +65,6 @@ fs = [{ host = "docs", guest = "/docs", mode = "ro" }, { host = "out", guest = "
 async fn descriptor_exhaustion_ends_at_max_handles() {
     let world = World::new();
     let (registry, access) = world.load(GRANTS, "main").await;
-    let limit = registry
-        .sandbox()
-        .call_handles(&access.profile.capabilities) as usize;
     let before = open_descriptors();
     let peak = Arc::new(std::sync::atomic::AtomicUsize::new(before));
     let sampling = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -102,16 +98,17 @@ async fn descriptor_exhaustion_ends_at_max_handles() {
     sampling.store(false, std::sync::atomic::Ordering::Relaxed);
     sampler.join().unwrap();
     let error = attack.unwrap_err();
-    assert!(
-        matches!(
-            error,
-            ToolCallError::ResourceLimit {
-                key: "max_handles",
-                ..
-            }
-        ),
-        "{error}"
-    );
+    // The limit the call met: `max_handles`, cut to the call's share of the process's
+    // descriptors.
+    let ToolCallError::ResourceLimit {
+        key: "max_handles",
+        limit,
+        ..
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    let limit = *limit as usize;
     assert!(
         error.to_string().contains("raise capabilities.max_handles"),
         "{error}"
@@ -341,22 +338,17 @@ max_write_mb = 64
 /// are refused at load with errors naming them; `warren tools` never prints them.
 #[tokio::test]
 async fn tool_list_bombs_and_host_tool_names_are_refused_at_load() {
-    let sandbox = Arc::new(Sandbox::new().unwrap());
-    let cache = CompileCache::new(cache_dir());
-    let error = ToolRegistry::load(
-        sandbox.clone(),
-        std::slice::from_ref(&guests().toolbomb),
-        &cache,
-    )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let error = load_plugins(dir.path(), std::slice::from_ref(&guests().toolbomb), true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("toolbomb.wasm: offers 100000 tools; a plugin may offer at most 256 ([plugins] max_tools)"),
         "{error}"
     );
-    let error = ToolRegistry::load(sandbox, std::slice::from_ref(&guests().impostor), &cache)
+    let error = load_plugins(dir.path(), std::slice::from_ref(&guests().impostor), true)
         .await
         .err()
         .unwrap()

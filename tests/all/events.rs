@@ -100,7 +100,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
         .start_with_run_id("main", "ROOT-TASK", None, Some("events-test"), None)
         .unwrap();
     let mut stream = run.events();
-    let root = run.root.0.clone();
+    let root = run.root.to_string();
     let report = run.wait().await;
     assert_eq!(report.root.text, "root done", "{:?}", report.root);
     let mut events = Vec::new();

@@ -104,7 +104,10 @@ async fn python_plugin_in_an_agent_run() {
         }
     }
     let (tool, outcome, summary) = finished.unwrap();
-    assert_eq!((tool.as_str(), outcome.as_str()), ("csv_summary", "ok"));
+    assert_eq!(
+        (tool.as_str(), outcome),
+        ("csv_summary", warren::ToolOutcome::Ok)
+    );
     assert!(summary.starts_with("/data/sales.csv: 3 rows"), "{summary}");
 }
 

@@ -146,10 +146,15 @@ struct Elsewhere {
 impl Backend for Elsewhere {
     async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome {
         job.start();
-        self.tasks.lock().unwrap().push(spec.task.clone());
+        self.tasks.lock().unwrap().push(spec.task().to_string());
+        // What a backend ships: the job data a worker runs.
+        let data = serde_json::to_value(&spec).unwrap();
+        assert_eq!(data["task"], spec.task(), "{data}");
+        assert_eq!(data["profile"], spec.profile(), "{data}");
+        assert!(data["limits"]["max_turns"].is_u64(), "{data}");
         AgentOutcome {
             state: AgentState::Ok,
-            text: format!("ran elsewhere: {}", spec.task),
+            text: format!("ran elsewhere: {}", spec.task()),
             error: None,
             ..AgentOutcome::cancelled_before_start()
         }

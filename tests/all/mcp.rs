@@ -980,6 +980,27 @@ async fn a_protocol_probe_over_stdio_is_answered_without_a_warning() {
     assert!(!stderr.contains("WARN"), "{stderr}");
 }
 
+/// The name of the compile cache entry the `warren` binary writes for built-in
+/// `builtin`: `warren tools` in a project loading that built-in alone leaves it as
+/// the one entry of an empty cache.
+fn builtin_cache_entry(builtin: &str) -> std::ffi::OsString {
+    let world = World::new();
+    let cache = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[plugins]\nbuiltins = [{builtin:?}]\ncache_dir = {:?}\n",
+        cache.path()
+    );
+    std::fs::write(world.path("warren.toml"), config).unwrap();
+    let output = crate::support::warren(&world, &["tools"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let entries: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(entries.len(), 1, "{builtin}: {entries:?}");
+    entries[0].clone()
+}
+
 /// `warren mcp` with an empty compile cache answers `initialize` and `tools/list`
 /// while the built-ins' code is provably not compiled yet: each built-in's cache entry
 /// is a FIFO nobody writes to, so reading it blocks until the test opens it. A call to
@@ -997,15 +1018,7 @@ async fn tools_are_listed_before_the_builtins_are_compiled() {
         &format!("cache_dir = {:?}", cache.path()),
     );
     std::fs::write(world.path("warren.toml"), config).unwrap();
-    let sandbox = warren::Sandbox::new().unwrap();
-    let compile_cache = warren::CompileCache::new(cache.path().to_path_buf());
-    let entry = |name: &str| {
-        let (_, bytes) = warren::BUILTINS
-            .iter()
-            .find(|(builtin, _)| *builtin == name)
-            .unwrap();
-        compile_cache.entry(sandbox.engine(), bytes).unwrap()
-    };
+    let entry = |name: &str| cache.path().join(builtin_cache_entry(name));
     let (files, http) = (entry("files"), entry("http"));
     for fifo in [&files, &http] {
         let made = Command::new("mkfifo").arg(fifo).status().unwrap();

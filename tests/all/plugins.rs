@@ -3,10 +3,9 @@
 
 use std::sync::Arc;
 
-use warren::{CacheOutcome, CompileCache};
-use warren::{Sandbox, ToolCallError, ToolRegistry};
+use warren::ToolCallError;
 
-use crate::support::{guests, http_server, World};
+use crate::support::{guests, http_server, load_plugins, World};
 
 const READER: &str = r#"
 [profiles.main.capabilities]
@@ -232,65 +231,16 @@ async fn sixty_four_concurrent_calls_complete_correctly() {
 }
 
 #[tokio::test]
-async fn compile_cache_hits_and_rebuilds_corrupt_entries() {
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = CompileCache::new(cache_dir.path().to_path_buf());
-    let sandbox = Sandbox::new().unwrap();
-    let files = &guests().files;
-    assert_eq!(
-        cache.load(sandbox.engine(), files).unwrap().1,
-        CacheOutcome::Compiled
-    );
-    assert_eq!(
-        cache.load(sandbox.engine(), files).unwrap().1,
-        CacheOutcome::Hit
-    );
-
-    let entry = std::fs::read_dir(cache_dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let mut bytes = std::fs::read(&entry).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0xff;
-    std::fs::write(&entry, &bytes).unwrap();
-    let (component, outcome) = cache.load(sandbox.engine(), files).unwrap();
-    assert!(
-        matches!(outcome, CacheOutcome::Rebuilt(ref why) if why.contains("checksum")),
-        "{outcome:?}"
-    );
-    sandbox.prepare(&component).unwrap();
-    assert_eq!(
-        cache.load(sandbox.engine(), files).unwrap().1,
-        CacheOutcome::Hit,
-        "the rebuilt entry is good"
-    );
-
-    std::fs::write(&entry, b"short").unwrap();
-    assert!(matches!(
-        cache.load(sandbox.engine(), files).unwrap().1,
-        CacheOutcome::Rebuilt(_)
-    ));
-}
-
-#[tokio::test]
 async fn tool_name_clash_names_both_files() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.wasm"), dir.path().join("b.wasm"));
     std::fs::copy(&guests().files, &a).unwrap();
     std::fs::copy(&guests().files, &b).unwrap();
-    let sandbox = Arc::new(Sandbox::new().unwrap());
-    let error = ToolRegistry::load(
-        sandbox,
-        &[a.clone(), b.clone()],
-        &CompileCache::new(crate::support::cache_dir()),
-    )
-    .await
-    .err()
-    .unwrap()
-    .to_string();
+    let error = load_plugins(dir.path(), &[a.clone(), b.clone()], true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         error.contains(&a.display().to_string()) && error.contains(&b.display().to_string()),
         "{error}"
@@ -306,15 +256,10 @@ async fn a_file_that_is_not_a_plugin_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let bogus = dir.path().join("bogus.wasm");
     std::fs::write(&bogus, b"\0asm not really").unwrap();
-    let sandbox = Arc::new(Sandbox::new().unwrap());
-    let error = ToolRegistry::load(
-        sandbox,
-        std::slice::from_ref(&bogus),
-        &CompileCache::disabled(),
-    )
-    .await
-    .err()
-    .unwrap();
+    let error = load_plugins(dir.path(), std::slice::from_ref(&bogus), false)
+        .await
+        .err()
+        .unwrap();
     assert!(
         format!("{error:#}").contains(&format!(
             "{} is not a valid WebAssembly component",
@@ -322,39 +267,4 @@ async fn a_file_that_is_not_a_plugin_is_named() {
         )),
         "{error:#}"
     );
-}
-
-/// The built-ins' tool lists recorded in the binary (what `warren mcp` serves before
-/// their code is compiled) are what the compiled plugins list. After a change to a
-/// built-in's tools, `WARREN_BLESS=1 cargo test --test all recorded_builtin` rewrites
-/// the record.
-#[tokio::test]
-async fn the_recorded_builtin_tool_lists_are_what_the_builtins_list() {
-    // Each built-in's own code is asked: a registry would serve the interpreters from
-    // the record itself (they compile on their first call).
-    let sandbox = Sandbox::new().unwrap();
-    let cache = CompileCache::new(crate::support::cache_dir());
-    let mut own = Vec::new();
-    for (name, bytes) in warren::BUILTINS {
-        let path = std::path::PathBuf::from(format!("(built-in)/{name}.wasm"));
-        let (component, _) = cache.load_bytes(sandbox.engine(), &path, bytes).unwrap();
-        let prepared = sandbox.prepare(&component).unwrap();
-        own.push((name, sandbox.list_tools(&prepared, name).await.unwrap()));
-    }
-    let builtins: Vec<&str> = own.iter().map(|(name, _)| *name).collect();
-    let listed = warren::record(own.iter().map(|(name, tools)| (*name, tools.as_slice())));
-    let file = crate::support::root().join("host/src/plugin/builtin_tools.json");
-    if std::env::var_os("WARREN_BLESS").is_some() {
-        std::fs::write(&file, &listed).unwrap();
-    }
-    let recorded = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        recorded == listed,
-        "{} is stale: run `WARREN_BLESS=1 cargo test --test all recorded_builtin` to rewrite it, then rebuild",
-        file.display()
-    );
-    for name in &builtins {
-        let tools = warren::recorded_tools(name).unwrap();
-        assert!(!tools.is_empty(), "{name}");
-    }
 }

@@ -45,9 +45,15 @@ impl World {
 
     /// Writes `warren.toml` loading all three guests, then `profiles`.
     pub(crate) fn config(&self, profiles: &str) -> PathBuf {
+        self.write_config("", profiles)
+    }
+
+    /// Writes `warren.toml` loading all three guests, with `plugins` (more keys of
+    /// its `[plugins]` table), then `profiles`.
+    fn write_config(&self, plugins: &str, profiles: &str) -> PathBuf {
         let guests = guests();
         let text = format!(
-            "[plugins]\nfiles = [{:?}, {:?}, {:?}]\ncache_dir = {:?}\n\n{profiles}",
+            "[plugins]\nfiles = [{:?}, {:?}, {:?}]\ncache_dir = {:?}\n{plugins}\n{profiles}",
             guests.files,
             guests.http,
             guests.hostile,
@@ -58,24 +64,39 @@ impl World {
         path
     }
 
-    /// Loads the config and the registry, and gives access as `profile`.
+    /// Loads the config and the registry of the three guests (no built-ins), and
+    /// gives access as `profile`.
     pub(crate) async fn load(
         &self,
         profiles: &str,
         profile: &str,
     ) -> (Arc<ToolRegistry>, ToolAccess) {
-        let config = Config::load(&self.config(profiles)).unwrap();
+        let config = Config::load(&self.write_config("builtins = false\n", profiles)).unwrap();
         let sandbox = Arc::new(Sandbox::new().unwrap());
-        let registry = ToolRegistry::load(
-            sandbox,
-            &config.plugin_files,
-            &warren::CompileCache::at(config.cache_dir.clone()),
-        )
-        .await
-        .unwrap();
+        let registry = ToolRegistry::for_config(sandbox, &config).await.unwrap();
         let access = ToolAccess::new(config.profile(profile).unwrap()).unwrap();
         (Arc::new(registry), access)
     }
+}
+
+/// A registry of plugin `files` alone (no built-ins), loaded as a configuration made
+/// in code in `dir` names them, through the shared compile cache (or none, without
+/// `cache`).
+pub(crate) async fn load_plugins(
+    dir: &Path,
+    files: &[PathBuf],
+    cache: bool,
+) -> anyhow::Result<ToolRegistry> {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let builder = Config::builder(dir)
+        .set("plugins.builtins", false)
+        .set("plugins.files", files);
+    let config = match cache {
+        true => builder.set("plugins.cache_dir", cache_dir().display().to_string()),
+        false => builder.set("plugins.cache", false),
+    }
+    .build()?;
+    ToolRegistry::for_config(Arc::new(Sandbox::new()?), &config).await
 }
 
 /// Every file under `dir` with its contents (symlinks as their targets), sorted: equal

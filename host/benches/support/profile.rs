@@ -1,7 +1,10 @@
-//! What the call benches share: the profile they run tools under, and the line
-//! saying how the sandbox resets its memory slots.
+//! What the call benches share: the profile they run tools under, the plugins they
+//! load, and the line saying how the sandbox gets memory for its instances.
 
-use warren::{Config, FsGrant, Profile};
+use std::path::Path;
+use std::sync::Arc;
+
+use warren::{Config, FsGrant, Profile, Sandbox, ToolRegistry};
 
 /// A profile named `bench` that may call `tools` (`["*"]`: every tool), granted the
 /// directories `fs`, from a configuration made in code (no built-in plugins).
@@ -14,11 +17,18 @@ pub(crate) fn bench_profile(tools: &[&str], fs: Vec<FsGrant>) -> anyhow::Result<
     Ok(config.profile("bench")?)
 }
 
-/// How the sandbox resets its pooled slots, for the bench's header.
-pub(crate) fn bench_reset(sandbox: &warren::Sandbox) -> &'static str {
-    if sandbox.resets_in_place() {
-        "memory slots: reset in place (no swap)"
-    } else {
-        "memory slots: pages given back to the kernel after each call (swap active, or no pooling)"
-    }
+/// A registry of plugin file `file` alone (no built-ins), compiled through the
+/// compile cache in `cache_dir`.
+#[allow(dead_code)] // not every bench loads plugin files
+pub(crate) async fn load_plugin(
+    sandbox: Arc<Sandbox>,
+    file: &Path,
+    cache_dir: &Path,
+) -> anyhow::Result<ToolRegistry> {
+    let config = Config::builder(std::env::temp_dir())
+        .set("plugins.builtins", false)
+        .set("plugins.files", vec![file.to_string_lossy().as_ref()])
+        .set("plugins.cache_dir", cache_dir.to_string_lossy().as_ref())
+        .build()?;
+    ToolRegistry::for_config(sandbox, &config).await
 }

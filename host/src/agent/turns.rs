@@ -23,7 +23,7 @@ use super::typed_output::{drop_response_format, Settled, TypedAnswer};
 use crate::jobs::mode::AgentMode;
 
 /// The system prompt of a sub-agent whose profile has none.
-pub const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
+pub(crate) const SUBAGENT_PROMPT: &str = "You are a sub-agent: another agent gave you one scoped task. Focus on that task only, \
 use your tools to do it, and finish with a concise report of what you found or did. Say plainly what you could not do \
 and why. Your final message is all your parent will see.";
 

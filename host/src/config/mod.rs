@@ -82,9 +82,9 @@ pub struct Config {
     /// The file it came from.
     pub(crate) path: PathBuf,
     /// The plugin files to load, in order.
-    pub plugin_files: Vec<PathBuf>,
+    pub(crate) plugin_files: Vec<PathBuf>,
     /// Where compiled plugins are cached (`None`: caching is off).
-    pub cache_dir: Option<PathBuf>,
+    pub(crate) cache_dir: Option<PathBuf>,
     /// What one plugin and one profile's tool list may hold.
     pub(crate) plugin_limits: PluginLimits,
     /// `[plugins.NAME]` tables by plugin name (`wit` paths resolved).

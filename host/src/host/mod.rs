@@ -2,7 +2,8 @@
 //! agent ([`Run`]), cancel them, and collect their [`RunReport`].
 //!
 //! An outside caller that drives the tools itself (an MCP client) gets a [`Session`]
-//! instead: see `host/session.rs`.
+//! instead: see `host/session.rs`. `host/bench.rs` holds what a bench times that no
+//! public call isolates.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), warren::Error> {
@@ -28,6 +29,7 @@ use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 use crate::scheduler::{Role, RootStart, Scheduler};
 
+pub(crate) mod bench;
 pub(crate) mod builder;
 pub(crate) mod control;
 pub(crate) mod error;

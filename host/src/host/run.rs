@@ -32,11 +32,6 @@ impl Canceller {
     pub fn cancel(&self) {
         self.0.cancel();
     }
-
-    /// Whether the run was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.is_cancelled()
-    }
 }
 
 /// How a run ended: the root's outcome and every agent of the tree.
@@ -82,7 +77,7 @@ impl AgentReport {
     }
 
     /// The profile, with the label when there is one: `researcher (check the docs)`.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         title(&self.profile, self.label.as_deref())
     }
 }
@@ -131,11 +126,6 @@ impl Run {
             .expect("event subscription poisoned")
             .take()
             .unwrap_or_else(|| self.tree.events.subscribe())
-    }
-
-    /// Cancels the whole tree: in-flight model calls and tool calls stop at once.
-    pub fn cancel(&self) {
-        self.tree.cancel.cancel();
     }
 
     /// Waits for the root to finish and reports every agent.

@@ -148,39 +148,54 @@ pub(crate) fn compose_task(task: &str, context: Option<&Value>, constraints: &[S
 }
 
 /// Everything a child needs to run on another machine, already narrowed: the
-/// machine running it narrows again, with its own profile of that name.
+/// machine running it narrows again, with its own profile of that name. A
+/// [`Backend`] reads its profile and task, and ships the rest as it serializes: the
+/// `data` of the job `[queue] redis` sends a `warren worker` (docs/workers.md; the
+/// impl is the queue's, `queue/wire.rs`).
 #[derive(Clone, Debug)]
 pub struct ChildSpec {
     /// The profile's name.
-    pub profile: String,
+    pub(crate) profile: String,
     /// What to do.
-    pub task: String,
+    pub(crate) task: String,
     /// Only what the child needs to know.
-    pub context: Option<Value>,
+    pub(crate) context: Option<Value>,
     /// Rules it must follow.
-    pub constraints: Vec<String>,
+    pub(crate) constraints: Vec<String>,
     /// Added to its profile's system prompt.
-    pub system_prompt: Option<String>,
+    pub(crate) system_prompt: Option<String>,
     /// The tool subset asked for, if any.
-    pub tools: Option<Vec<String>>,
+    pub(crate) tools: Option<Vec<String>>,
     /// Its effective limits.
-    pub limits: AgentLimits,
+    pub(crate) limits: AgentLimits,
     /// The model it inherits from its parent (its profile says `model: inherit`), by
     /// `[models]` name: the machine running it narrows with it again, and needs a
     /// model of that name. `None` when its profile names its own.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The JSON Schema its answer must match, once narrowed.
-    pub output_schema: Option<OutputSchema>,
+    pub(crate) output_schema: Option<OutputSchema>,
     /// What is left of the run's budget.
-    pub budget_usd: Option<f64>,
+    pub(crate) budget_usd: Option<f64>,
     /// Its parent's capabilities: it never gets more.
-    pub ceiling: CapabilitySet,
+    pub(crate) ceiling: CapabilitySet,
     /// The parent's job id.
-    pub parent: JobId,
+    pub(crate) parent: JobId,
     /// How deep it is in the whole tree.
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// The W3C trace context of the parent's span.
-    pub traceparent: Option<String>,
+    pub(crate) traceparent: Option<String>,
+}
+
+impl ChildSpec {
+    /// The name of the child's profile.
+    pub fn profile(&self) -> &str {
+        &self.profile
+    }
+
+    /// What the child is to do.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
 }
 
 /// Somewhere other than this process that runs children.

@@ -16,7 +16,7 @@ use crate::outcome::AgentOutcome;
 /// (random per run), so they differ from run to run; where a job must be named across
 /// runs (events, traces, `--json`, queue jobs), the run's id goes with it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct JobId(pub String);
+pub struct JobId(pub(crate) String);
 
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -416,7 +416,7 @@ pub struct Drained {
 }
 
 /// The digest a system prompt is named by in a journal (XXH3-64 of its text, hex).
-pub fn prompt_digest(text: &str) -> String {
+pub(crate) fn prompt_digest(text: &str) -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 

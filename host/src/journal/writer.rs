@@ -89,7 +89,7 @@ impl Shared {
 }
 
 /// The journal of one run, open for appending.
-pub struct Journal {
+pub(crate) struct Journal {
     shared: Arc<Shared>,
     /// The writer thread, joined on drop.
     writer: Option<std::thread::JoinHandle<()>>,
@@ -117,7 +117,7 @@ impl Drop for Journal {
 impl Journal {
     /// Creates run `run_id`'s journal in `dir` (`dir/RUN_ID/journal.jsonl`), the
     /// directories 0700 and the file 0600; a journal of that id must not exist yet.
-    pub fn create(dir: &Path, run_id: &str, max_bytes: u64) -> std::io::Result<Journal> {
+    pub(crate) fn create(dir: &Path, run_id: &str, max_bytes: u64) -> std::io::Result<Journal> {
         if !super::check::is_valid_id(run_id) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -178,28 +178,28 @@ impl Journal {
     }
 
     /// The journal file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends `record` with the next batch, without waiting.
-    pub fn record(&self, record: Record) {
+    pub(crate) fn record(&self, record: Record) {
         self.send(Some(&record), None, false);
     }
 
     /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
     /// not synced: it survives the death of the process from then on.
-    pub async fn record_written(&self, record: Record) {
+    pub(crate) async fn record_written(&self, record: Record) {
         self.send_and_wait(Some(&record), false).await;
     }
 
     /// Appends `record` and waits until it is on disk.
-    pub async fn record_durably(&self, record: Record) {
+    pub(crate) async fn record_durably(&self, record: Record) {
         self.send_and_wait(Some(&record), true).await;
     }
 
     /// Waits until every record sent so far is on disk.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         self.send_and_wait(None, true).await;
     }
 

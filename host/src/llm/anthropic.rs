@@ -27,7 +27,7 @@ pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// A model behind the Anthropic Messages API.
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     /// HTTP to `{base_url}/messages`, the price and whether to stream.
     http: Http,
     /// Output limit per call.
@@ -51,7 +51,11 @@ enum Block {
 impl Anthropic {
     /// Builds the provider for model `name`; reads the API key from its variable.
     /// `secrets` are the host's configured secrets, removed from every error.
-    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+    pub(crate) fn new(
+        name: &str,
+        config: &ModelConfig,
+        secrets: &Secrets,
+    ) -> Result<Self, LlmError> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string(), false)];
         headers.extend(api_key(name, config)?.map(|key| ("x-api-key", key, true)));
         Ok(Anthropic {
@@ -65,22 +69,6 @@ impl Anthropic {
             )?,
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         })
-    }
-
-    /// The request body, as documented for Messages, serialised once (every retry
-    /// sends the same bytes) and straight from the request: a parent's history can
-    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
-    /// and a tool call's input is checked, not parsed into one.
-    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
-        let body = Body {
-            model: self.http.model(),
-            max_tokens: self.max_tokens,
-            system: &request.system,
-            messages: &request.messages,
-            tools: &request.tools,
-            stream: self.http.stream,
-        };
-        request.serialise(&body)
     }
 
     fn stream_event(
@@ -405,19 +393,27 @@ impl HttpApi for Anthropic {
         &self.http
     }
 
+    /// The request body, as documented for Messages, serialised once (every retry
+    /// sends the same bytes) and straight from the request: a parent's history can
+    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
+    /// and a tool call's input is checked, not parsed into one.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
-        self.body(request)
+        let body = Body {
+            model: self.http.model(),
+            max_tokens: self.max_tokens,
+            system: &request.system,
+            messages: &request.messages,
+            tools: &request.tools,
+            stream: self.http.stream,
+        };
+        request.serialise(&body)
     }
 
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let value = self.http.json(response).await?;
-        if value["type"] == "error" {
-            return Err(self.http.error(&value["error"]));
-        }
+    fn error_in(answer: &Value) -> Option<&Value> {
+        (answer["type"] == "error").then(|| &answer["error"])
+    }
+
+    fn read_json(&self, value: &Value, events: &EventSink) -> Result<ChatResponse, LlmError> {
         let mut message = AssistantMessage::default();
         for block in value["content"].as_array().into_iter().flatten() {
             match block["type"].as_str() {

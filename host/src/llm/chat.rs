@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::error::LlmError;
 
@@ -176,7 +175,7 @@ impl std::ops::Add for Usage {
 
 impl Usage {
     /// Input and output tokens together (saturating).
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 }
@@ -185,7 +184,7 @@ impl Usage {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-pub struct Price {
+pub(crate) struct Price {
     /// Uncached prompt tokens.
     pub input_per_mtok: f64,
     /// Generated tokens.
@@ -196,7 +195,7 @@ pub struct Price {
 
 impl Price {
     /// What `usage` costs.
-    pub fn cost(&self, usage: Usage) -> f64 {
+    pub(crate) fn cost(&self, usage: Usage) -> f64 {
         let cached = usage.cached_input_tokens.min(usage.input_tokens);
         let uncached = usage.input_tokens - cached;
         (uncached as f64 * self.input_per_mtok
@@ -225,7 +224,7 @@ pub struct EventSink(Option<Box<dyn Fn(StreamEvent) + Send + Sync>>);
 
 impl EventSink {
     /// Discards every event.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         EventSink(None)
     }
 
@@ -240,7 +239,8 @@ impl EventSink {
     }
 
     /// Sends every event to the returned receiver.
-    pub fn channel() -> (Self, UnboundedReceiver<StreamEvent>) {
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn channel() -> (Self, tokio::sync::mpsc::UnboundedReceiver<StreamEvent>) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
         // A receiver that went away only means nobody is watching.
         let sink = EventSink::new(move |event| {

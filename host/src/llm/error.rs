@@ -255,7 +255,7 @@ impl LlmError {
     }
 
     /// A short, stable name for the kind of failure (for traces).
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             LlmError::Config { .. } => "config",
             LlmError::Auth { .. } => "auth",

@@ -86,10 +86,13 @@ pub(crate) trait HttpApi: Send + Sync {
     /// The request body, serialised once: every retry sends the same bytes.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes;
 
-    /// Reads a whole (not streamed) response.
-    async fn read_json(
+    /// The API's error object, when a whole (not streamed) answer is one.
+    fn error_in(answer: &serde_json::Value) -> Option<&serde_json::Value>;
+
+    /// The response a whole (not streamed) answer holds.
+    fn read_json(
         &self,
-        response: reqwest::Response,
+        answer: &serde_json::Value,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError>;
 
@@ -130,7 +133,11 @@ impl<A: HttpApi> Provider for A {
                 if http.stream {
                     self.read_stream(response, events).await
                 } else {
-                    self.read_json(response, events).await
+                    let answer = http.json(response).await?;
+                    match A::error_in(&answer) {
+                        Some(error) => Err(http.error(error)),
+                        None => self.read_json(&answer, events),
+                    }
                 }
             })
             .await

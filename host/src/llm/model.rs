@@ -12,7 +12,7 @@ use super::chat::Price;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     /// OpenAI Chat Completions, and every server speaking it (Ollama, vLLM, …).
     Openai,
     /// Anthropic Messages.
@@ -28,7 +28,7 @@ pub enum ProviderKind {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-pub struct ModelConfig {
+pub(crate) struct ModelConfig {
     /// The wire format.
     pub provider: ProviderKind,
     /// API root, e.g. `https://api.openai.com/v1` (the default per provider).
@@ -76,7 +76,7 @@ impl ModelConfig {
     /// The environment variable holding the API key: `api_key_env`, else the
     /// provider's default (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`); a scripted model
     /// has none.
-    pub fn key_variable(&self) -> Option<&str> {
+    pub(crate) fn key_variable(&self) -> Option<&str> {
         self.api_key_env.as_deref().or(match self.provider {
             ProviderKind::Openai => Some("OPENAI_API_KEY"),
             ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY"),

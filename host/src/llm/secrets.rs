@@ -23,7 +23,7 @@ const ELLIPSIS: &str = "…";
 /// Every configured secret, longest first (so a secret containing another is
 /// replaced whole). Cheap to clone; never printed.
 #[derive(Clone, Default, PartialEq)]
-pub struct Secrets {
+pub(crate) struct Secrets {
     /// The values, deduplicated, each at least [`MIN_SECRET_BYTES`] long.
     values: Arc<[String]>,
 }
@@ -36,7 +36,7 @@ impl std::fmt::Debug for Secrets {
 
 impl Secrets {
     /// The set of `values` (empty and too-short ones dropped).
-    pub fn new(values: impl IntoIterator<Item = String>) -> Secrets {
+    pub(crate) fn new(values: impl IntoIterator<Item = String>) -> Secrets {
         let mut values: Vec<String> = values
             .into_iter()
             .map(|value| value.trim().to_string())
@@ -50,24 +50,20 @@ impl Secrets {
     }
 
     /// This set with `more` added.
-    pub fn with(&self, more: impl IntoIterator<Item = String>) -> Secrets {
+    pub(crate) fn with(&self, more: impl IntoIterator<Item = String>) -> Secrets {
         Secrets::new(self.values.iter().cloned().chain(more))
     }
 
     /// How many secrets the set holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.values.len()
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// `text` with every secret replaced by [`REDACTED`]. A secret cut by an excerpt
     /// (its first bytes right before the `…` that ends the excerpt, or at the end of
     /// the text) is replaced too, when at least [`MIN_SECRET_BYTES`] of it are there.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for secret in self.values.iter() {
             if out.contains(secret.as_str()) {

@@ -20,7 +20,7 @@ const CHECKSUM_LEN: usize = 32;
 
 /// How a component was obtained.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CacheOutcome {
+pub(crate) enum CacheOutcome {
     /// Loaded from a valid cache entry.
     Hit,
     /// Compiled; no entry existed (or caching is off).
@@ -31,48 +31,36 @@ pub enum CacheOutcome {
 
 /// A directory of compiled components, or none (always compile).
 #[derive(Clone, Debug)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     /// Where entries live; `None` disables caching.
     dir: Option<PathBuf>,
 }
 
 impl CompileCache {
     /// A cache in `dir`, created on first write.
-    pub fn new(dir: PathBuf) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(dir: PathBuf) -> Self {
         CompileCache { dir: Some(dir) }
     }
 
-    /// No caching: every load compiles.
-    pub fn disabled() -> Self {
-        CompileCache { dir: None }
-    }
-
     /// A cache in `dir`, or none.
-    pub fn at(dir: Option<PathBuf>) -> Self {
+    pub(crate) fn at(dir: Option<PathBuf>) -> Self {
         CompileCache { dir }
     }
 
-    /// The directory in use, if any.
-    pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
-    }
-
-    /// The file that holds (or would hold) the compiled artifact of component `wasm`
-    /// for `engine` (`None`: caching is off).
-    pub fn entry(&self, engine: &Engine, wasm: &[u8]) -> Option<PathBuf> {
-        let dir = self.dir.as_ref()?;
-        Some(dir.join(format!("{}.cwasm", cache_key(engine, &digest(wasm)))))
-    }
-
     /// Loads the component at `path`, from the cache when a valid entry exists.
-    pub fn load(&self, engine: &Engine, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> anyhow::Result<(Component, CacheOutcome)> {
         let wasm = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         self.load_bytes(engine, path, &wasm)
     }
 
     /// Loads component bytes (`path` names them in reports), from the cache when a
     /// valid entry exists.
-    pub fn load_bytes(
+    pub(crate) fn load_bytes(
         &self,
         engine: &Engine,
         path: &Path,
@@ -82,7 +70,7 @@ impl CompileCache {
     }
 
     /// As [`CompileCache::load_bytes`], for bytes whose [`digest`] is known.
-    pub fn load_digested(
+    pub(crate) fn load_digested(
         &self,
         engine: &Engine,
         path: &Path,
@@ -167,4 +155,58 @@ fn store(entry: &Path, component: &Component) -> anyhow::Result<()> {
     std::fs::write(temp.path(), &bytes)?;
     temp.persist(entry)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Sandbox;
+
+    #[test]
+    fn compile_cache_hits_and_rebuilds_corrupt_entries() {
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::new(cache_dir.path().to_path_buf());
+        let sandbox = Sandbox::new().unwrap();
+        // The `files` plugin, as the binary embeds it, in a file of its own.
+        let (_, bytes) = crate::builtin::BUILTINS[0];
+        let component_dir = tempfile::tempdir().unwrap();
+        let files = component_dir.path().join("files.wasm");
+        std::fs::write(&files, bytes).unwrap();
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Compiled
+        );
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Hit
+        );
+
+        let entry = std::fs::read_dir(cache_dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&entry, &bytes).unwrap();
+        let (component, outcome) = cache.load(sandbox.engine(), &files).unwrap();
+        assert!(
+            matches!(outcome, CacheOutcome::Rebuilt(ref why) if why.contains("checksum")),
+            "{outcome:?}"
+        );
+        sandbox.prepare(&component).unwrap();
+        assert_eq!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Hit,
+            "the rebuilt entry is good"
+        );
+
+        std::fs::write(&entry, b"short").unwrap();
+        assert!(matches!(
+            cache.load(sandbox.engine(), &files).unwrap().1,
+            CacheOutcome::Rebuilt(_)
+        ));
+    }
 }

@@ -2,7 +2,7 @@
 //! `initialize` and `tools/list` at once, and compiling the built-ins takes seconds
 //! when the compile cache is cold (a first run, a new HOME, a new warren). Their tool
 //! lists are recorded in the binary (`builtin_tools.json`, checked against what the
-//! plugins list by `tests/all/plugins.rs`), so the registry is complete without their
+//! plugins list by this file's test), so the registry is complete without their
 //! code; the code compiles in the background, and the first call to one of their tools
 //! waits for its own plugin only. Once compiled, a plugin's own list is compared with
 //! the recorded one: a difference (a stale record, a build bug) fails its calls.
@@ -22,7 +22,7 @@ use crate::sandbox::{Prepared, Sandbox, ToolSpec};
 const RECORDED: &str = include_str!("builtin_tools.json");
 
 /// The tools built-in `name` lists, as recorded in the binary (`None`: not recorded).
-pub fn recorded_tools(name: &str) -> Option<Vec<ToolSpec>> {
+pub(crate) fn recorded_tools(name: &str) -> Option<Vec<ToolSpec>> {
     let recorded: serde_json::Value = serde_json::from_str(RECORDED).ok()?;
     recorded[name]
         .as_array()?
@@ -35,28 +35,6 @@ pub fn recorded_tools(name: &str) -> Option<Vec<ToolSpec>> {
             })
         })
         .collect()
-}
-
-/// The record of `plugins` (name and tools), as `builtin_tools.json` holds it.
-pub fn record<'a>(plugins: impl Iterator<Item = (&'a str, &'a [ToolSpec])>) -> String {
-    let record: serde_json::Map<String, serde_json::Value> = plugins
-        .map(|(name, tools)| {
-            let tools = tools
-                .iter()
-                .map(|tool| {
-                    serde_json::json!({
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": tool.input_schema,
-                    })
-                })
-                .collect();
-            (name.to_string(), serde_json::Value::Array(tools))
-        })
-        .collect();
-    let mut text = serde_json::to_string_pretty(&record).expect("JSON values serialize");
-    text.push('\n');
-    text
 }
 
 /// A built-in's code, compiled once, by whoever needs it first: the background task
@@ -163,6 +141,72 @@ impl DeferredCode {
                     self.name
                 ))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::sandbox::ToolSpec;
+
+    /// The record of `plugins` (name and tools), as `builtin_tools.json` holds it.
+    fn record<'a>(plugins: impl Iterator<Item = (&'a str, &'a [ToolSpec])>) -> String {
+        let record: serde_json::Map<String, serde_json::Value> = plugins
+            .map(|(name, tools)| {
+                let tools = tools
+                    .iter()
+                    .map(|tool| {
+                        serde_json::json!({
+                            "name": tool.name,
+                            "description": tool.description,
+                            "input_schema": tool.input_schema,
+                        })
+                    })
+                    .collect();
+                (name.to_string(), serde_json::Value::Array(tools))
+            })
+            .collect();
+        let mut text = serde_json::to_string_pretty(&record).expect("JSON values serialize");
+        text.push('\n');
+        text
+    }
+    /// The built-ins' tool lists recorded in the binary (what `warren mcp` serves
+    /// before their code is compiled) are what the compiled plugins list. After a
+    /// change to a built-in's tools, `WARREN_BLESS=1 cargo test -p warren --lib
+    /// recorded_builtin` rewrites the record.
+    #[tokio::test]
+    async fn the_recorded_builtin_tool_lists_are_what_the_builtins_list() {
+        // Each built-in's own code is asked: a registry would serve the interpreters
+        // from the record itself (they compile on their first call). Compiled through
+        // the integration tests' shared compile cache.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let sandbox = Sandbox::new().unwrap();
+        let cache = CompileCache::new(root.join("target").join("test-compile-cache"));
+        let mut own = Vec::new();
+        for (name, bytes) in crate::builtin::BUILTINS {
+            let path = PathBuf::from(format!("(built-in)/{name}.wasm"));
+            let (component, _) = cache.load_bytes(sandbox.engine(), &path, bytes).unwrap();
+            let prepared = sandbox.prepare(&component).unwrap();
+            own.push((name, sandbox.list_tools(&prepared, name).await.unwrap()));
+        }
+        let builtins: Vec<&str> = own.iter().map(|(name, _)| *name).collect();
+        let listed = record(own.iter().map(|(name, tools)| (*name, tools.as_slice())));
+        let file = root.join("host/src/plugin/builtin_tools.json");
+        if std::env::var_os("WARREN_BLESS").is_some() {
+            std::fs::write(&file, &listed).unwrap();
+        }
+        let recorded = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            recorded == listed,
+            "{} is stale: run `WARREN_BLESS=1 cargo test -p warren --lib recorded_builtin` to rewrite it, then rebuild",
+            file.display()
+        );
+        for name in &builtins {
+            let tools = recorded_tools(name).unwrap();
+            assert!(!tools.is_empty(), "{name}");
         }
     }
 }

@@ -37,7 +37,7 @@ use crate::llm::ToolDefinition;
 use crate::sandbox::{Measured, Prepared, Sandbox, ToolCallError, ToolRequest, ToolSpec};
 
 /// One loaded plugin file.
-pub struct Plugin {
+pub(crate) struct Plugin {
     /// The file name without `.wasm`, used in reports.
     pub name: String,
     /// Where it was loaded from (`(built-in)/NAME.wasm` for a built-in).
@@ -88,7 +88,7 @@ enum WitCode {
 impl Plugin {
     /// Whether it is a typed component (its exported functions are its tools) rather
     /// than a `warren:plugin/tool` implementation.
-    pub fn is_typed(&self) -> bool {
+    pub(crate) fn is_typed(&self) -> bool {
         matches!(self.kind, PluginKind::Typed(_))
     }
 }
@@ -135,16 +135,6 @@ impl ToolAccess {
 }
 
 impl ToolRegistry {
-    /// Loads `files` in order with the default [`PluginLimits`].
-    pub async fn load(
-        sandbox: Arc<Sandbox>,
-        files: &[PathBuf],
-        cache: &CompileCache,
-    ) -> anyhow::Result<Self> {
-        let limits = PluginLimits::default();
-        Self::load_with(sandbox, files, &[], cache, &limits, &BTreeMap::new(), false).await
-    }
-
     /// Loads what `config` names: its built-ins and plugin files, through its compile
     /// cache, within its plugin limits.
     pub async fn for_config(sandbox: Arc<Sandbox>, config: &Config) -> anyhow::Result<Self> {
@@ -424,7 +414,7 @@ impl ToolRegistry {
     }
 
     /// The loaded plugins, in load order.
-    pub fn plugins(&self) -> &[Plugin] {
+    pub(crate) fn plugins(&self) -> &[Plugin] {
         &self.plugins
     }
 
@@ -470,11 +460,6 @@ impl ToolRegistry {
     /// Every loaded tool's name, sorted.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.index.keys().map(String::as_str)
-    }
-
-    /// The sandbox running the calls.
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
     }
 
     /// Every tool `profile` may call, sorted by name, with the plugin offering it.

@@ -476,6 +476,13 @@ impl JobData {
     }
 }
 
+/// A child's spec as a backend ships it: the job data that runs it on a worker.
+impl Serialize for ChildSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        JobData::from_spec(self.clone()).serialize(serializer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -188,7 +188,7 @@ pub enum ToolOutcome {
 
 impl ToolOutcome {
     /// The stable name (as in JSON).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ToolOutcome::Ok => "ok",
             ToolOutcome::UnknownTool => "unknown_tool",
@@ -212,7 +212,7 @@ impl ToolOutcome {
     /// journal carry it), was a denial: the sandbox refused the guest something
     /// (`denied`), or the tool says it was refused (`TOOL failed: denied…`, as the
     /// built-in plugins report a write to a read-only grant).
-    pub fn is_denial(self, error: &str) -> bool {
+    pub(crate) fn is_denial(self, error: &str) -> bool {
         match self {
             ToolOutcome::Denied => true,
             ToolOutcome::Failed => error
@@ -236,7 +236,7 @@ impl std::fmt::Display for ToolOutcome {
 
 impl ToolCallError {
     /// The kind of failure (for events, JSON output and traces).
-    pub fn kind(&self) -> ToolOutcome {
+    pub(crate) fn kind(&self) -> ToolOutcome {
         match self {
             ToolCallError::UnknownTool { .. } => ToolOutcome::UnknownTool,
             ToolCallError::Timeout { .. } => ToolOutcome::Timeout,

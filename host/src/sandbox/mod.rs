@@ -74,7 +74,7 @@ const MIN_PARALLEL_CALLS: u64 = 8;
 
 /// One tool call: what to run and under which capabilities.
 #[derive(Clone, Copy, Debug)]
-pub struct ToolRequest<'a> {
+pub(crate) struct ToolRequest<'a> {
     /// Tool name, as the plugin lists it.
     pub tool: &'a str,
     /// JSON arguments object.
@@ -115,14 +115,14 @@ impl Prepared {
     /// This plugin with each caller's next instance made ahead of its call, in the
     /// background, when a call ends (the interpreters: instantiating them is a large
     /// part of a call). Every call still gets an instance of its own.
-    pub fn made_ahead(mut self) -> Prepared {
+    pub(crate) fn made_ahead(mut self) -> Prepared {
         self.linked.ready = Some(Arc::default());
         self
     }
 }
 
 /// A `warren:plugin/plugin` component: linked, with its `tool` exports found once.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The component with its imports resolved.
     linked: Linked,
     /// Where `list-tools` and `call-tool` are, checked against the WIT once.
@@ -254,19 +254,24 @@ impl Sandbox {
     }
 
     /// The engine, for compiling components.
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    /// Whether the pooling allocator is in use.
-    pub fn uses_pooling(&self) -> bool {
-        self.pooling
-    }
-
-    /// Whether pooled slots are reset in place between instances (only where no swap
-    /// is active) rather than given back to the kernel.
-    pub fn resets_in_place(&self) -> bool {
-        self.resets_in_place
+    /// How instances get their memory, in words: from the pooling allocator, whose
+    /// slots are reset in place between instances (only where no swap is active) or
+    /// given back to the kernel, or on demand where the machine refused the pool's
+    /// address-space reservation. Not for embedders: the call benches print it beside
+    /// their figures, which depend on it.
+    #[doc(hidden)]
+    pub fn memory_slots(&self) -> &'static str {
+        match (self.pooling, self.resets_in_place) {
+            (true, true) => "memory slots: pooled, reset in place (no swap)",
+            (true, false) => {
+                "memory slots: pooled, pages given back to the kernel after each call (swap active)"
+            }
+            (false, _) => "memory slots: allocated on demand (no pooling: the fallback)",
+        }
     }
 
     /// Resolves a component's imports once per linker, so each call only
@@ -284,7 +289,7 @@ impl Sandbox {
     }
 
     /// Links a `warren:plugin/plugin` component and finds its `tool` exports.
-    pub fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
+    pub(crate) fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
         let linked = self.link(component)?;
         let indices = PluginIndices::new(&linked.networked)?;
         Ok(Prepared { linked, indices })
@@ -292,12 +297,16 @@ impl Sandbox {
 
     /// The most handles one call may hold: `max_handles`, cut to the share of the
     /// process's descriptors that keeps [`MIN_PARALLEL_CALLS`] calls running.
-    pub fn call_handles(&self, caps: &CapabilitySet) -> u64 {
+    pub(crate) fn call_handles(&self, caps: &CapabilitySet) -> u64 {
         caps.limits.max_handles.min(self.max_call_handles)
     }
 
     /// Asks a plugin for its tools, in a sandbox with no capabilities.
-    pub async fn list_tools(&self, pre: &Prepared, plugin: &str) -> anyhow::Result<Vec<ToolSpec>> {
+    pub(crate) async fn list_tools(
+        &self,
+        pre: &Prepared,
+        plugin: &str,
+    ) -> anyhow::Result<Vec<ToolSpec>> {
         let caps = CapabilitySet::default();
         let indices = &pre.indices;
         let pre = pre.linked.for_caps(&caps);
@@ -324,13 +333,9 @@ impl Sandbox {
     }
 
     /// Runs one `warren:plugin` tool call in a fresh store under
-    /// `request.capabilities`; its result comes with what it used.
-    pub async fn call(&self, pre: &Prepared, request: ToolRequest<'_>) -> Measured {
-        self.call_as(pre, request.tool, request).await
-    }
-
-    /// [`Sandbox::call`] of a tool the plugin lists as `listed` and the model knows
-    /// as `request.tool` (renamed by `[plugins.NAME]`): reports use the model's name.
+    /// `request.capabilities`, its result with what it used: a tool the plugin lists
+    /// as `listed` and the model knows as `request.tool` (renamed by
+    /// `[plugins.NAME]`): reports use the model's name.
     pub(crate) async fn call_as(
         &self,
         pre: &Prepared,

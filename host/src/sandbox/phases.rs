@@ -2,7 +2,11 @@
 //! process: building the store (WASI context, limits), instantiating the component
 //! (memory images, tables, imports, start functions), the guest's call, and
 //! tearing down (result checks, dropping the store, which resets its memory slot).
-//! Four relaxed atomic additions per call; read by `cargo bench --bench fresh_calls`.
+//! Four relaxed atomic additions per call; read by `cargo bench --bench fresh_calls`
+//! and `--bench code_tools`, the only readers outside the crate: the breakdown is
+//! inside the sandbox, where no public call can time it, so [`totals`] and
+//! [`PhaseTotals`] (opaque but for its `Display`, the mean of each phase per call)
+//! are public, hidden from the documented API.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -16,19 +20,34 @@ pub(crate) struct Phases {
     nanos: [AtomicU64; 4],
 }
 
-/// A snapshot of [`Phases`]: calls, and the total time of each phase.
+/// A snapshot of [`Phases`]: calls, and the total time of each phase. Subtract two to
+/// time a stretch of calls; its `Display` is the mean of each phase per call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhaseTotals {
     /// Calls that got as far as an instance.
-    pub calls: u64,
+    calls: u64,
     /// Building the store.
-    pub store: Duration,
+    store: Duration,
     /// Instantiating the component.
-    pub instantiate: Duration,
+    instantiate: Duration,
     /// The guest's call.
-    pub call: Duration,
+    call: Duration,
     /// Checking the result and dropping the store.
-    pub teardown: Duration,
+    teardown: Duration,
+}
+
+impl std::fmt::Display for PhaseTotals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mean = |total: Duration| total.as_secs_f64() * 1e6 / self.calls.max(1) as f64;
+        write!(
+            f,
+            "store {:.1} µs, instantiate {:.1} µs, guest call {:.1} µs, teardown {:.1} µs",
+            mean(self.store),
+            mean(self.instantiate),
+            mean(self.call),
+            mean(self.teardown)
+        )
+    }
 }
 
 impl Phases {

@@ -49,7 +49,7 @@ fn the_history_goes_in_the_documented_shape() {
         ],
         ..ChatRequest::default()
     };
-    let body: Value = serde_json::from_slice(&provider.body(&request)).unwrap();
+    let body: Value = serde_json::from_slice(&provider.request_body(&request)).unwrap();
     let results = |blocks: Value| json!({"role": "user", "content": blocks});
     assert_eq!(
         body,

@@ -19,7 +19,7 @@ mod request;
 mod response;
 
 /// A model behind an OpenAI-compatible API.
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     /// HTTP to `{base_url}/chat/completions`, the price and whether to stream.
     http: Http,
     /// `max_tokens`, when set.
@@ -29,7 +29,11 @@ pub struct OpenAi {
 impl OpenAi {
     /// Builds the provider for model `name`; reads the API key from its variable.
     /// `secrets` are the host's configured secrets, removed from every error.
-    pub fn new(name: &str, config: &ModelConfig, secrets: &Secrets) -> Result<Self, LlmError> {
+    pub(crate) fn new(
+        name: &str,
+        config: &ModelConfig,
+        secrets: &Secrets,
+    ) -> Result<Self, LlmError> {
         let auth: Vec<(&str, String, bool)> = api_key(name, config)?
             .map(|key| ("authorization", format!("Bearer {key}"), true))
             .into_iter()
@@ -45,36 +49,6 @@ impl OpenAi {
             )?,
             max_tokens: config.max_tokens,
         })
-    }
-
-    /// The request body, as documented for Chat Completions, serialised once (every
-    /// retry sends the same bytes) and straight from the request: a parent's history
-    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
-    pub fn body(&self, request: &ChatRequest) -> bytes::Bytes {
-        let body = Body {
-            model: self.http.model(),
-            messages: request,
-            tools: &request.tools,
-            max_tokens: self.max_tokens,
-            streaming: self.http.stream.then_some(Streaming {
-                stream: true,
-                stream_options: StreamOptions {
-                    include_usage: true,
-                },
-            }),
-            response_format: request
-                .answer_schema
-                .as_deref()
-                .map(|schema| ResponseFormat {
-                    r#type: "json_schema",
-                    json_schema: JsonSchemaFormat {
-                        name: "result",
-                        schema,
-                        strict: false,
-                    },
-                }),
-        };
-        request.serialise(&body)
     }
 
     /// Applies one SSE event (`[DONE]` only marks the end, which the body's end
@@ -153,23 +127,45 @@ impl HttpApi for OpenAi {
         &self.http
     }
 
+    /// The request body, as documented for Chat Completions, serialised once (every
+    /// retry sends the same bytes) and straight from the request: a parent's history
+    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
-        self.body(request)
+        let body = Body {
+            model: self.http.model(),
+            messages: request,
+            tools: &request.tools,
+            max_tokens: self.max_tokens,
+            streaming: self.http.stream.then_some(Streaming {
+                stream: true,
+                stream_options: StreamOptions {
+                    include_usage: true,
+                },
+            }),
+            response_format: request
+                .answer_schema
+                .as_deref()
+                .map(|schema| ResponseFormat {
+                    r#type: "json_schema",
+                    json_schema: JsonSchemaFormat {
+                        name: "result",
+                        schema,
+                        strict: false,
+                    },
+                }),
+        };
+        request.serialise(&body)
     }
 
-    async fn read_json(
-        &self,
-        response: reqwest::Response,
-        events: &EventSink,
-    ) -> Result<ChatResponse, LlmError> {
-        let value = self.http.json(response).await?;
-        if let Some(error) = value.get("error").filter(|e| e.is_object()) {
-            return Err(self.http.error(error));
-        }
+    fn error_in(answer: &Value) -> Option<&Value> {
+        answer.get("error").filter(|error| error.is_object())
+    }
+
+    fn read_json(&self, value: &Value, events: &EventSink) -> Result<ChatResponse, LlmError> {
         let choice = &value["choices"][0];
         let mut assembly = Assembly::default();
         assembly.message(&choice["message"]);
-        assembly.usage = usage(&value).unwrap_or_default();
+        assembly.usage = usage(value).unwrap_or_default();
         assembly.finish = choice["finish_reason"].as_str().map(finish_reason);
         let (message, finish, usage) = assembly.into_parts();
         emit_whole(events, &message, usage, &finish);

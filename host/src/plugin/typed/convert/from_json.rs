@@ -11,7 +11,7 @@ use crate::plugin::typed::schema::MAX_TYPE_DEPTH;
 /// A JSON value that does not fit its WIT type, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
-pub struct InvalidArgument {
+pub(crate) struct InvalidArgument {
     /// The JSON path, e.g. `$.items[2].weight`.
     pub path: String,
     /// What was expected and what was found.
@@ -33,8 +33,10 @@ pub(crate) fn args_from_json(
     Ok(values.into_iter().map(|(_, v)| v).collect())
 }
 
-/// Converts `value` to a component value of type `ty`.
-pub fn from_json(ty: &Type, value: &Value) -> Result<Val, InvalidArgument> {
+/// Converts `value` to a component value of type `ty` (the round trip's test; calls
+/// convert arguments with [`args_from_json`]).
+#[cfg(test)]
+pub(crate) fn from_json(ty: &Type, value: &Value) -> Result<Val, InvalidArgument> {
     convert(ty, value, &mut String::from("$"), 0)
 }
 

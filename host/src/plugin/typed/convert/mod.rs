@@ -22,9 +22,11 @@
 //! `$.items[2].weight: expected u8 0..255, got 300`.
 //!
 //! Layout: `from_json` (arguments in, checked along the type), `to_json` (results
-//! out).
+//! out), `tests` (the round trip, as a property).
 
 pub(crate) mod from_json;
+#[cfg(test)]
+mod tests;
 pub(crate) mod to_json;
 
 pub(crate) use self::from_json::args_from_json;

@@ -7,7 +7,7 @@ use wasmtime::component::Val;
 
 /// Converts a component value of type `ty` to JSON. Fails only when `val` is not of
 /// type `ty`, or of a type with no JSON form.
-pub fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
+pub(crate) fn to_json(ty: &Type, val: &Val) -> Result<Value, String> {
     Ok(match (ty, val) {
         (Type::Bool, Val::Bool(b)) => Value::Bool(*b),
         (Type::U8, Val::U8(n)) => (*n).into(),
