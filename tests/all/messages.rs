@@ -486,6 +486,26 @@ fn is_worker(body: &Value) -> bool {
     body.to_string().contains("You are a worker.")
 }
 
+/// `warren resume RUN_ID`, which must end `ROOT-DONE`: the worker's requests it made
+/// (those of the earlier process left out), and its stderr.
+fn resumed_worker_requests(
+    world: &World,
+    server: &FakeLlm,
+    run_id: &str,
+) -> (Vec<Recorded>, String) {
+    let asked = server.requests().len();
+    let again = crate::support::warren(world, &["resume", run_id]);
+    let stderr = text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert_eq!(text(&again.stdout).trim(), "ROOT-DONE", "{stderr}");
+    let worker = server.requests()[asked..]
+        .iter()
+        .filter(|r| is_worker(&r.body))
+        .cloned()
+        .collect();
+    (worker, stderr)
+}
+
 /// How many of `lines` (a journal's) are records of `kind`.
 fn records(lines: &[Value], kind: &str) -> usize {
     lines.iter().filter(|l| l["type"] == kind).count()
@@ -600,19 +620,9 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     let before = crate::resume::journal_lines(&world, run_id);
     assert_eq!(records(&before, "message_delivered"), 1, "{before:#?}");
     resumed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let asked = server.requests().len();
-
-    let again = crate::support::warren(&world, &["resume", run_id]);
-    let stderr = text(&again.stderr);
-    assert!(again.status.success(), "{stderr}");
-    assert_eq!(text(&again.stdout).trim(), "ROOT-DONE", "{stderr}");
+    let (third, stderr) = resumed_worker_requests(&world, &server, run_id);
     // The resumed worker asked only its third turn, whose history holds the message
     // once, where it was read: before its second turn's answer.
-    let third: Vec<Recorded> = server.requests()[asked..]
-        .iter()
-        .filter(|r| is_worker(&r.body))
-        .cloned()
-        .collect();
     assert_eq!(third.len(), 1, "{stderr}");
     let messages = third[0].body["messages"].as_array().unwrap();
     let letters: Vec<usize> = messages
@@ -1060,20 +1070,10 @@ async fn a_follow_up_under_way_at_a_sigkill_resumes_its_agent_once_after_resume(
     let before = crate::resume::journal_lines(&world, run_id);
     assert_eq!(records(&before, "message_sent"), 1, "{before:#?}");
     resumed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let asked_before = server.requests().len();
-
-    let again = crate::support::warren(&world, &["resume", run_id]);
-    let stderr = text(&again.stderr);
-    assert!(again.status.success(), "{stderr}");
-    assert_eq!(text(&again.stdout).trim(), "ROOT-DONE", "{stderr}");
+    let (worker, stderr) = resumed_worker_requests(&world, &server, run_id);
     // After the resume the worker asked its model once, for the follow-up, with its
     // history rebuilt and the follow-up in it once; its first answer was not asked
     // again.
-    let worker: Vec<Recorded> = server.requests()[asked_before..]
-        .iter()
-        .filter(|r| is_worker(&r.body))
-        .cloned()
-        .collect();
     assert_eq!(worker.len(), 1, "{stderr}");
     let history = worker[0].body["messages"].to_string();
     assert_eq!(history.matches("FOLLOW-TEXT").count(), 1, "{history}");

@@ -282,6 +282,26 @@ impl Drop for Worker {
 
 /// A directory with `warren.toml` (scripted model, `[queue]` with short locks) and
 /// `script.toml`.
+/// `warren ARGS --redis URL` in a project of `config`, its sub-agents run by one
+/// worker (width 2) of a project of the same `config`, over a fresh redis-server.
+fn run_with_one_worker(config: &str, args: &[&str]) -> std::process::Output {
+    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&parent, &worker_dir] {
+        std::fs::write(dir.path().join("warren.toml"), config).unwrap();
+    }
+    let redis = Redis::start();
+    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
+    tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args(args)
+            .args(["--redis", &redis.url()])
+            .current_dir(parent.path())
+            .env_remove("WARREN_CONFIG")
+            .output()
+            .unwrap()
+    })
+}
+
 pub(crate) fn world(extra: &str, script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -1644,28 +1664,7 @@ async fn a_child_follows_its_parents_model_on_a_worker_as_in_process() {
     let config = format!(
         "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n{models}[profiles.main]\nmodel = \"other\"\ntools = []\n[profiles.heir]\nmodel = \"inherit\"\ntools = []\nsystem_prompt = \"Heir.\"\n"
     );
-    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for dir in [&parent, &worker_dir] {
-        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
-    }
-    let redis = Redis::start();
-    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
-    let output = tokio::task::block_in_place(|| {
-        Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args([
-                "run",
-                "ROOT",
-                "--model",
-                "lead",
-                "--redis",
-                &redis.url(),
-                "-q",
-            ])
-            .current_dir(parent.path())
-            .env_remove("WARREN_CONFIG")
-            .output()
-            .unwrap()
-    });
+    let output = run_with_one_worker(&config, &["run", "ROOT", "--model", "lead", "-q"]);
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
         "root done",
@@ -1812,20 +1811,7 @@ async fn a_message_reaches_a_child_running_on_a_worker() {
         "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[profiles.main]\ntools = []\n[profiles.helper]\ntools = []\nsystem_prompt = \"Helper.\"\n",
         server.base_url
     );
-    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    for dir in [&parent, &worker_dir] {
-        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
-    }
-    let redis = Redis::start();
-    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
-    let output = tokio::task::block_in_place(|| {
-        Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args(["run", "ROOT", "--redis", &redis.url(), "-q"])
-            .current_dir(parent.path())
-            .env_remove("WARREN_CONFIG")
-            .output()
-            .unwrap()
-    });
+    let output = run_with_one_worker(&config, &["run", "ROOT", "-q"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),

@@ -161,7 +161,8 @@ async fn send(
         .scheduler
         .message_from(tree, Sender::Person(&from), &to, request.message, mode)
         .await;
-    tracing::info!(agent = %to, from = %from, receipt = %receipt.sentence(&to), "a message from warren send");
+    let text = receipt.sentence(&to);
+    tracing::info!(agent = %to, from = %from, receipt = %text, "a message from warren send");
     let (name, seq) = match &receipt {
         Receipt::Queued { seq, .. } => ("queued", Some(*seq)),
         Receipt::Resumed { seq } => ("resumed", Some(*seq)),
@@ -170,7 +171,7 @@ async fn send(
     SendReply {
         receipt: name.into(),
         seq,
-        text: receipt.sentence(&to),
+        text,
     }
 }
 
