@@ -104,8 +104,10 @@ pub(crate) fn serve(runtime: Arc<Runtime>, tree: Arc<Tree>, root: JobId) {
                 continue;
             };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
+                // Told without waiting (a fresh socket's buffer takes the line), and
+                // closed at once: a flood holds no task and no descriptor.
                 let reply = rejected("the run is serving other messages: send again".into());
-                tokio::spawn(write_reply(stream, reply));
+                let _ = stream.try_write(reply_line(&reply).as_bytes());
                 continue;
             };
             let (runtime, tree, root) = (runtime.clone(), tree.clone(), root.clone());
@@ -183,10 +185,16 @@ fn rejected(why: String) -> SendReply {
     }
 }
 
+/// `reply` as one JSON line.
+fn reply_line(reply: &SendReply) -> String {
+    let mut line = serde_json::to_string(reply).unwrap_or_default();
+    line.push('\n');
+    line
+}
+
 /// Writes `reply` as one JSON line (a peer that does not read is given up on).
 async fn write_reply(mut out: impl AsyncWriteExt + Unpin, reply: SendReply) {
-    let mut line = serde_json::to_string(&reply).unwrap_or_default();
-    line.push('\n');
+    let line = reply_line(&reply);
     let _ = tokio::time::timeout(READ_TIMEOUT, out.write_all(line.as_bytes())).await;
 }
 
