@@ -94,19 +94,25 @@ fn main() -> anyhow::Result<()> {
             assert!(answer.contains("499500"), "{answer}");
 
             let mut samples = Vec::with_capacity(calls);
+            let mut faults = 0;
             let phases_before = warren::sandbox_phase_totals();
             let cpu_before = cpu(libc::RUSAGE_SELF);
             for _ in 0..calls {
                 // An agent's calls come between model turns: the gap lets what is
                 // made ahead of a call (counted in the CPU figure) finish first.
                 tokio::time::sleep(GAP).await;
-                let started = Instant::now();
+                let (started, faults_before) = (Instant::now(), page_faults());
                 registry.call(&access, language.tool, &arguments).await?;
                 samples.push(started.elapsed());
+                faults += page_faults() - faults_before;
             }
             let cpu_per_call = (cpu(libc::RUSAGE_SELF) - cpu_before) / calls as u32;
             let phases = warren::sandbox_phase_totals() - phases_before;
-            eprintln!("{:<23} mean on the call's path: {phases}", "");
+            eprintln!(
+                "{:<23} mean on the call's path: {phases}; {:.1} page faults",
+                "",
+                faults as f64 / calls as f64
+            );
             let (p50, p99) = quantiles(&mut samples);
             println!(
                 "{:<12} {:<10} n={calls}  p50 {:>8.1} µs  p99 {:>8.1} µs  host CPU per call {:>8.1} µs  cold start {:>6.1} ms",
@@ -171,15 +177,26 @@ fn native(program: &str, args: &[&str]) -> Option<(Duration, Duration)> {
     Some((quantiles(&mut samples).0, cpu))
 }
 
-/// User and system CPU time of `who` so far.
-fn cpu(who: libc::c_int) -> Duration {
+/// The process's page faults so far (minor and major): between two calls nothing
+/// else runs, so the difference across a call is the faults on its path.
+fn page_faults() -> i64 {
+    let usage = rusage(libc::RUSAGE_SELF);
+    usage.ru_minflt + usage.ru_majflt
+}
+
+fn rusage(who: libc::c_int) -> libc::rusage {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage fills the struct it is given.
     #[allow(unsafe_code)]
-    let usage = unsafe {
+    unsafe {
         libc::getrusage(who, usage.as_mut_ptr());
         usage.assume_init()
-    };
+    }
+}
+
+/// User and system CPU time of `who` so far.
+fn cpu(who: libc::c_int) -> Duration {
+    let usage = rusage(who);
     let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     time(usage.ru_utime) + time(usage.ru_stime)
 }

@@ -621,3 +621,98 @@ async fn value(registry: &warren::ToolRegistry, access: &warren::ToolAccess, cod
         .unwrap();
     serde_json::from_str::<Value>(&result).unwrap()["value"].clone()
 }
+
+/// A caller's next instance finds the memory its last call touched still mapped: the
+/// slot's reset copies every written page back in place instead of giving most of
+/// them to the kernel (`sandbox/resident.rs`), so a call's path takes almost no page
+/// faults (about 330 a `run_python` call before). The calls run on this test's own
+/// thread (a current-thread runtime), whose faults are counted around each call.
+#[tokio::test]
+async fn a_callers_next_instance_finds_its_memory_resident() {
+    let world = project("", "");
+    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
+    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
+    if !sandbox.memory_slots().contains("reset in place") {
+        panic!(
+            "this test needs pooled memories reset in place (no swap active): {}",
+            sandbox.memory_slots()
+        );
+    }
+    let registry = warren::ToolRegistry::for_config(sandbox, &config)
+        .await
+        .unwrap();
+    let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
+    for (tool, code) in [
+        ("run_python", "print(sum(range(1000)))"),
+        (
+            "run_js",
+            "let s = 0; for (let i = 0; i < 1000; i++) s += i; console.log(s)",
+        ),
+    ] {
+        let arguments = json!({ "code": code }).to_string();
+        let mut faults = Vec::new();
+        for _ in 0..8 {
+            let before = thread_page_faults();
+            let result = registry.call(&main, tool, &arguments).await.unwrap();
+            faults.push(thread_page_faults() - before);
+            assert!(result.contains("499500"), "{result}");
+            // The refill (the spent store's reset, the next instance) runs meanwhile.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        // The first calls fault their working set in; from then on it stays.
+        let settled = &faults[4..];
+        assert!(
+            settled.iter().all(|&f| f < 60),
+            "{tool}: page faults per call {faults:?}"
+        );
+    }
+}
+
+/// What a call leaves anywhere in its memory is gone for the next one, however many
+/// pages it wrote and wherever they are: the pages joined to keep a slot resident
+/// are reset with the rest.
+#[tokio::test]
+async fn a_calls_scattered_writes_never_reach_the_next_call() {
+    let world = project("", "");
+    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
+    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
+    let registry = warren::ToolRegistry::for_config(sandbox, &config)
+        .await
+        .unwrap();
+    let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
+    let write = "import sys, random\nsys.modules['left'] = [bytes([random.randrange(1, 255)]) * random.randrange(64, 8192) for _ in range(2000)]\nlen(sys.modules['left'])";
+    let look = "import sys\n'left' in sys.modules";
+    for _ in 0..6 {
+        assert_eq!(value(&registry, &main, write).await, 2000);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(value(&registry, &main, look).await, false);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let js = |code: &str| json!({ "code": code }).to_string();
+    for _ in 0..6 {
+        let wrote = registry
+            .call(&main, "run_js", &js("globalThis.left = Array.from({ length: 2000 }, (_, i) => 'x'.repeat(64 + (i * 37) % 4096)); left.length"))
+            .await
+            .unwrap();
+        assert!(wrote.contains("\"value\":2000"), "{wrote}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let seen = registry
+            .call(&main, "run_js", &js("typeof globalThis.left"))
+            .await
+            .unwrap();
+        assert!(seen.contains("\"value\":\"undefined\""), "{seen}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// This thread's page faults so far (minor and major).
+fn thread_page_faults() -> i64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    usage.ru_minflt + usage.ru_majflt
+}

@@ -32,6 +32,7 @@ mod linking;
 pub(crate) mod net;
 pub(crate) mod phases;
 mod ready;
+mod resident;
 mod state;
 mod wasi;
 
@@ -42,8 +43,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use tracing::{debug, info_span, warn, Instrument};
-use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker};
+use wasmtime::component::{
+    Component, ComponentExportIndex, HasSelf, Instance, InstancePre, Linker,
+};
 use wasmtime::{Engine, Store};
 
 pub(crate) use self::bindings::exports::warren::plugin::tool::{ToolError, ToolSpec};
@@ -56,6 +60,7 @@ pub(crate) use self::figures::{CallFigures, Measured};
 use self::limits::CappedPipe;
 use self::linking::{add_offline_wasi, stub_network_imports};
 use self::ready::{Caller, Ready, ReadySlot, Refill};
+use self::resident::InPlace;
 use self::state::{arm_deadline, new_store};
 pub(crate) use self::state::{CallState, LOG_RECORD_MIN_BYTES};
 use crate::policy::CapabilitySet;
@@ -127,6 +132,8 @@ pub(crate) struct Prepared {
     linked: Linked,
     /// Where `list-tools` and `call-tool` are, checked against the WIT once.
     indices: PluginIndices,
+    /// Where `call-tool` is, for calling it with a result read in place.
+    call_tool: ComponentExportIndex,
 }
 
 /// What a [`GuestCall`] returns: boxed, because an `impl Future` here trips the
@@ -147,7 +154,7 @@ pub(crate) trait GuestCall: Send {
 /// `warren:plugin/tool.call-tool(name, arguments)`.
 struct CallTool<'a> {
     /// Where `call-tool` is.
-    indices: &'a PluginIndices,
+    call_tool: &'a ComponentExportIndex,
     /// The tool name, as the plugin listed it.
     tool: &'a str,
     /// The JSON arguments object.
@@ -160,11 +167,16 @@ impl GuestCall for CallTool<'_> {
         Self: 's,
     {
         Box::pin(async move {
-            let plugin = self.indices.load(&mut *store, &instance)?;
-            plugin
-                .warren_plugin_tool()
-                .call_call_tool(store, self.tool, self.arguments)
-                .await
+            let call = instance
+                .get_typed_func::<(&str, &str), (InPlace<Result<String, ToolError>>,)>(
+                    &mut *store,
+                    self.call_tool,
+                )?;
+            let (result,) = call
+                .call_async(&mut *store, (self.tool, self.arguments))
+                .await?;
+            store.data_mut().guest_memory = result.memory;
+            Ok(result.value)
         })
     }
 }
@@ -292,7 +304,16 @@ impl Sandbox {
     pub(crate) fn prepare(&self, component: &Component) -> anyhow::Result<Prepared> {
         let linked = self.link(component)?;
         let indices = PluginIndices::new(&linked.networked)?;
-        Ok(Prepared { linked, indices })
+        let component = linked.networked.component();
+        let call_tool = component
+            .get_export_index(None, "warren:plugin/tool@0.1.0")
+            .and_then(|tool| component.get_export_index(Some(&tool), "call-tool"))
+            .context("the component exports no `warren:plugin/tool@0.1.0.call-tool`")?;
+        Ok(Prepared {
+            linked,
+            indices,
+            call_tool,
+        })
     }
 
     /// The most handles one call may hold: `max_handles`, cut to the share of the
@@ -343,7 +364,7 @@ impl Sandbox {
         request: ToolRequest<'_>,
     ) -> Measured {
         let call = CallTool {
-            indices: &pre.indices,
+            call_tool: &pre.call_tool,
             tool: listed,
             arguments: request.arguments,
         };
@@ -477,6 +498,7 @@ impl Sandbox {
                 handles: self.call_handles(caps),
                 descriptors: self.descriptors.clone(),
                 share: self.descriptor_share(caps),
+                keep_resident: self.resets_in_place,
             }
             .start(store),
             _ => drop(store),

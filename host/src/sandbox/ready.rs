@@ -97,6 +97,9 @@ pub(super) struct Refill {
     pub(super) handles: u64,
     pub(super) descriptors: Arc<tokio::sync::Semaphore>,
     pub(super) share: u32,
+    /// Whether pooled memories are reset in place, so that keeping a finished
+    /// store's pages resident (see `resident`) spares the next instance its faults.
+    pub(super) keep_resident: bool,
 }
 
 impl Refill {
@@ -110,6 +113,17 @@ impl Refill {
             // takes the process's address-space lock, which the caller's own page
             // faults would otherwise wait for.
             tokio::time::sleep(REFILL_DELAY).await;
+            if self.keep_resident {
+                if let Some(joined) = spent.data().guest_memory.map(|m| m.keep_resident()) {
+                    if joined.pages > 0 {
+                        tracing::debug!(
+                            runs = joined.runs,
+                            pages = joined.pages,
+                            "joined a finished instance's written pages"
+                        );
+                    }
+                }
+            }
             drop(spent);
             let Ok(descriptors) = self.descriptors.try_acquire_many_owned(self.share) else {
                 return;

@@ -15,6 +15,7 @@ use super::classify::DeadlineExceeded;
 use super::disk;
 use super::limits::{CappedPipe, MemoryCap};
 use super::net::{DenialLog, NetHooks};
+use super::resident::GuestMemory;
 use super::wasi;
 use crate::policy::CapabilitySet;
 
@@ -45,6 +46,10 @@ pub(crate) struct CallState {
     pub(super) log_dropped: u64,
     /// File-write and scratch budgets.
     pub(super) disk: disk::DiskBudget,
+    /// Where the guest's linear memory lies (as its result was lifted from it), so
+    /// the store's refill can keep its pages resident for the next instance (see
+    /// `resident`).
+    pub(super) guest_memory: Option<GuestMemory>,
 }
 
 impl CallState {
@@ -85,6 +90,7 @@ impl CallState {
             log_budget: limits.max_log_bytes(),
             log_dropped: 0,
             disk: disk::DiskBudget::new(limits.max_write_bytes(), scratch_budget),
+            guest_memory: None,
         })
     }
 }
