@@ -68,53 +68,62 @@ fn main() -> anyhow::Result<()> {
         .and_then(|c| c.parse().ok())
         .unwrap_or(CALLS);
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let sandbox = Arc::new(Sandbox::new()?);
-        println!("{}", sandbox.memory_slots());
-        let cache_dir = std::env::temp_dir().join("warren-bench-code-tools");
-        let access = ToolAccess::new(bench_profile(&["run_python", "run_js"], Vec::new())?)?;
-        for language in LANGUAGES {
-            if which.as_deref().is_some_and(|w| w != language.name) {
-                continue;
-            }
-            let arguments = serde_json::json!({ "code": language.code }).to_string();
-            // Only this language's plugin, compiled into the bench's own cache.
-            let config = Config::builder(std::env::temp_dir())
-                .set("plugins.builtins", vec![language.builtin])
-                .set("plugins.cache_dir", cache_dir.to_string_lossy().as_ref())
-                .build()?;
-            let load = || ToolRegistry::for_config(sandbox.clone(), &config);
-            // Compiled once (or found in the cache), so the cold start below loads it
-            // from disk as a new process would.
-            load().await?.call(&access, language.tool, &arguments).await?;
-            let started = Instant::now();
-            let registry = load().await?;
-            let answer = registry.call(&access, language.tool, &arguments).await?;
-            let cold = started.elapsed();
-            assert!(answer.contains("499500"), "{answer}");
+    // In a task of the runtime, as an agent's loop calls its tools (a call made from
+    // outside the runtime would also time waking a worker for the refill).
+    runtime.block_on(async { tokio::spawn(measure(which, calls)).await? })
+}
 
-            let mut samples = Vec::with_capacity(calls);
-            let mut faults = 0;
-            let phases_before = warren::sandbox_phase_totals();
-            let cpu_before = cpu(libc::RUSAGE_SELF);
-            for _ in 0..calls {
-                // An agent's calls come between model turns: the gap lets what is
-                // made ahead of a call (counted in the CPU figure) finish first.
-                tokio::time::sleep(GAP).await;
-                let (started, faults_before) = (Instant::now(), page_faults());
-                registry.call(&access, language.tool, &arguments).await?;
-                samples.push(started.elapsed());
-                faults += page_faults() - faults_before;
-            }
-            let cpu_per_call = (cpu(libc::RUSAGE_SELF) - cpu_before) / calls as u32;
-            let phases = warren::sandbox_phase_totals() - phases_before;
-            eprintln!(
-                "{:<23} mean on the call's path: {phases}; {:.1} page faults",
-                "",
-                faults as f64 / calls as f64
-            );
-            let (p50, p99) = quantiles(&mut samples);
-            println!(
+/// The figures of each language (`which` alone when given), `calls` calls each.
+async fn measure(which: Option<String>, calls: usize) -> anyhow::Result<()> {
+    let sandbox = Arc::new(Sandbox::new()?);
+    println!("{}", sandbox.memory_slots());
+    let cache_dir = std::env::temp_dir().join("warren-bench-code-tools");
+    let access = ToolAccess::new(bench_profile(&["run_python", "run_js"], Vec::new())?)?;
+    for language in LANGUAGES {
+        if which.as_deref().is_some_and(|w| w != language.name) {
+            continue;
+        }
+        let arguments = serde_json::json!({ "code": language.code }).to_string();
+        // Only this language's plugin, compiled into the bench's own cache.
+        let config = Config::builder(std::env::temp_dir())
+            .set("plugins.builtins", vec![language.builtin])
+            .set("plugins.cache_dir", cache_dir.to_string_lossy().as_ref())
+            .build()?;
+        let load = || ToolRegistry::for_config(sandbox.clone(), &config);
+        // Compiled once (or found in the cache), so the cold start below loads it
+        // from disk as a new process would.
+        load()
+            .await?
+            .call(&access, language.tool, &arguments)
+            .await?;
+        let started = Instant::now();
+        let registry = load().await?;
+        let answer = registry.call(&access, language.tool, &arguments).await?;
+        let cold = started.elapsed();
+        assert!(answer.contains("499500"), "{answer}");
+
+        let mut samples = Vec::with_capacity(calls);
+        let mut faults = 0;
+        let phases_before = warren::sandbox_phase_totals();
+        let cpu_before = cpu(libc::RUSAGE_SELF);
+        for _ in 0..calls {
+            // An agent's calls come between model turns: the gap lets what is
+            // made ahead of a call (counted in the CPU figure) finish first.
+            tokio::time::sleep(GAP).await;
+            let (started, faults_before) = (Instant::now(), page_faults());
+            registry.call(&access, language.tool, &arguments).await?;
+            samples.push(started.elapsed());
+            faults += page_faults() - faults_before;
+        }
+        let cpu_per_call = (cpu(libc::RUSAGE_SELF) - cpu_before) / calls as u32;
+        let phases = warren::sandbox_phase_totals() - phases_before;
+        eprintln!(
+            "{:<23} mean on the call's path: {phases}; {:.1} page faults",
+            "",
+            faults as f64 / calls as f64
+        );
+        let (p50, p99) = quantiles(&mut samples);
+        println!(
                 "{:<12} {:<10} n={calls}  p50 {:>8.1} µs  p99 {:>8.1} µs  host CPU per call {:>8.1} µs  cold start {:>6.1} ms",
                 language.name,
                 language.tool,
@@ -123,22 +132,22 @@ fn main() -> anyhow::Result<()> {
                 us(cpu_per_call),
                 cold.as_secs_f64() * 1e3
             );
-            let met = |value: Duration, target: Duration| {
-                format!(
-                    "{:.2}x the {} µs target ({})",
-                    value.as_secs_f64() / target.as_secs_f64(),
-                    us(target),
-                    if value <= target { "met" } else { "not met" }
-                )
-            };
-            print!("{:<23} p50 {}", "", met(p50, language.p50_target));
-            if let Some(target) = language.p99_target {
-                print!("; p99 {}", met(p99, target));
-            }
-            println!();
+        let met = |value: Duration, target: Duration| {
+            format!(
+                "{:.2}x the {} µs target ({})",
+                value.as_secs_f64() / target.as_secs_f64(),
+                us(target),
+                if value <= target { "met" } else { "not met" }
+            )
+        };
+        print!("{:<23} p50 {}", "", met(p50, language.p50_target));
+        if let Some(target) = language.p99_target {
+            print!("; p99 {}", met(p99, target));
+        }
+        println!();
 
-            let (program, args) = language.native;
-            match native(program, args) {
+        let (program, args) = language.native;
+        match native(program, args) {
                 Some((spawn_p50, spawn_cpu)) => println!(
                     "{:<23} `{program} {}` process: p50 {:>8.1} µs, CPU {:>8.1} µs; the sandboxed call waits {:.1}x less and costs {:.1}x less CPU",
                     "",
@@ -150,9 +159,8 @@ fn main() -> anyhow::Result<()> {
                 ),
                 None => println!("{:<23} `{program}` is not installed: no process figure", ""),
             }
-        }
-        anyhow::Ok(())
-    })
+    }
+    anyhow::Ok(())
 }
 
 /// p50 and p99 of `samples`.

@@ -7,7 +7,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 use crate::policy::MAX_MEMORY_MB;
 
 /// How much of a linear memory's dirtied pages stay resident between instances.
-const KEEP_RESIDENT_MEMORY: usize = 32 << 20;
+pub(super) const KEEP_RESIDENT_MEMORY: usize = 32 << 20;
 /// How much of a table stays resident between instances.
 const KEEP_RESIDENT_TABLE: usize = 1 << 20;
 /// Idle slots that keep their resident pages (and their module affinity); beyond

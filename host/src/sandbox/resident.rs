@@ -22,7 +22,9 @@
 //!
 //! What this costs: the joined pages are copied back at every reset, as the written
 //! ones are, up to the pool's `linear_memory_keep_resident` per memory (past it,
-//! wasmtime gives the rest back as before). It is done where the next instance is
+//! wasmtime gives the rest back as before); nothing is joined when the written pages
+//! and the gaps together would pass that much, so a guest that writes every other page
+//! of a large memory makes the host do no joining work. It is done where the next instance is
 //! made ahead (`ready`), off the caller's path. Only the memory a call's result was
 //! lifted from is joined ([`InPlace`] records where wasmtime lifted it: the component
 //! model offers no other way to a component's memory); tables stay within one run.
@@ -36,6 +38,8 @@ use std::sync::OnceLock;
 
 use wasmtime::component::__internal::{CanonicalAbiInfo, InstanceType, InterfaceType, LiftContext};
 use wasmtime::component::{ComponentType, Lift};
+
+use super::engine::KEEP_RESIDENT_MEMORY;
 
 /// The most runs of written pages wasmtime 48's in-place reset copies back before it
 /// gives the rest of the memory to the kernel (its `MAX_REGIONS`).
@@ -131,7 +135,7 @@ impl GuestMemory {
             runs: runs.len(),
             pages: 0,
         };
-        for (start, len) in gaps_to_fill(&runs, RESET_RUNS) {
+        for (start, len) in gaps_to_fill(&runs, RESET_RUNS, KEEP_RESIDENT_MEMORY) {
             if populate_write(start, len) {
                 joined.pages += len / page_size();
             }
@@ -193,8 +197,15 @@ impl GuestMemory {
 
 /// The gaps between `runs` (sorted, disjoint `(start, end)` ranges) to fill so that
 /// at most `most` runs are left, as `(start, len)`: the smallest gaps, so that the
-/// fewest pages are added.
-pub(super) fn gaps_to_fill(runs: &[(usize, usize)], most: usize) -> Vec<(usize, usize)> {
+/// fewest bytes are added. None when the runs and the gaps together would pass
+/// `budget` bytes: wasmtime's reset keeps at most that much resident anyway, so
+/// joining more would only spend work a guest chose (a call that writes every other
+/// page of a large memory) without sparing the next instance anything.
+pub(super) fn gaps_to_fill(
+    runs: &[(usize, usize)],
+    most: usize,
+    budget: usize,
+) -> Vec<(usize, usize)> {
     if runs.len() <= most {
         return Vec::new();
     }
@@ -204,6 +215,11 @@ pub(super) fn gaps_to_fill(runs: &[(usize, usize)], most: usize) -> Vec<(usize, 
         .collect();
     gaps.sort_by_key(|&(start, len)| (len, start));
     gaps.truncate(runs.len() - most);
+    let written: usize = runs.iter().map(|(start, end)| end - start).sum();
+    let filled: usize = gaps.iter().map(|&(_, len)| len).sum();
+    if written + filled > budget {
+        return Vec::new();
+    }
     gaps.sort_unstable();
     gaps
 }
@@ -273,12 +289,24 @@ mod tests {
     #[test]
     fn the_smallest_gaps_are_filled_until_few_enough_runs_are_left() {
         let runs = [(0, 10), (12, 20), (50, 60), (61, 70), (100, 110)];
-        assert_eq!(gaps_to_fill(&runs, 5), vec![]);
-        assert_eq!(gaps_to_fill(&runs, 3), vec![(10, 2), (60, 1)]);
+        assert_eq!(gaps_to_fill(&runs, 5, 1000), vec![]);
+        assert_eq!(gaps_to_fill(&runs, 3, 1000), vec![(10, 2), (60, 1)]);
         assert_eq!(
-            gaps_to_fill(&runs, 1),
+            gaps_to_fill(&runs, 1, 1000),
             vec![(10, 2), (20, 30), (60, 1), (70, 30)]
         );
+    }
+
+    /// Runs and gaps past the budget (what the reset keeps resident) are not joined:
+    /// a call writing every other page of a large memory costs no joining work.
+    #[test]
+    fn nothing_is_joined_past_what_the_reset_keeps_resident() {
+        let runs = [(0, 10), (12, 20), (50, 60), (61, 70), (100, 110)];
+        // 47 bytes written; joining to 3 runs adds 3.
+        assert_eq!(gaps_to_fill(&runs, 3, 50), vec![(10, 2), (60, 1)]);
+        assert_eq!(gaps_to_fill(&runs, 3, 49), vec![]);
+        let alternate: Vec<(usize, usize)> = (0..10_000).map(|i| (2 * i, 2 * i + 1)).collect();
+        assert_eq!(gaps_to_fill(&alternate, RESET_RUNS, 8_000), vec![]);
     }
 
     /// In a real anonymous mapping, written pages are reported in runs as wasmtime's
