@@ -585,11 +585,7 @@ async fn a_thousand_calls_in_one_reply_are_bounded_by_the_per_reply_cap() {
 #[tokio::test(flavor = "multi_thread")]
 async fn instances_made_ahead_are_fresh_and_never_cross_callers() {
     let world = project("", "");
-    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
-    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
-    let registry = warren::ToolRegistry::for_config(sandbox, &config)
-        .await
-        .unwrap();
+    let (registry, config) = library(&world, warren::Sandbox::new().unwrap()).await;
     let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
     let narrow = warren::ToolAccess::new(config.profile("narrow").unwrap()).unwrap();
     let probe = "import builtins, os, random\n[hasattr(builtins, 'left'), os.path.exists('/project/sales.csv'), random.random()]";
@@ -612,6 +608,18 @@ async fn instances_made_ahead_are_fresh_and_never_cross_callers() {
     assert_eq!(seen[1], true, "{seen}");
 }
 
+/// The project's config and its tools through the library, in `sandbox`.
+async fn library(
+    world: &World,
+    sandbox: warren::Sandbox,
+) -> (warren::ToolRegistry, warren::Config) {
+    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
+    let registry = warren::ToolRegistry::for_config(std::sync::Arc::new(sandbox), &config)
+        .await
+        .unwrap();
+    (registry, config)
+}
+
 /// `run_python` of `code` through the library, as `access`: its value.
 async fn value(registry: &warren::ToolRegistry, access: &warren::ToolAccess, code: &str) -> Value {
     let arguments = json!({ "code": code }).to_string();
@@ -630,17 +638,14 @@ async fn value(registry: &warren::ToolRegistry, access: &warren::ToolAccess, cod
 #[tokio::test]
 async fn a_callers_next_instance_finds_its_memory_resident() {
     let world = project("", "");
-    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
-    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
+    let sandbox = warren::Sandbox::new().unwrap();
     if !sandbox.memory_slots().contains("reset in place") {
         panic!(
             "this test needs pooled memories reset in place (no swap active): {}",
             sandbox.memory_slots()
         );
     }
-    let registry = warren::ToolRegistry::for_config(sandbox, &config)
-        .await
-        .unwrap();
+    let (registry, config) = library(&world, sandbox).await;
     let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
     for (tool, code) in [
         ("run_python", "print(sum(range(1000)))"),
@@ -674,11 +679,7 @@ async fn a_callers_next_instance_finds_its_memory_resident() {
 #[tokio::test]
 async fn a_calls_scattered_writes_never_reach_the_next_call() {
     let world = project("", "");
-    let config = warren::Config::load(&world.path("warren.toml")).unwrap();
-    let sandbox = std::sync::Arc::new(warren::Sandbox::new().unwrap());
-    let registry = warren::ToolRegistry::for_config(sandbox, &config)
-        .await
-        .unwrap();
+    let (registry, config) = library(&world, warren::Sandbox::new().unwrap()).await;
     let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
     let write = "import sys, random\nsys.modules['left'] = [bytes([random.randrange(1, 255)]) * random.randrange(64, 8192) for _ in range(2000)]\nlen(sys.modules['left'])";
     let look = "import sys\n'left' in sys.modules";
