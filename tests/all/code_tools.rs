@@ -661,8 +661,11 @@ async fn a_callers_next_instance_finds_its_memory_resident() {
             let result = registry.call(&main, tool, &arguments).await.unwrap();
             faults.push(thread_page_faults() - before);
             assert!(result.contains("499500"), "{result}");
-            // The refill (the spent store's reset, the next instance) runs meanwhile.
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            // The refill (the spent store's reset, the next instance) runs meanwhile,
+            // on this thread: with time to spare on a loaded machine, so that the next
+            // call finds its instance made (else it would instantiate, and fault, on
+            // its own path).
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         }
         // The first calls fault their working set in; from then on it stays.
         let settled = &faults[4..];
