@@ -622,11 +622,19 @@ async fn library(
 
 /// `run_python` of `code` through the library, as `access`: its value.
 async fn value(registry: &warren::ToolRegistry, access: &warren::ToolAccess, code: &str) -> Value {
+    value_of(registry, access, "run_python", code).await
+}
+
+/// `tool` (`run_python` or `run_js`) of `code` through the library, as `access`: its
+/// value.
+async fn value_of(
+    registry: &warren::ToolRegistry,
+    access: &warren::ToolAccess,
+    tool: &str,
+    code: &str,
+) -> Value {
     let arguments = json!({ "code": code }).to_string();
-    let result = registry
-        .call(access, "run_python", &arguments)
-        .await
-        .unwrap();
+    let result = registry.call(access, tool, &arguments).await.unwrap();
     serde_json::from_str::<Value>(&result).unwrap()["value"].clone()
 }
 
@@ -684,28 +692,33 @@ async fn a_calls_scattered_writes_never_reach_the_next_call() {
     let world = project("", "");
     let (registry, config) = library(&world, warren::Sandbox::new().unwrap()).await;
     let main = warren::ToolAccess::new(config.profile("main").unwrap()).unwrap();
-    let write = "import sys, random\nsys.modules['left'] = [bytes([random.randrange(1, 255)]) * random.randrange(64, 8192) for _ in range(2000)]\nlen(sys.modules['left'])";
-    let look = "import sys\n'left' in sys.modules";
-    for _ in 0..6 {
-        assert_eq!(value(&registry, &main, write).await, 2000);
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        assert_eq!(value(&registry, &main, look).await, false);
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let js = |code: &str| json!({ "code": code }).to_string();
-    for _ in 0..6 {
-        let wrote = registry
-            .call(&main, "run_js", &js("globalThis.left = Array.from({ length: 2000 }, (_, i) => 'x'.repeat(64 + (i * 37) % 4096)); left.length"))
-            .await
-            .unwrap();
-        assert!(wrote.contains("\"value\":2000"), "{wrote}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let seen = registry
-            .call(&main, "run_js", &js("typeof globalThis.left"))
-            .await
-            .unwrap();
-        assert!(seen.contains("\"value\":\"undefined\""), "{seen}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let python = (
+        "run_python",
+        "import sys, random\nsys.modules['left'] = [bytes([random.randrange(1, 255)]) * random.randrange(64, 8192) for _ in range(2000)]\nlen(sys.modules['left'])",
+        "import sys\n'left' in sys.modules",
+        json!(false),
+    );
+    let js = (
+        "run_js",
+        "globalThis.left = Array.from({ length: 2000 }, (_, i) => 'x'.repeat(64 + (i * 37) % 4096)); left.length",
+        "typeof globalThis.left",
+        json!("undefined"),
+    );
+    for (tool, write, look, unseen) in [python, js] {
+        for _ in 0..6 {
+            assert_eq!(
+                value_of(&registry, &main, tool, write).await,
+                2000,
+                "{tool}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            assert_eq!(
+                value_of(&registry, &main, tool, look).await,
+                unseen,
+                "{tool}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 }
 

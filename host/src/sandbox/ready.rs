@@ -113,16 +113,14 @@ impl Refill {
             // takes the process's address-space lock, which the caller's own page
             // faults would otherwise wait for.
             tokio::time::sleep(REFILL_DELAY).await;
-            if self.keep_resident {
-                if let Some(joined) = spent.data().guest_memory.map(|m| m.keep_resident()) {
-                    if joined.pages > 0 {
-                        tracing::debug!(
-                            runs = joined.runs,
-                            pages = joined.pages,
-                            "joined a finished instance's written pages"
-                        );
-                    }
-                }
+            let memory = spent.data().guest_memory.filter(|_| self.keep_resident);
+            let joined = memory.map(|memory| memory.keep_resident());
+            if let Some(joined) = joined.filter(|joined| joined.pages > 0) {
+                tracing::debug!(
+                    runs = joined.runs,
+                    pages = joined.pages,
+                    "joined a finished instance's written pages"
+                );
             }
             drop(spent);
             let Ok(descriptors) = self.descriptors.try_acquire_many_owned(self.share) else {

@@ -43,7 +43,7 @@ use super::engine::KEEP_RESIDENT_MEMORY;
 
 /// The most runs of written pages wasmtime 48's in-place reset copies back before it
 /// gives the rest of the memory to the kernel (its `MAX_REGIONS`).
-pub(super) const RESET_RUNS: usize = 32;
+const RESET_RUNS: usize = 32;
 
 /// Runs reported by one `PAGEMAP_SCAN`; a memory with more is scanned again from
 /// where the last scan stopped.
@@ -116,11 +116,11 @@ unsafe impl<T: Lift> Lift for InPlace<T> {
 
 /// What [`GuestMemory::keep_resident`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Joined {
+pub(super) struct Joined {
     /// Runs of written pages the memory had.
-    pub(crate) runs: usize,
+    pub(super) runs: usize,
     /// Pages faulted in to join them.
-    pub(crate) pages: usize,
+    pub(super) pages: usize,
 }
 
 impl GuestMemory {
@@ -150,9 +150,9 @@ impl GuestMemory {
     fn written_runs(&self) -> Option<Vec<(usize, usize)>> {
         let pagemap = pagemap()?;
         let mut runs = Vec::new();
+        let mut found = vec![PageRegion::default(); SCAN_RUNS];
         let mut from = self.start;
         while from < self.end {
-            let mut found = vec![PageRegion::default(); SCAN_RUNS];
             let mut scan = ScanArg {
                 size: std::mem::size_of::<ScanArg>() as u64,
                 flags: 0,
@@ -201,11 +201,7 @@ impl GuestMemory {
 /// `budget` bytes: wasmtime's reset keeps at most that much resident anyway, so
 /// joining more would only spend work a guest chose (a call that writes every other
 /// page of a large memory) without sparing the next instance anything.
-pub(super) fn gaps_to_fill(
-    runs: &[(usize, usize)],
-    most: usize,
-    budget: usize,
-) -> Vec<(usize, usize)> {
+fn gaps_to_fill(runs: &[(usize, usize)], most: usize, budget: usize) -> Vec<(usize, usize)> {
     if runs.len() <= most {
         return Vec::new();
     }
