@@ -103,6 +103,8 @@ pub(crate) struct AgentProgress {
     pub error: Option<String>,
     /// Its answer, once it ended (bounded as the `agent_finished` event is).
     pub text: Option<String>,
+    /// The approval or question it waits on for a person, while it does.
+    pub request: Option<crate::events::PersonRequest>,
 }
 
 impl AgentProgress {
@@ -114,6 +116,9 @@ impl AgentProgress {
     fn refresh_state(&mut self, outcome: Option<AgentState>) {
         self.state = match (outcome, &self.activity) {
             (Some(state), _) => state.as_str(),
+            (None, _) if self.request.is_some() => {
+                self.request.as_ref().map_or("running", |r| r.kind.waiting_state())
+            }
             (None, Activity::Queued) => Phase::Queued.name(),
             (None, Activity::Tool(tool)) if tool == AWAIT_TOOL => "waiting",
             (None, _) => "running",
@@ -215,6 +220,14 @@ impl RunState {
                 self.update(agent, at, |a| a.messages_read += 1)
             }
             Event::TextDelta { agent, .. } => self.update(agent, at, |_| {}),
+            Event::InputRequested(request) => {
+                self.update(&request.agent, at, |a| a.request = Some(request.clone()))
+            }
+            Event::InputAnswered { agent, request, .. } => self.update(agent, at, |a| {
+                if a.request.as_ref().is_some_and(|r| &r.id == request) {
+                    a.request = None;
+                }
+            }),
             Event::Lagged { .. } => None,
         }
         .map(|agent| &*agent)
@@ -276,6 +289,7 @@ impl RunState {
                     duration_ms: None,
                     error: None,
                     text: None,
+                    request: None,
                 },
             );
         }

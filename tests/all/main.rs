@@ -5,6 +5,7 @@
 
 mod agent_files;
 mod agents;
+mod approvals;
 mod bounds;
 mod browser;
 mod cli;

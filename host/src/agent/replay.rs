@@ -199,10 +199,11 @@ impl Agent {
         recorded: Option<RecordedTool>,
     ) -> Result<String, String> {
         if replay.fork.is_some() && recorded.as_ref().is_none_or(|r| r.finished.is_none()) {
-            // Not in the recording: the fork runs it.
-            return self
-                .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
-                .await;
+            // Not in the recording: the fork runs it (a person approving it first
+            // where its rule says).
+            let refusal = self.approval(call, turn).await;
+            let work = self.work(call, turn);
+            return self.traced_call(call, work, None, refusal).await;
         }
         let Some((outcome, content)) = recorded.and_then(|r| r.finished) else {
             return Err(self.stop_without_result(call, turn));
@@ -228,11 +229,14 @@ impl Agent {
             .then(|| recorded_result.as_ref().ok())
             .flatten()
             .map(|text| text.starts_with(super::spawn_tools::QUEUED_ANSWER_START));
+        // A call run again is approved as the recording's person answered.
+        let refusal = self.approval(call, turn).await;
         let result = self
             .traced_call(
                 call,
                 self.spawn_tool_placed(&call.name, &call.arguments, queued_as),
                 None,
+                refusal,
             )
             .await;
         // In a fork, a new result is where this agent may leave the recording: its

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use tracing::{info_span, Instrument};
 
+use crate::config::ASK_TOOL;
 use crate::journal::resume::RecordedTool;
 use crate::journal::{Fact, Journaling, Record};
 use crate::llm::ToolCall;
@@ -46,9 +47,9 @@ impl Agent {
             }
             // A fork's live agent: whatever the recording holds, it runs.
             AgentMode::ForkLive => {
-                return self
-                    .traced_call(call, self.spawn_tool(&call.name, &call.arguments), None)
-                    .await;
+                let refusal = self.approval(call, turn).await;
+                let work = self.work(call, turn);
+                return self.traced_call(call, work, None, refusal).await;
             }
             AgentMode::Live | AgentMode::Resumed(_) => {}
         }
@@ -61,9 +62,12 @@ impl Agent {
                         Err(content.clone())
                     };
                 }
+                // A question is asked again: its recorded request (and answer, if one
+                // came) make it the same question.
                 Some(None)
-                    if spawn_tools::is_message_tool(&call.name)
-                        || !self.access.profile.capabilities.replay_safe() =>
+                    if call.name != ASK_TOOL
+                        && (spawn_tools::is_message_tool(&call.name)
+                            || !self.access.profile.capabilities.replay_safe()) =>
                 {
                     tracing::warn!(agent = %self.place.id, tool = %call.name, "a call in doubt is not run again");
                     let doubt = match spawn_tools::is_message_tool(&call.name) {
@@ -83,23 +87,39 @@ impl Agent {
                 _ => {}
             }
         }
-        self.traced_call(
-            call,
-            self.spawn_tool(&call.name, &call.arguments),
-            recorded.as_ref(),
-        )
-        .await
+        // A call its approval rule names waits for a person first (a resumed run's
+        // recorded answer stands).
+        let refusal = self.approval(call, turn).await;
+        self.traced_call(call, self.work(call, turn), recorded.as_ref(), refusal)
+            .await
+    }
+
+    /// What runs a host-side call: a spawn tool, or `ask_person` (not polled for
+    /// other tools).
+    pub(super) fn work<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        turn: u32,
+    ) -> impl std::future::Future<Output = Result<String, String>> + 'a {
+        async move {
+            match call.name.as_str() {
+                ASK_TOOL => self.ask_person(call, turn).await,
+                name => self.spawn_tool(name, &call.arguments).await,
+            }
+        }
     }
 
     /// Runs one tool call inside its `execute_tool` span, between its start and finish
-    /// events: a spawn tool (when this agent may spawn) is answered by `spawn`, any
-    /// other name goes to the registry under this agent's capabilities. `spawn` is
-    /// not polled for other tools.
+    /// events: a spawn tool (when this agent may spawn) or `ask_person` (when offered)
+    /// is answered by `spawn`, any other name goes to the registry under this agent's
+    /// capabilities. `spawn` is not polled for other tools. A call with a `refusal`
+    /// (a person denied it) does not run: the refusal is its result, outcome denied.
     pub(crate) async fn traced_call(
         &self,
         call: &ToolCall,
         spawn: impl std::future::Future<Output = Result<String, String>>,
         recorded: Option<&RecordedTool>,
+        refusal: Option<String>,
     ) -> Result<String, String> {
         let span = info_span!(
             "execute_tool",
@@ -115,7 +135,13 @@ impl Agent {
         );
         self.record_start(call, recorded).await;
         let started = Instant::now();
-        let (result, outcome, figures) = self.dispatch(call, spawn).instrument(span.clone()).await;
+        let (result, outcome, figures) = match refusal {
+            Some(refusal) => {
+                let figures = CallFigures::of(&refusal, None);
+                (Err(refusal), ToolOutcome::Denied, figures)
+            }
+            None => self.dispatch(call, spawn).instrument(span.clone()).await,
+        };
         let duration_ms = started.elapsed().as_millis() as u64;
         if outcome != ToolOutcome::Ok {
             span.record("error.type", outcome.as_str());
@@ -191,7 +217,9 @@ impl Agent {
         call: &ToolCall,
         spawn: impl std::future::Future<Output = Result<String, String>>,
     ) -> (Result<String, String>, ToolOutcome, CallFigures) {
-        if self.can_spawn() && spawn_tools::is_spawn_tool(&call.name) {
+        let host_side = (self.can_spawn() && spawn_tools::is_spawn_tool(&call.name))
+            || (call.name == ASK_TOOL && self.profile.tools.allows(ASK_TOOL));
+        if host_side {
             let result = spawn.await;
             let outcome = if result.is_ok() {
                 ToolOutcome::Ok

@@ -571,7 +571,8 @@ impl Agent {
         let plugin = self.runtime.registry.names_for(&self.profile);
         let spawn = self.runtime.spawn_tools.iter().map(|t| t.name.as_str());
         let spawn = spawn.filter(|_| self.can_spawn());
-        plugin.into_iter().chain(spawn).map(String::from).collect()
+        let ask = Some(crate::config::ASK_TOOL).filter(|t| self.profile.tools.allows(t));
+        plugin.into_iter().chain(spawn).chain(ask).map(String::from).collect()
     }
 
     /// The profile's plugin tools, then `spawn_tools` when this agent may spawn.
@@ -586,6 +587,9 @@ impl Agent {
             .collect();
         if self.can_spawn() {
             tools.extend_from_slice(spawn_tools);
+        }
+        if self.profile.tools.allows(crate::config::ASK_TOOL) {
+            tools.push(super::approval::ask_definition());
         }
         tools
     }

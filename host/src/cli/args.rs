@@ -126,6 +126,16 @@ pub(super) enum Command {
     /// lists it, or `root`. Exit code 0 when the message was accepted, 1 when it was
     /// rejected or the run cannot be reached, 2 for bad arguments.
     Send(SendArgs),
+    /// List the approvals and questions a live run's agents wait on, or answer one.
+    ///
+    /// Without REQUEST, prints each waiting request: its id, the agent's path, the
+    /// tool, its exact arguments, what the call could touch and its deadline. With
+    /// REQUEST, approves that call once (--always: and every later call of its tool
+    /// in the run), denies it (--deny REASON: the model is told the reason), or
+    /// answers a question (--answer TEXT). The answer is journaled with who gave it.
+    /// Exit code 0 when answered (or listed), 1 when refused or the run cannot be
+    /// reached, 2 for bad arguments.
+    Approve(ApproveArgs),
     /// Serve the web view of a journaled run (its tree, transcripts and timeline), or
     /// of the list of runs when no RUN is given, until Ctrl-C.
     ///
@@ -258,6 +268,13 @@ pub(super) struct OutputArgs {
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
           default_missing_value = crate::web::DEFAULT_ADDR)]
     pub(super) web: Option<std::net::SocketAddr>,
+    /// Who answers the calls a profile's `approval` rule names, and `ask_person`
+    /// questions: `ask` waits for a person (this terminal, `warren approve` from
+    /// another, the web view) until each request's deadline; `deny` denies at once,
+    /// telling the model nobody was there to approve; `all` approves every one.
+    /// Default: `ask` on an interactive terminal or with --web, `deny` otherwise.
+    #[arg(long, value_name = "POLICY", value_parser = ["ask", "deny", "all"])]
+    pub(super) approve: Option<String>,
 }
 
 /// The command line with `--web ADDR` (the space form people type) read as
@@ -342,6 +359,29 @@ pub(super) struct SendArgs {
     /// Who the agent is told sent it (default: your user name).
     #[arg(long, value_name = "NAME")]
     pub(super) from: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ApproveArgs {
+    /// The run: its id, a unique prefix of it, or `last`.
+    pub(super) run: String,
+    /// The request's id, as the listing shows it; leave out to list them.
+    pub(super) request: Option<String>,
+    /// Deny the call, telling the model REASON.
+    #[arg(long, value_name = "REASON", conflicts_with_all = ["always", "answer"])]
+    pub(super) deny: Option<String>,
+    /// Approve the call and every later call of the same tool in the run.
+    #[arg(long)]
+    pub(super) always: bool,
+    /// Answer a question (`ask_person`) with TEXT.
+    #[arg(long, value_name = "TEXT", conflicts_with = "always")]
+    pub(super) answer: Option<String>,
+    /// Who the journal records as answering (default: your user name).
+    #[arg(long, value_name = "NAME")]
+    pub(super) from: Option<String>,
+    /// Print the listing as JSON.
+    #[arg(long)]
+    pub(super) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,12 +21,14 @@ use args::{Cli, Command};
 use failure::Failure;
 
 mod agents_report;
+mod approve;
 mod args;
 mod diff_report;
 mod doctor;
 mod failure;
 mod init;
 mod project;
+mod prompt;
 mod replay_report;
 mod run;
 mod runs;
@@ -114,6 +116,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Runs(args) => runs::runs(config, args),
         Command::Show(args) => runs::show(config, args),
         Command::Send(args) => send::send(config, args).await,
+        Command::Approve(args) => approve::approve(config, args).await,
         Command::View(args) => serve::view(config, args).await,
         Command::Resume(args) => run::resume(config, args).await,
         Command::Replay(args) => runs::replay(config, args).await,

@@ -15,6 +15,7 @@ use crate::cli::ui::{plain_line, AgentTree, ProgressMode};
 use crate::config::Config;
 use crate::events::{Event, EventStream};
 use crate::host::{Run, RunReport};
+use crate::jobs::AnswerPolicy;
 use crate::outcome::AgentState;
 use crate::term::outln;
 
@@ -41,7 +42,8 @@ pub(super) async fn run(config_path: &Path, args: RunArgs) -> Result<(), Failure
         .map(read_output_schema)
         .transpose()?;
     let log = args.output.event_log()?;
-    let host = load(config).await?;
+    let mut host = load(config).await?;
+    host.answer_requests(args.output.answer_policy());
     // The one unknown-model check (in `Host::start`) is a configuration error:
     // exit 2, as for a bad file.
     let run = host.start_with_run_id(
@@ -61,13 +63,28 @@ pub(super) async fn resume(config_path: &Path, args: ResumeArgs) -> Result<(), F
     let mut config = Config::load(config_path)?;
     args.queue.apply(&mut config)?;
     let log = args.output.event_log()?;
-    let host = load(config).await?;
+    let mut host = load(config).await?;
+    host.answer_requests(args.output.answer_policy());
     let run = host.resume(&args.run, args.force)?;
     let journal_dir = host.config().journal_dir.clone();
     drive(run, &args.output, log, journal_dir, false).await
 }
 
 impl OutputArgs {
+    /// Who answers the run's requests: `--approve`, else a person where one can be
+    /// asked (an interactive terminal, a web view), else a denial.
+    fn answer_policy(&self) -> AnswerPolicy {
+        use std::io::IsTerminal as _;
+        match self.approve.as_deref() {
+            Some(policy) => AnswerPolicy::parse(policy).unwrap_or_default(),
+            None if self.web.is_some() => AnswerPolicy::Ask,
+            None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
+                AnswerPolicy::Ask
+            }
+            None => AnswerPolicy::Deny,
+        }
+    }
+
     /// The `--events` file, created.
     fn event_log(&self) -> Result<Option<BufWriter<File>>, Failure> {
         let Some(path) = &self.events else {
@@ -102,12 +119,22 @@ async fn drive(
         Some(address) => Some(serve_live_view(&run, address, journal_dir).await?),
         None => None,
     };
+    // This terminal answers the run's requests when it is asked to and can be.
+    let prompter = {
+        use std::io::IsTerminal as _;
+        let asks = run.tree.requests.policy() == AnswerPolicy::Ask;
+        let live = mode == ProgressMode::Tty
+            || (mode == ProgressMode::Auto && std::io::stderr().is_terminal());
+        (asks && live && std::io::stdin().is_terminal())
+            .then(|| super::prompt::Prompter::new(run.tree.clone()))
+    };
     let progress = tokio::spawn(show_progress(
         run.events(),
         run.root.0.clone(),
         mode,
         log,
         web.as_ref().map(|(live, _)| live.clone()),
+        prompter,
     ));
     let interrupt = tokio::spawn(stop_on_signals(&run));
     let report = run.wait().await;
@@ -249,6 +276,7 @@ async fn show_progress(
     mode: ProgressMode,
     mut log: Option<BufWriter<File>>,
     web: Option<Arc<crate::web::LiveRun>>,
+    mut prompter: Option<super::prompt::Prompter>,
 ) -> anyhow::Result<()> {
     use std::io::{IsTerminal, Write};
     let live = match mode {
@@ -294,7 +322,10 @@ async fn show_progress(
                     break;
                 }
             }
-            _ = tick.tick(), if live => view.redraw()?,
+            (prompt, typed) = async { prompter.as_mut().expect("present").next().await }, if prompter.is_some() => {
+                view.prompt(prompt, typed)?;
+            }
+            _ = tick.tick(), if live && !view.prompting() => view.redraw()?,
         }
     }
     if live {

@@ -9,7 +9,7 @@ use super::failure::Failure;
 use super::runs::journal_dir;
 use crate::config::Config;
 use crate::events::MessageMode;
-use crate::host::control::{self, SendRequest};
+use crate::host::control::{self, ControlRequest, SendRequest};
 use crate::term::outln;
 
 /// Sends the message and prints its receipt; a rejection or a run that cannot be
@@ -43,6 +43,7 @@ pub(super) async fn send(config_path: &Path, args: SendArgs) -> Result<(), Failu
         mode: args.mode,
         from,
     };
+    let request = ControlRequest::Send(request);
     let reply = match control::request(&control::socket_path(&journal), &request).await {
         Ok(reply) => reply,
         Err(error) => return Err(unreachable(&journal, &error).into()),
@@ -55,7 +56,7 @@ pub(super) async fn send(config_path: &Path, args: SendArgs) -> Result<(), Failu
 }
 
 /// Why the run at `journal` could not be reached, and what to do.
-fn unreachable(journal: &Path, error: &std::io::Error) -> anyhow::Error {
+pub(super) fn unreachable(journal: &Path, error: &std::io::Error) -> anyhow::Error {
     let run = crate::journal::read::run(journal);
     match run {
         Ok(run) if run.finished => anyhow::anyhow!(

@@ -57,6 +57,9 @@ pub(crate) struct AgentTree {
     state: RunState,
     root_text: String,
     frame: usize,
+    /// A request's prompt, shown under the tree while a person is asked here; the
+    /// tree is not redrawn meanwhile.
+    prompt: Option<String>,
 }
 
 impl AgentTree {
@@ -123,11 +126,19 @@ impl AgentTree {
                 let elapsed = agent
                     .started_ms
                     .map_or(0.0, |s| now_ms.saturating_sub(s) as f64 / 1000.0);
-                let doing = match &agent.activity {
+                let doing = match (&agent.request, &agent.activity) {
+                    (Some(request), _) => format!(
+                        "⏸ {} {} ({})",
+                        request.kind.waiting_state(),
+                        request.tool,
+                        request.id
+                    ),
+                    (None, activity) => match activity {
                     Activity::Queued => Phase::Queued.name().to_string(),
                     Activity::Starting => "starting".to_string(),
                     Activity::Thinking | Activity::Done => "thinking".to_string(),
                     Activity::Tool(tool) => format!("⚙ {tool}"),
+                    },
                 };
                 format!(
                     "{} {doing} · {} turns · {} tok · ${:.4} · {elapsed:.1} s",
@@ -165,6 +176,21 @@ impl AgentTree {
         self.draw(true)
     }
 
+    /// Shows `prompt` under the tree (`None`: none), drawn at once. `typed`: a line
+    /// was typed at the last prompt, so the cursor is a line lower.
+    pub(crate) fn prompt(&mut self, prompt: Option<String>, typed: bool) -> std::io::Result<()> {
+        if typed && self.prompt.is_some() {
+            *DRAWN.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        }
+        self.prompt = prompt;
+        self.draw(true)
+    }
+
+    /// Whether a prompt waits for a line (the tree is then not redrawn).
+    pub(crate) fn prompting(&self) -> bool {
+        self.prompt.is_some()
+    }
+
     /// The last frame: the tree without the streamed text (the answer follows on
     /// stdout), left on the screen.
     pub(crate) fn finish(&mut self) -> std::io::Result<()> {
@@ -192,10 +218,21 @@ impl AgentTree {
             frame.push('\n');
         }
         frame.push_str("\x1b[J");
+        *drawn = lines.len();
+        // The prompt's last line ends where the person types: no newline after it.
+        if let Some(prompt) = &self.prompt {
+            let prompt: Vec<&str> = prompt.split('\n').collect();
+            for (i, line) in prompt.iter().enumerate() {
+                frame.push_str(&fit(line, width.saturating_sub(1).max(1)));
+                if i + 1 < prompt.len() {
+                    frame.push('\n');
+                }
+            }
+            *drawn += prompt.len() - 1;
+        }
         let mut err = std::io::stderr().lock();
         err.write_all(frame.as_bytes())?;
         err.flush()?;
-        *drawn = lines.len();
         Ok(())
     }
 }
@@ -268,6 +305,27 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
         Event::AgentMessageDelivered { agent, seq, turn } => {
             format!("[{agent}] message #{seq} delivered (turn {turn})")
         }
+        Event::InputRequested(request) => format!(
+            "[{}] {} {} (request {}): `warren approve RUN {}` answers it",
+            request.agent,
+            request.kind.waiting_state(),
+            request.tool,
+            request.id,
+            request.id
+        ),
+        Event::InputAnswered {
+            agent,
+            request,
+            answer,
+        } => format!(
+            "[{agent}] request {request}: {:?} by {}{}",
+            answer.verdict,
+            answer.by,
+            match answer.text.is_empty() {
+                true => String::new(),
+                false => format!(": {}", crate::events::summarize(&answer.text)),
+            }
+        ),
         Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
         _ => return None,
     })

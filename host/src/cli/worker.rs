@@ -275,7 +275,10 @@ fn job_start(
         .map_err(|reason| {
             bullmq::Error::Unrecoverable(format!("job {id}: `output_schema`: {reason}"))
         })?;
+    let approval = crate::config::ApprovalRule::parse(&data.approval)
+        .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: `approval`: {reason}")))?;
     let ask = ChildAsk {
+        approval: Some(&approval),
         output_schema: output_schema.as_ref(),
         tools: data.tools.as_deref(),
         max_turns: data.limits.max_turns,

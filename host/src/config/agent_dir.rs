@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::agent_files::{self, AgentFile, ParseError};
+use super::approval::{permission_mode, Approval};
 use super::defaults::{Inherited, Written};
 use super::names::profile_name_from;
 use super::profile::{cut_description, Profile, ProfileNote, ProfileSource, INHERIT_MODEL};
@@ -210,13 +211,21 @@ fn profile(
     .patterns;
     let mut tools = ToolSelection::new(allow, deny, spawn);
     let mut capabilities = defaults.capabilities.clone();
+    let mut approval = Approval::default();
+    if let Some(rule) = file.permission_mode.as_deref().and_then(permission_mode) {
+        approval.rule = rule;
+    }
     if file.permission_mode.as_deref() == Some("plan") {
         for grant in &mut capabilities.fs {
             grant.mode = FsMode::ReadOnly;
         }
         tools = tools.denying(&WRITE_TOOLS);
         notes.push(ProfileNote::PlanMode);
-    } else if let Some(mode) = &file.permission_mode {
+    } else if let Some(mode) = file
+        .permission_mode
+        .as_ref()
+        .filter(|mode| permission_mode(mode).is_none())
+    {
         notes.push(ProfileNote::IgnoredKeys(vec![format!(
             "permissionMode: {mode}"
         )]));
@@ -243,6 +252,7 @@ fn profile(
         timeout_s: None,
         max_cost_usd: None,
         output_schema: file.output_schema,
+        approval,
         source: ProfileSource::AgentFile { path, written_name },
         notes,
     })

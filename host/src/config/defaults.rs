@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::approval::Approval;
 use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
 use super::limits::{
-    AgentLimits, AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, QueuedMessages,
+    AgentLimits, AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests,
+    QueuedMessages,
     RunConcurrency, RunLimits, Turns,
 };
 use super::models::model_name;
@@ -50,6 +52,8 @@ pub(super) struct RawDefaults {
     max_queued_messages: Option<QueuedMessages>,
     /// Follow-ups that may wake one agent after it finished.
     max_follow_ups: Option<FollowUps>,
+    /// Approvals and questions that may wait at once in one run.
+    max_pending_requests: Option<PendingRequests>,
     /// `[defaults.capabilities]`, under every profile's own.
     #[serde(default)]
     pub(super) capabilities: RawCapabilities,
@@ -77,6 +81,9 @@ impl RawDefaults {
             max_follow_ups: self
                 .max_follow_ups
                 .map_or(d.max_follow_ups, |v| v.0 as usize),
+            max_pending_requests: self
+                .max_pending_requests
+                .map_or(d.max_pending_requests, |v| v.0 as usize),
         }
     }
 }
@@ -162,6 +169,7 @@ impl<'a> Inherited<'a> {
             timeout_s: None,
             max_cost_usd: None,
             output_schema: None,
+            approval: Approval::default(),
             source: ProfileSource::Config,
             notes: Vec::new(),
         })
@@ -191,6 +199,7 @@ impl<'a> Inherited<'a> {
             ),
             inherit_model: written.inherit_model,
             output_schema: written.output_schema,
+            approval: written.approval,
             source: written.source,
             notes: written.notes,
         }
@@ -224,6 +233,8 @@ pub(super) struct Written {
     pub(super) max_cost_usd: Option<f64>,
     /// `output_schema`.
     pub(super) output_schema: Option<OutputSchema>,
+    /// `approval` and `approval_timeout_s`.
+    pub(super) approval: Approval,
     /// Where it was defined.
     pub(super) source: ProfileSource,
     /// What the user should know about the definition.

@@ -7,12 +7,14 @@
 
 use super::journal::{RunMib, DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 use super::limits::{
-    AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, QueuedMessages, RunConcurrency,
+    AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests, QueuedMessages,
+    RunConcurrency,
     ToolCount, ToolKib, Turns, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_CONCURRENT_TOTAL,
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_DESCRIPTION_KB, DEFAULT_MAX_FOLLOW_UPS, DEFAULT_MAX_MESSAGE_KB,
-    DEFAULT_MAX_PROFILE_TOOLS_KB, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_MAX_SCHEMA_KB,
+    DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_MAX_PROFILE_TOOLS_KB, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_MAX_SCHEMA_KB,
     DEFAULT_MAX_TOOLS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_S,
 };
+use super::approval::DEFAULT_APPROVAL_TIMEOUT_S;
 use super::plugins::DEFAULT_PLUGIN_DIR;
 use super::profile::MAX_PROFILE_DESCRIPTION_BYTES;
 use super::queue::{
@@ -190,6 +192,7 @@ pub(crate) const KEYS: &[Key] = &[
     bounded(&DEFAULTS, "max_message_kb", Int(DEFAULT_MAX_MESSAGE_KB as u64), MessageKib::BOUNDS, "KiB one `message_agent` message may hold; a longer one is rejected, naming this key"),
     bounded(&DEFAULTS, "max_queued_messages", Int(DEFAULT_MAX_QUEUED_MESSAGES as u64), QueuedMessages::BOUNDS, "messages that may wait unread in one agent's mailbox; one more is rejected, naming this key"),
     bounded(&DEFAULTS, "max_follow_ups", Int(DEFAULT_MAX_FOLLOW_UPS as u64), FollowUps::BOUNDS, "follow-ups (message_agent mode \"follow_up\") that may wake one agent after it finished, each resuming it with its history; one more is rejected, naming this key (0: finished agents take none)"),
+    bounded(&DEFAULTS, "max_pending_requests", Int(DEFAULT_MAX_PENDING_REQUESTS as u64), PendingRequests::BOUNDS, "approvals and questions that may wait for a person at once in one run; one more is denied (or unanswered), naming this key"),
     key(&CAPABILITIES, "fs", List(&[]), "granted directories, each `{ host, guest, mode }` (below)"),
     key(&CAPABILITIES, "scratch", Bool(false), "a private writable directory at `/scratch`, removed when the agent ends"),
     key(&CAPABILITIES, "env", List(&[]), "variables the guest sees: a name passes the host's value (if set); `{ name, value }` sets one"),
@@ -218,6 +221,8 @@ pub(crate) const KEYS: &[Key] = &[
     key(&PROFILE, "disallowed_tools", List(&[]), "subtracted after `tools`; naming `Task` or `spawn_agent` withholds the spawn tools"),
     key(&PROFILE, "output_schema", Absent("none: the answer is text"), "the JSON Schema its answer must match, as an inline table (see [typed results](sub-agents.md#typed-results))"),
     key(&PROFILE, "output_schema_file", Absent("none"), "the same, from a JSON file (not with `output_schema`)"),
+    key(&PROFILE, "approval", List(&[]), "calls that wait for a person's yes: tool names or `*` patterns, `@writes` (a plugin call under a writable grant), `@network` (under a `net` list), `@spawn`, `@code` (`run_python`, `run_js`), or `\"*\"` (every call); a sub-agent's rule adds its parent's (see [approvals](sub-agents.md#approvals-and-questions))"),
+    bounded(&PROFILE, "approval_timeout_s", Int(DEFAULT_APPROVAL_TIMEOUT_S), AgentSeconds::BOUNDS, "how long a call (or an `ask_person` question) waits for an answer; then it is denied (unanswered), saying so to the model"),
     key(&QUEUE, "redis", Absent("sub-agents run in-process"), "`redis://[user:password@]host:port[/db]` (or `--redis`, `$WARREN_REDIS`)"),
     key(&QUEUE, "name", Str(DEFAULT_QUEUE_NAME), "the BullMQ queue name: keys `bull:NAME:*`"),
     bounded(&QUEUE, "keep_results_s", Int(DEFAULT_KEEP_RESULTS_S), Retention::BOUNDS, "how long finished jobs and their results stay"),

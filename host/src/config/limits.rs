@@ -25,6 +25,8 @@ pub(super) type MessageKib = Bounded<1, 1024>;
 pub(super) type QueuedMessages = Bounded<1, 1024>;
 /// Follow-ups one agent may take after it finished (0: none).
 pub(super) type FollowUps = Bounded<0, 1024>;
+/// Requests for a person that may wait at once in one run.
+pub(super) type PendingRequests = Bounded<1, 1024>;
 /// `[plugins] max_tools`.
 pub(super) type ToolCount = Bounded<1, 100_000>;
 /// `[plugins] max_*_kb`.
@@ -46,6 +48,8 @@ pub(crate) const DEFAULT_MAX_MESSAGE_KB: usize = 16;
 pub(crate) const DEFAULT_MAX_QUEUED_MESSAGES: usize = 32;
 /// Follow-ups one agent may take after it finished.
 pub(crate) const DEFAULT_MAX_FOLLOW_UPS: usize = 8;
+/// Requests for a person that may wait at once in one run.
+pub(crate) const DEFAULT_MAX_PENDING_REQUESTS: usize = 16;
 /// `[plugins] max_tools`.
 pub(crate) const DEFAULT_MAX_TOOLS: usize = 256;
 /// `[plugins] max_description_kb`.
@@ -93,6 +97,8 @@ pub struct RunLimits {
     pub max_queued_messages: usize,
     /// Follow-ups that may wake one agent after it finished (default 8).
     pub max_follow_ups: usize,
+    /// Approvals and questions that may wait for a person at once (default 16).
+    pub max_pending_requests: usize,
 }
 
 impl Default for RunLimits {
@@ -105,6 +111,7 @@ impl Default for RunLimits {
             max_message_kb: DEFAULT_MAX_MESSAGE_KB,
             max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
             max_follow_ups: DEFAULT_MAX_FOLLOW_UPS,
+            max_pending_requests: DEFAULT_MAX_PENDING_REQUESTS,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! together into a [`Config`].
 
 mod agent_dir;
+mod approval;
 mod agent_files;
 pub(crate) mod builder;
 mod capabilities;
@@ -52,6 +53,8 @@ use toml::Spanned;
 use crate::llm::ModelConfig;
 
 pub(crate) use self::agent_dir::AgentFilesReport;
+pub(crate) use self::approval::ApprovalRule;
+pub(crate) use self::approval::touches as approval_touches;
 pub(crate) use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
 pub(crate) use self::error::ConfigError;
@@ -72,6 +75,7 @@ pub(crate) use self::text_file::read_text;
 pub(crate) use self::tool_selection::glob_match as tool_pattern_matches;
 pub(crate) use self::tool_selection::NAMED_ONLY;
 pub(crate) use self::tool_selection::SPAWN_TOOLS;
+pub(crate) use self::tool_selection::ASK_TOOL;
 
 /// Name of the profile used when none is given.
 pub(crate) const DEFAULT_PROFILE: &str = "main";

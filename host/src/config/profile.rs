@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::approval::Approval;
 use super::limits::AgentLimits;
 use super::output_schema::OutputSchema;
 use super::tool_selection::ToolSelection;
@@ -36,6 +37,9 @@ pub struct Profile {
     pub(crate) model: Option<String>,
     /// Turn, time and cost limits.
     pub limits: AgentLimits,
+    /// Which calls wait for a person's yes, and how long (`approval`,
+    /// `approval_timeout_s`; an agent file's `permissionMode`).
+    pub(crate) approval: Approval,
     /// The most turns a spawn may give an agent of this profile: its
     /// `max_turns_ceiling`, else `[defaults] max_turns_ceiling`, else its own
     /// `max_turns`. Spawns may raise `max_turns` up to it.

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::approval::{Approval, ApprovalRule, Entry, DEFAULT_APPROVAL_TIMEOUT_S};
 use super::capabilities::{self, RawCapabilities};
 use super::defaults::{Inherited, Written};
 use super::error::ConfigError;
@@ -16,7 +17,7 @@ use super::profile::{
 };
 use super::source::Source;
 use super::tool_selection::{resolve, ListKind, ToolSelection};
-use super::values::{Dollars, ToolPattern};
+use super::values::{Dollars, Parsed, ToolPattern};
 
 /// A `[profiles.NAME]` table as written.
 #[derive(Deserialize)]
@@ -55,6 +56,12 @@ pub(super) struct RawProfile {
     /// The same, from a JSON file (relative to the config).
     #[cfg_attr(test, schemars(with = "Option<String>"))]
     output_schema_file: Option<Spanned<String>>,
+    /// Calls that wait for a person's yes: tool names or patterns, `@writes`,
+    /// `@network`, `@spawn`, `@code`, or `*`.
+    #[cfg_attr(test, schemars(with = "Option<Vec<String>>"))]
+    approval: Option<Vec<Parsed<Entry>>>,
+    /// How long such a call waits for an answer before it is denied.
+    approval_timeout_s: Option<AgentSeconds>,
     /// Its own capabilities, over `[defaults.capabilities]`.
     #[serde(default)]
     capabilities: RawCapabilities,
@@ -133,6 +140,12 @@ pub(super) fn profile(
         timeout_s: raw.timeout_s.map(|v| v.0),
         max_cost_usd: raw.max_cost_usd.map(|v| v.0),
         output_schema: output_schema(src, &key, raw)?,
+        approval: Approval {
+            rule: ApprovalRule::of(raw.approval.iter().flatten().map(|e| e.0.clone())),
+            timeout_s: raw
+                .approval_timeout_s
+                .map_or(DEFAULT_APPROVAL_TIMEOUT_S, |v| v.0),
+        },
         source: ProfileSource::Config,
         notes,
     }))

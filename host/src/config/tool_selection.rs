@@ -32,6 +32,7 @@ const CLAUDE_CODE_TOOLS: &[(&str, &[&str])] = &[
     ("Glob", &["glob"]),
     ("LS", &["list_dir"]),
     ("WebFetch", &["fetch"]),
+    ("AskUserQuestion", &[ASK_TOOL]),
     ("Task", &SPAWN_TOOLS),
     ("Agent", &SPAWN_TOOLS),
 ];
@@ -50,7 +51,6 @@ const UNAVAILABLE: &[&str] = &[
     "SlashCommand",
     "Skill",
     "ExitPlanMode",
-    "AskUserQuestion",
     "EnterPlanMode",
     "TaskCreate",
     "TaskGet",
@@ -69,6 +69,10 @@ const UNAVAILABLE: &[&str] = &[
 /// Tools a profile gets only by naming them (`tools = ["run_python"]`), never through a
 /// pattern: they run code the model writes.
 pub(crate) const NAMED_ONLY: [&str; 2] = ["run_python", "run_js"];
+
+/// The tool an agent asks a person a question with: offered, like the code tools, only
+/// to a profile that names it.
+pub(crate) const ASK_TOOL: &str = "ask_person";
 
 /// Tools that change files: withheld from `permissionMode: plan` agents.
 pub(crate) const WRITE_TOOLS: [&str; 2] = ["write_file", "edit_file"];
@@ -140,7 +144,7 @@ impl ToolSelection {
     /// Whether `tool` (a plugin tool) is selected. The code-running tools only by
     /// their exact names: a pattern such as `*` never grants running code.
     pub fn allows(&self, tool: &str) -> bool {
-        let allowed = if NAMED_ONLY.contains(&tool) {
+        let allowed = if NAMED_ONLY.contains(&tool) || tool == ASK_TOOL {
             self.allow.iter().any(|name| name == tool)
         } else {
             matches_any(&self.allow, tool)

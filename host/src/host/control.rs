@@ -1,7 +1,9 @@
-//! A live run's control socket: how `warren send` in another terminal reaches the
-//! process that runs the run. A journaled run listens on `control.sock` beside its
-//! journal (owner-only, in the owner-only run directory) until its root ends; each
-//! connection carries one message as a JSON line and gets its receipt as one.
+//! A live run's control socket: how `warren send` and `warren approve` in another
+//! terminal (and the web view) reach the process that runs the run. A journaled run
+//! listens on `control.sock` beside its journal (owner-only, in the owner-only run
+//! directory) until its root ends; each connection carries one request as a JSON
+//! line (`op`: `send` a message, list the `pending` requests for a person, or
+//! `answer` one) and gets its reply as one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use crate::agent::Runtime;
-use crate::events::MessageMode;
+use crate::events::{MessageMode, PersonAnswer, PersonRequest, Verdict};
 use crate::jobs::{JobId, Tree};
 use crate::scheduler::{Receipt, Sender};
 
@@ -28,6 +30,32 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The longest path a Unix socket may have (`sun_path`, less its terminating zero).
 const MAX_SOCKET_PATH: usize = 107;
+
+/// One request on the socket.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(crate) enum ControlRequest {
+    /// A person's message to an agent.
+    Send(SendRequest),
+    /// The approvals and questions waiting for a person.
+    Pending,
+    /// A person's answer to one.
+    Answer(AnswerRequest),
+}
+
+/// A person's answer, as `warren approve` and the web view send it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct AnswerRequest {
+    /// The request's id.
+    pub(crate) request: String,
+    /// `approve`, `approve_tool`, `deny` or `answer`.
+    pub(crate) verdict: String,
+    /// A denial's reason, or a question's answer.
+    #[serde(default)]
+    pub(crate) text: String,
+    /// Who answers, as the journal records it (`cli:NAME`, `web`).
+    pub(crate) by: String,
+}
 
 /// One message, as `warren send` sends it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -51,6 +79,9 @@ pub(crate) struct SendReply {
     pub(crate) seq: Option<u64>,
     /// The receipt in a sentence.
     pub(crate) text: String,
+    /// The requests waiting for a person (`pending`), or the one answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) requests: Vec<PersonRequest>,
 }
 
 /// The control socket of the run whose journal is `journal`.
@@ -134,9 +165,16 @@ async fn handle(runtime: &Runtime, tree: &Arc<Tree>, root: &JobId, stream: UnixS
         Ok(Ok(_)) if line.len() as u64 > most => rejected(format!(
             "the request passes {most} bytes: the message is over [defaults] max_message_kb"
         )),
-        Ok(Ok(_)) => match serde_json::from_str::<SendRequest>(&line) {
+        Ok(Ok(_)) => match serde_json::from_str::<ControlRequest>(&line) {
             Err(error) => rejected(format!("not a request: {error}")),
-            Ok(request) => send(runtime, tree, root, request).await,
+            Ok(ControlRequest::Send(request)) => send(runtime, tree, root, request).await,
+            Ok(ControlRequest::Pending) => SendReply {
+                receipt: "pending".into(),
+                seq: None,
+                text: format!("{} waiting", tree.requests.pending().len()),
+                requests: tree.requests.pending(),
+            },
+            Ok(ControlRequest::Answer(request)) => answer(tree, request),
         },
     };
     drop(reader);
@@ -174,6 +212,43 @@ async fn send(
         receipt: name.into(),
         seq,
         text,
+        requests: Vec::new(),
+    }
+}
+
+/// Gives `request`'s answer to the request waiting for it.
+fn answer(tree: &Tree, request: AnswerRequest) -> SendReply {
+    let verdict = match Verdict::parse(&request.verdict) {
+        Ok(verdict) => verdict,
+        Err(why) => return rejected(why),
+    };
+    let by: String = request.by.chars().take(64).collect();
+    let answer = PersonAnswer {
+        verdict,
+        text: request.text,
+        by: by.clone(),
+    };
+    match tree.requests.answer(request.request.trim(), answer) {
+        Ok(asked) => {
+            tracing::info!(request = %asked.id, agent = %asked.agent, by = %by, ?verdict, "a request answered through the control socket");
+            SendReply {
+                receipt: "answered".into(),
+                seq: None,
+                text: format!("request {} of agent {} ({}): {}", asked.id, asked.path, asked.tool, verdict_words(verdict)),
+                requests: vec![asked],
+            }
+        }
+        Err(why) => rejected(why),
+    }
+}
+
+/// What a verdict did, in words.
+fn verdict_words(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Approve => "approved once",
+        Verdict::ApproveTool => "approved, and the tool for the rest of the run",
+        Verdict::Deny => "denied",
+        Verdict::Answer => "answered",
     }
 }
 
@@ -182,6 +257,7 @@ fn rejected(why: String) -> SendReply {
         receipt: "rejected".into(),
         seq: None,
         text: format!("rejected: {why}"),
+        requests: Vec::new(),
     }
 }
 
@@ -200,12 +276,13 @@ async fn write_reply(mut out: impl AsyncWriteExt + Unpin, reply: SendReply) {
 
 /// Sends `request` to the run listening on `socket` and reads its receipt. `Err`:
 /// nothing listens there (the run's process is gone), or it did not answer.
-pub(crate) async fn request(socket: &Path, request: &SendRequest) -> std::io::Result<SendReply> {
+pub(crate) async fn request(socket: &Path, request: &ControlRequest) -> std::io::Result<SendReply> {
     let mut stream = UnixStream::connect(socket).await?;
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
     line.push('\n');
     stream.write_all(line.as_bytes()).await?;
-    let mut reader = BufReader::new(stream.take(64 * 1024));
+    // A listing of many pending requests, each with its arguments, is long.
+    let mut reader = BufReader::new(stream.take(64 << 20));
     let mut answer = String::new();
     tokio::time::timeout(Duration::from_secs(30), reader.read_line(&mut answer))
         .await

@@ -258,6 +258,7 @@ impl Session {
                 &call,
                 self.spawn_tool(name, arguments, watch, &mut jobs),
                 None,
+                None,
             )
             .await?;
         let structured = matches!(name, "spawn_agent" | "await_agents")

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::handle::JobHandle;
 use super::tree::JobId;
-use crate::config::{AgentLimits, OutputSchema, Profile};
+use crate::config::{AgentLimits, ApprovalRule, OutputSchema, Profile};
 use crate::outcome::AgentOutcome;
 use crate::policy::CapabilitySet;
 
@@ -32,12 +32,15 @@ pub(crate) struct ChildAsk<'a> {
     /// The JSON Schema the child's answer must match, when the profile fixes none (or
     /// fixes this one).
     pub output_schema: Option<&'a OutputSchema>,
+    /// The parent's approval rule: the child's calls need a person's yes wherever its
+    /// own profile's or this says.
+    pub approval: Option<&'a ApprovalRule>,
 }
 
 /// What a child of profile `base` gets when asked for `ask`: capabilities within the
 /// ceiling, the tool subset (every name must be one of `available()`, the tools `base`
 /// may call, listed only when a subset is asked for; a name that is not is an error,
-/// never silently dropped), time and cost
+/// never silently dropped), its approval rule joined with the parent's, time and cost
 /// only ever lower, turns up to the profile's `max_turns_ceiling`, and the parent's
 /// model when the profile says `model: inherit`. The one rule for spawns, in-process
 /// and on workers.
@@ -61,6 +64,9 @@ pub(crate) fn narrow<'a>(
     }
     if let Some(ceiling) = ask.ceiling {
         profile.capabilities = base.capabilities.intersect(ceiling);
+    }
+    if let Some(parent) = ask.approval {
+        profile.approval.rule = base.approval.rule.joined(parent);
     }
     if let Some(model) = ask.parent_model.filter(|_| base.inherit_model) {
         profile.model = Some(model.to_string());
@@ -178,6 +184,8 @@ pub struct ChildSpec {
     pub(crate) budget_usd: Option<f64>,
     /// Its parent's capabilities: it never gets more.
     pub(crate) ceiling: CapabilitySet,
+    /// The parent's approval rule, which the child's joins.
+    pub(crate) approval: ApprovalRule,
     /// The parent's job id.
     pub(crate) parent: JobId,
     /// How deep it is in the whole tree.

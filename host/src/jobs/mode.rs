@@ -74,6 +74,15 @@ impl Mode {
         }
     }
 
+    /// Request `id` for a person as the recording holds it, with its answer if one
+    /// was recorded (a resumed run asks it again; a replay serves the answer).
+    pub(crate) fn recorded_request(
+        &self,
+        id: &str,
+    ) -> Option<(crate::events::PersonRequest, Option<crate::events::PersonAnswer>)> {
+        self.recording()?.request(id).cloned()
+    }
+
     /// The replay, in a replay or a fork.
     pub(crate) fn replay(&self) -> Option<&Replay> {
         match self {

@@ -370,6 +370,16 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
                 a.duration_ms = Some(ended.duration.as_millis() as u64);
             }
         }
+        Record::InputRequested(request) => {
+            if let Some(a) = agents.get_mut(&request.agent) {
+                a.state = request.kind.waiting_state().into();
+            }
+        }
+        Record::InputAnswered { agent, .. } => {
+            if let Some(a) = agents.get_mut(agent) {
+                a.state = "running".into();
+            }
+        }
         Record::RunStarted { .. }
         | Record::RunResumed { .. }
         | Record::RunFinished { .. }

@@ -92,6 +92,18 @@ impl CallProgress {
             Event::AgentMessageDelivered { seq, turn, .. } => {
                 format!("message #{seq} delivered at turn {turn}")
             }
+            Event::InputRequested(request) => format!(
+                "waiting for a person: {} `{}` (request {})",
+                match request.kind {
+                    crate::events::RequestKind::Approval => "approve",
+                    crate::events::RequestKind::Question => "answer",
+                },
+                request.tool,
+                request.id
+            ),
+            Event::InputAnswered { request, answer, .. } => {
+                format!("request {request} answered by {}", answer.by)
+            }
             Event::AgentSpec { .. } | Event::TextDelta { .. } | Event::Lagged { .. } => {
                 return None
             }

@@ -233,6 +233,10 @@ pub(crate) struct JobData {
     /// What the parent's tools may touch: the child gets at most this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<Ceiling>,
+    /// The parent's approval rule (`write_file`, `@network`, …): the child's calls
+    /// need a person's yes wherever it or the worker's profile says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval: Vec<String>,
     /// The spawning agent's job id (for the record and the worker's logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
@@ -467,6 +471,7 @@ impl JobData {
                 budget_usd: spec.budget_usd,
             },
             ceiling: Some(Ceiling::of(&spec.ceiling)),
+            approval: spec.approval.written(),
             parent: Some(spec.parent.0),
             depth: spec.depth,
             traceparent: spec.traceparent,

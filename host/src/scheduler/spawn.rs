@@ -57,6 +57,7 @@ impl Scheduler {
             ceiling: Some(&parent.profile.capabilities),
             parent_model: parent.profile.model.as_deref(),
             output_schema: request.output_schema.as_ref(),
+            approval: Some(&parent.profile.approval.rule),
         };
         let (mut profile, mut limits) = narrow(base, &ask, || self.registry.names_for(base))?;
         self.admits(parent, &profile, &limits)?;
@@ -298,6 +299,7 @@ impl Scheduler {
             output_schema: profile.output_schema.clone(),
             budget_usd: parent.place.tree.budget.left(),
             ceiling: parent.profile.capabilities.clone(),
+            approval: parent.profile.approval.rule.clone(),
             parent: parent.place.id.clone(),
             depth: parent.depth + 1,
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),

@@ -97,6 +97,16 @@ impl Scheduler {
             .collect()
     }
 
+    /// Runs `wait` (an agent waiting for a person, say) with `place`'s slots lent out,
+    /// as a parent waiting for its children does, and takes them back before it
+    /// returns.
+    pub(crate) async fn aside<F: std::future::Future>(&self, place: &Placement, wait: F) -> F::Output {
+        let waiting = self.step_aside(place);
+        let out = wait.await;
+        waiting.rejoin(place).await;
+        out
+    }
+
     /// The children of `parent` that finished and were not yet delivered, delivered
     /// now, in spawn order.
     pub(crate) fn finished(&self, parent: &Placement) -> Vec<Job> {

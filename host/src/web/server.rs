@@ -14,7 +14,9 @@
 //! - `POST /api/agents/ID/cancel`: cancels an agent of the live run and its subtree;
 //! - `POST /api/agents/ID/message`: a person's message (`{"message", "mode"}`) to an
 //!   agent of a run that is running (here or in another process, through the run's
-//!   control socket, as `warren send`), answered with its receipt.
+//!   control socket, as `warren send`), answered with its receipt;
+//! - `POST /api/requests/ID/answer`: a person's answer (`{"verdict", "text"}`) to a
+//!   request an agent waits on, the same way (as `warren approve`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,7 +36,7 @@ use super::api;
 use super::feed::{self, Feed, Feeds};
 use super::live::{push_frame, LiveRun};
 use super::source::Source;
-use crate::host::control::{self, SendRequest};
+use crate::host::control::{self, AnswerRequest, ControlRequest, SendRequest};
 use crate::jobs::CancelJob;
 use crate::journal::read;
 use crate::listener::{ListenLimits, ServerName};
@@ -170,6 +172,12 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
         (&Method::POST, ["api", "agents", agent, "message"]) => {
             let agent = agent.to_string();
             message(shared, run.as_deref(), &agent, request.into_body())
+                .await
+                .map(ok_json)
+        }
+        (&Method::POST, ["api", "requests", id, "answer"]) => {
+            let id = id.to_string();
+            answer(shared, run.as_deref(), &id, request.into_body())
                 .await
                 .map(ok_json)
         }
@@ -332,37 +340,70 @@ async fn message(
     agent: &str,
     body: Incoming,
 ) -> Result<Value, Failure> {
-    let journal = match target(shared, run)? {
-        Target::Live(live) => live.journal().ok_or((
-            StatusCode::CONFLICT,
-            "this run is not journaled, so it takes no messages from here ([journal] enabled = false)".to_string(),
-        ))?,
-        Target::Journal(path) => path,
-    };
-    let bytes = http_body_util::Limited::new(body, MAX_MESSAGE_BODY)
-        .collect()
-        .await
-        .map_err(|error| {
-            (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("cannot read the message: {error}"),
-            )
-        })?
-        .to_bytes();
-    let asked: Value = serde_json::from_slice(&bytes)
-        .map_err(|error| (StatusCode::BAD_REQUEST, format!("not JSON: {error}")))?;
+    let asked = posted(body).await?;
     let request = SendRequest {
         agent: agent.to_string(),
         message: asked["message"].as_str().unwrap_or_default().to_string(),
         mode: asked["mode"].as_str().map(str::to_string),
         from: "the web view".into(),
     };
+    control_request(shared, run, ControlRequest::Send(request)).await
+}
+
+/// A person's answer to request `id` of the run `run` names, through the run's
+/// control socket; answered with what became of it.
+async fn answer(
+    shared: &Shared,
+    run: Option<&str>,
+    id: &str,
+    body: Incoming,
+) -> Result<Value, Failure> {
+    let asked = posted(body).await?;
+    let request = AnswerRequest {
+        request: id.to_string(),
+        verdict: asked["verdict"].as_str().unwrap_or_default().to_string(),
+        text: asked["text"].as_str().unwrap_or_default().to_string(),
+        by: "web".into(),
+    };
+    control_request(shared, run, ControlRequest::Answer(request)).await
+}
+
+/// A POST's JSON body, at most [`MAX_MESSAGE_BODY`] bytes.
+async fn posted(body: Incoming) -> Result<Value, Failure> {
+    let bytes = http_body_util::Limited::new(body, MAX_MESSAGE_BODY)
+        .collect()
+        .await
+        .map_err(|error| {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("cannot read the request: {error}"),
+            )
+        })?
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .map_err(|error| (StatusCode::BAD_REQUEST, format!("not JSON: {error}")))
+}
+
+/// `request` sent to the control socket of the run `run` names (here or in another
+/// process), its reply as JSON; a rejection is 422.
+async fn control_request(
+    shared: &Shared,
+    run: Option<&str>,
+    request: ControlRequest,
+) -> Result<Value, Failure> {
+    let journal = match target(shared, run)? {
+        Target::Live(live) => live.journal().ok_or((
+            StatusCode::CONFLICT,
+            "this run is not journaled, so it takes no messages or answers from here ([journal] enabled = false)".to_string(),
+        ))?,
+        Target::Journal(path) => path,
+    };
     let reply = control::request(&control::socket_path(&journal), &request)
         .await
         .map_err(|error| {
             (
                 StatusCode::CONFLICT,
-                format!("the run is not running here or in another process ({error}): a message reaches only a live run (`warren resume` continues one whose process died)"),
+                format!("the run is not running here or in another process ({error}): a message or an answer reaches only a live run (`warren resume` continues one whose process died)"),
             )
         })?;
     match reply.receipt.as_str() {

@@ -35,6 +35,8 @@ pub(crate) struct Tree {
     next_id: AtomicU64,
     /// The number of the last message sent to one of its agents.
     messages: AtomicU64,
+    /// The approvals and questions its agents wait on.
+    pub(crate) requests: super::requests::Requests,
     /// Finished agents keeping their conversation for a follow-up (at most
     /// [`MAX_RESTING`]).
     resting: AtomicU64,
@@ -115,6 +117,7 @@ impl Tree {
             budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
             messages: AtomicU64::new(0),
+            requests: super::requests::Requests::new(limits.max_pending_requests),
             resting: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,
@@ -155,6 +158,10 @@ impl Tree {
         fresh.budget.charge(resume.spent_usd);
         // Its messages number on from those an earlier process recorded.
         fresh.messages = AtomicU64::new(resume.max_message_seq);
+        // Tools a person approved for the rest of the run stay approved.
+        for tool in resume.approved_tools() {
+            fresh.requests.approve_tool(tool);
+        }
         fresh.mode = super::mode::Mode::Resumed(resume);
         tree
     }

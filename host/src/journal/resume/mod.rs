@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::events::AgentIntro;
+use crate::events::{AgentIntro, PersonAnswer, PersonRequest, Verdict};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
@@ -172,6 +172,10 @@ pub struct Resume {
     tool_sets: HashMap<Vec<String>, std::sync::Arc<Vec<RecordedToolDef>>>,
     /// The recorded system prompts, by digest.
     prompts: HashMap<String, String>,
+    /// The requests for a person, by id, each with its answer once recorded.
+    requests: HashMap<String, (PersonRequest, Option<PersonAnswer>)>,
+    /// Tools a person approved for the rest of the run.
+    approved_tools: std::collections::BTreeSet<String>,
 }
 
 impl Resume {
@@ -210,6 +214,8 @@ impl Resume {
             tool_sets: HashMap::new(),
             prompts: HashMap::new(),
             order: Vec::new(),
+            requests: HashMap::new(),
+            approved_tools: Default::default(),
         };
         // Costs of agents whose responses are recorded here; the others' (agents run on
         // workers, mirrored) come from their outcomes.
@@ -299,10 +305,33 @@ impl Resume {
                     }
                 }
             }
+            Record::InputRequested(request) => {
+                self.requests.insert(request.id.clone(), (request, None));
+            }
+            Record::InputAnswered {
+                request, answer, ..
+            } => {
+                if let Some((asked, answered)) = self.requests.get_mut(&request) {
+                    if answer.verdict == Verdict::ApproveTool {
+                        self.approved_tools.insert(asked.tool.clone());
+                    }
+                    *answered = Some(answer);
+                }
+            }
             Record::RunFinished { state, .. } => self.finished = Some(state),
             Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
             Record::RunStarted { .. } | Record::RunResumed { .. } => {}
         }
+    }
+
+    /// Request `id` as recorded, with its answer if one was.
+    pub(crate) fn request(&self, id: &str) -> Option<&(PersonRequest, Option<PersonAnswer>)> {
+        self.requests.get(id)
+    }
+
+    /// The tools a person approved for the rest of the run.
+    pub(crate) fn approved_tools(&self) -> impl Iterator<Item = &String> {
+        self.approved_tools.iter()
     }
 
     /// An agent registered (`agent_queued`): the root is the first without a parent.

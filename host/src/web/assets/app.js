@@ -143,6 +143,7 @@
     if (selected && dirty.has(selected)) drawFacts();
     dirty.clear();
     drawRun();
+    drawRequests();
     if (performance.now() - timelineAt > 500) drawTimeline();
     const took = performance.now() - started;
     stats.renders += 1;
@@ -450,6 +451,70 @@
     status(receipt);
     if (response.ok) $('message-text').value = '';
   });
+
+  // --- requests for a person ----------------------------------------------------
+
+  // Each waiting request (an agent's row carries it) as a card with its answers;
+  // a card the person is typing in is left as it is.
+  function drawRequests() {
+    const waiting = [...agents.values()].filter((row) => row.request).map((row) => row.request);
+    const list = $('request-list');
+    const ids = new Set(waiting.map((r) => r.id));
+    for (const card of [...list.children]) if (!ids.has(card.dataset.id)) card.remove();
+    for (const request of waiting) {
+      if (list.querySelector(`[data-id="${CSS.escape(request.id)}"]`)) continue;
+      list.appendChild(requestCard(request));
+    }
+    $('requests').hidden = waiting.length === 0 || !run || run.finished;
+  }
+
+  function requestCard(request) {
+    const card = el('article', 'request');
+    card.dataset.id = request.id;
+    const approval = request.kind === 'approval';
+    const head = el('h3', '', approval
+      ? `${request.path} wants to call ${request.tool}`
+      : `${request.path} asks`);
+    card.append(head);
+    if (approval) {
+      card.append(el('pre', 'arguments', request.arguments));
+      if (request.touches && request.touches.length) {
+        const ul = el('ul', 'touches');
+        for (const t of request.touches) ul.appendChild(el('li', '', t));
+        card.append(el('p', '', 'It could touch:'), ul);
+      }
+    } else {
+      card.append(el('p', 'question', request.question || ''));
+    }
+    const left = Math.max(0, Math.ceil((request.deadline_ms - now()) / 1000));
+    card.append(el('p', 'deadline', `${request.id} · ${approval ? 'denied' : 'unanswered'} in ${left} s if nobody answers`));
+    const text = el(approval ? 'input' : 'textarea', 'request-text');
+    text.setAttribute('aria-label', approval ? 'Reason, if you deny' : 'Your answer');
+    text.placeholder = approval ? 'reason (for a denial)' : 'your answer';
+    card.append(text);
+    const out = el('output', 'request-receipt');
+    const answer = async (verdict) => {
+      const response = await fetch(api('/api/requests/' + encodeURIComponent(request.id) + '/answer'), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ verdict, text: text.value }),
+      });
+      const body = await response.json().catch(() => ({}));
+      out.textContent = response.ok ? body.text : (body.error || 'not answered');
+      status(out.textContent);
+    };
+    const buttons = approval
+      ? [['Approve', 'approve'], ['Approve this tool for the run', 'approve_tool'], ['Deny', 'deny']]
+      : [['Answer', 'answer']];
+    for (const [label, verdict] of buttons) {
+      const button = el('button', 'answer-' + verdict, label);
+      button.type = 'button';
+      button.addEventListener('click', () => answer(verdict));
+      card.append(button);
+    }
+    card.append(out);
+    return card;
+  }
 
   function countBelow(id) {
     let n = 0;

@@ -1,0 +1,408 @@
+//! A person in the loop, through the `warren` binary against the fake
+//! OpenAI-compatible server: a call a profile's `approval` rule names waits without its
+//! slot (a queued sibling starts meanwhile) until `warren approve` from another
+//! terminal lets it run once, or denies it with a reason the model sees; a deadline
+//! denies; a run nobody watches denies at once, saying so; `ask_person`'s answer
+//! reaches the asking agent; a SIGKILL while a request waits and `warren resume`
+//! show the same request waiting, and the approved write happens once.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::support::{text, World};
+
+/// The fake model; a root `main` that spawns, one slot for sub-agents, a `writer`
+/// whose `write_file` calls need approval (deadline `timeout_s`), a `sibling` and an
+/// `asker` that may ask a person.
+fn config(world: &World, server: &FakeLlm, timeout_s: u64) {
+    world.config(&format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{}"
+model = "fake-model"
+api_key_env = "CARGO_PKG_NAME"
+stream = false
+max_retries = 0
+
+[defaults]
+max_concurrent = 1
+
+[profiles.main]
+description = "Coordinator"
+system_prompt = "You coordinate."
+model = "fake"
+tools = []
+[profiles.main.capabilities]
+fs = [{{ host = "out", guest = "/out", mode = "rw" }}]
+
+[profiles.writer]
+description = "Writes a file"
+tools = ["write_file"]
+approval = ["write_file"]
+approval_timeout_s = {timeout_s}
+[profiles.writer.capabilities]
+fs = [{{ host = "out", guest = "/out", mode = "rw" }}]
+
+[profiles.sibling]
+description = "Answers"
+tools = []
+
+[profiles.asker]
+description = "Asks a person"
+tools = ["ask_person"]
+"#,
+        server.base_url
+    ));
+}
+
+/// The newest message of a request, as JSON text.
+fn newest(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+fn calls(list: &[(&str, Value)]) -> Reply {
+    Reply::tool_calls(list, (10, 5))
+}
+
+/// The root spawns the writer, then the sibling (queued behind it: one slot), and
+/// waits for both; the writer writes `/out/a.txt` and reports what its call returned;
+/// the sibling answers.
+fn script(server: &FakeLlm) {
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "writer", "task": "WRITE-TASK"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "sibling", "task": "SIBLING-TASK"}),
+            ),
+        ]),
+    );
+    server.route(
+        "WRITE-TASK",
+        calls(&[(
+            "write_file",
+            json!({"path": "/out/a.txt", "content": "APPROVED-CONTENT"}),
+        )]),
+    );
+    server.route("SIBLING-TASK", Reply::answer("SIBLING-DONE", (10, 5)));
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Queued job") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        if newest.contains("SIBLING-DONE") || newest.contains("WRITER-SAID") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        // The writer's turn after its call: it repeats what the call returned.
+        if body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| !s.contains("You coordinate"))
+            && newest.contains("\"role\":\"tool\"")
+        {
+            let said = newest.replace('"', "'");
+            return Some(Reply::answer(&format!("WRITER-SAID {said}"), (10, 5)));
+        }
+        None
+    }));
+}
+
+/// `warren ARGS` started in `world`, stdin closed, with its events in `events.jsonl`.
+fn spawn_run(world: &World, args: &[&str]) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .arg("--events")
+        .arg(world.path(&format!("events-{}.jsonl", args[0])))
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// `warren approve ARGS`, as from another terminal.
+fn approve(world: &World, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_warren"))
+        .arg("approve")
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The one run in `world`'s journal directory, once there is one.
+async fn only_run(world: &World) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let runs: Vec<String> = std::fs::read_dir(world.path(".warren/runs"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.path().is_dir())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        if let [run] = runs.as_slice() {
+            return run.clone();
+        }
+        assert!(Instant::now() < deadline, "no run journaled: {runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The requests `warren approve RUN --json` lists, once at least one waits.
+async fn pending(world: &World, run: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = approve(world, &[run, "--json"]);
+        if listed.status.success() {
+            let requests: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+            if !requests.is_empty() {
+                return requests;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing waited: {}",
+            text(&listed.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits for `child` to end; its output.
+async fn ended(child: tokio::process::Child) -> std::process::Output {
+    tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the run ended")
+        .unwrap()
+}
+
+/// The requests whose newest message contains `marker`.
+fn saw(server: &FakeLlm, marker: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| newest(&r.body).contains(marker))
+        .count()
+}
+
+#[tokio::test]
+async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let run = spawn_run(&world, &["run", "--approve", "ask", "--progress", "plain", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let requests = pending(&world, &id).await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let request = &requests[0];
+    assert_eq!(request["tool"], "write_file");
+    assert_eq!(request["kind"], "approval");
+    // Its exact arguments, what it could touch, and why it was asked.
+    let arguments: Value = serde_json::from_str(request["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments["content"], "APPROVED-CONTENT");
+    assert!(request["touches"].to_string().contains("read and write /out"), "{request}");
+    assert_eq!(request["rule"], json!(["write_file"]));
+    // While it waits, nothing is written, and the sibling queued behind the writer
+    // (one slot) starts: the waiting writer gave its slot back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while saw(&server, "SIBLING-TASK") == 0 {
+        assert!(Instant::now() < deadline, "the queued sibling never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!world.path("out/a.txt").exists());
+    // The human listing says what is asked and how long it waits.
+    let listed = text(&approve(&world, &[&id]).stdout);
+    assert!(
+        listed.contains("wants to call write_file") && listed.contains("denied in"),
+        "{listed}"
+    );
+    // A forged approval by id from nowhere, or a wrong kind of answer, changes nothing.
+    let wrong = approve(&world, &[&id, "q00000000"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(text(&wrong.stderr).contains("no request `q00000000` waits"), "{}", text(&wrong.stderr));
+    let request_id = request["id"].as_str().unwrap();
+    let answered = approve(&world, &[&id, request_id, "--from", "tester"]);
+    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    assert!(text(&answered.stdout).contains("approved once"), "{}", text(&answered.stdout));
+    let output = ended(run).await;
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE", "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT"
+    );
+    // The wait is in the events and the plain lines; the write ran once.
+    let events = std::fs::read_to_string(world.path("events-run.jsonl")).unwrap();
+    let kinds: Vec<Value> = events.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let of = |kind: &str| kinds.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(of("input_requested"), 1, "{events}");
+    let answer = kinds.iter().find(|e| e["type"] == "input_answered").unwrap();
+    assert_eq!(answer["verdict"], "approve");
+    assert_eq!(answer["by"], "cli:tester");
+    let writes = kinds
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished" && e["tool"] == "write_file")
+        .count();
+    assert_eq!(writes, 1, "{events}");
+    assert!(stderr.contains("awaiting_approval write_file"), "{stderr}");
+    // `warren show` names it, and the journal holds who answered.
+    let journal = std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl")))
+        .unwrap();
+    assert!(journal.contains("\"type\":\"input_answered\"") && journal.contains("cli:tester"));
+    // A replay serves the recorded answer: the same run again, nobody asked.
+    let replayed = crate::support::warren(&world, &["replay", "last"]);
+    assert!(replayed.status.success(), "{}", text(&replayed.stderr));
+}
+
+#[tokio::test]
+async fn a_denial_reason_reaches_the_model_and_nothing_is_written() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let request = pending(&world, &id).await.remove(0);
+    let denied = approve(
+        &world,
+        &[&id, request["id"].as_str().unwrap(), "--deny", "NOT-THIS-FILE", "--from", "tester"],
+    );
+    assert!(denied.status.success(), "{}", text(&denied.stderr));
+    let output = ended(run).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!world.path("out/a.txt").exists());
+    assert!(saw(&server, "denied by a person (cli:tester): NOT-THIS-FILE") >= 1);
+}
+
+#[tokio::test]
+async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 1);
+    script(&server);
+    let output = ended(spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!world.path("out/a.txt").exists());
+    assert!(saw(&server, "nobody answered within 1 s (approval_timeout_s of profile `writer`)") >= 1);
+
+    // No --approve and no terminal: denied at once, the model told how to change it.
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let started = Instant::now();
+    let output = ended(spawn_run(&world, &["run", "ROOT-TASK"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(!world.path("out/a.txt").exists());
+    assert!(saw(&server, "it runs with --approve deny") >= 1);
+}
+
+#[tokio::test]
+async fn a_question_is_answered_from_another_terminal() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "asker", "task": "ASK-TASK", "background": false}),
+        )]),
+    );
+    server.route(
+        "ASK-TASK",
+        calls(&[(
+            "ask_person",
+            json!({"question": "Which colour?", "choices": ["red", "blue"]}),
+        )]),
+    );
+    server.route("PERSON-SAID-BLUE", Reply::answer("ASKER-DONE", (10, 5)));
+    server.route("ASKER-DONE", Reply::answer("ROOT-DONE", (10, 5)));
+    let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let request = pending(&world, &id).await.remove(0);
+    assert_eq!(request["kind"], "question");
+    assert_eq!(request["question"], "Which colour? (choices: red / blue)");
+    let request_id = request["id"].as_str().unwrap();
+    // An approval is not an answer.
+    let wrong = approve(&world, &[&id, request_id]);
+    assert!(text(&wrong.stderr).contains("is a question"), "{}", text(&wrong.stderr));
+    let answered = approve(&world, &[&id, request_id, "--answer", "PERSON-SAID-BLUE"]);
+    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    let output = ended(run).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
+    assert!(saw(&server, "answered: PERSON-SAID-BLUE") >= 1);
+}
+
+#[tokio::test]
+async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_happens_once() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let mut run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let before = pending(&world, &id).await;
+    // The sibling (which ran while the writer waited) is done and on disk first.
+    let journal = world.path(&format!(".warren/runs/{id}/journal.jsonl"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&journal)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("\"type\":\"agent_finished\"") && l.contains("SIBLING-DONE"))
+    {
+        assert!(Instant::now() < deadline, "the sibling never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // SIGKILL: nothing of the process is left to finish.
+    run.start_kill().unwrap();
+    let _ = run.wait().await;
+    assert!(!world.path("out/a.txt").exists());
+    let asked = saw(&server, "WRITE-TASK");
+    let resumed = spawn_run(&world, &["resume", &id, "--approve", "ask"]);
+    let after = pending(&world, &id).await;
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0]["id"], before[0]["id"]);
+    assert_eq!(after[0]["arguments"], before[0]["arguments"]);
+    // Not asked of the model again: its recorded call is what waits.
+    assert_eq!(saw(&server, "WRITE-TASK"), asked);
+    let answered = approve(&world, &[&id, after[0]["id"].as_str().unwrap()]);
+    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    let output = ended(resumed).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT"
+    );
+    let journal = std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl")))
+        .unwrap();
+    let started = journal
+        .lines()
+        .filter(|l| l.contains("\"type\":\"tool_started\"") && l.contains("write_file"))
+        .count();
+    assert_eq!(started, 1, "the write ran once:\n{journal}");
+}
