@@ -406,3 +406,39 @@ async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_h
         .count();
     assert_eq!(started, 1, "the write ran once:\n{journal}");
 }
+
+/// The official MCP Python SDK as the client of `warren mcp`: its agent's call that
+/// needs approval is asked of the client as a form (elicitation), and the client's
+/// approval lets it run once.
+#[tokio::test]
+async fn an_mcp_client_approves_through_elicitation() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    // The SDK passes the server a minimal environment: a model with no key variable.
+    let path = world.path("warren.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, toml.replace("api_key_env = \"CARGO_PKG_NAME\"\n", "")).unwrap();
+    script(&server);
+    let report = crate::mcp::client(&world, None, "approval").await;
+    let elicited = report["elicited"].as_array().unwrap();
+    assert_eq!(elicited.len(), 1, "{report}");
+    let message = elicited[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("wants to call write_file") && message.contains("APPROVED-CONTENT"),
+        "{message}"
+    );
+    assert!(report["result"].as_str().unwrap().contains("WRITER-SAID"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT"
+    );
+    let journal = std::fs::read_to_string(
+        std::fs::read_dir(world.path(".warren/runs"))
+            .unwrap()
+            .find_map(|e| Some(e.ok()?.path().join("journal.jsonl")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(journal.contains("\"by\":\"mcp\""), "{journal}");
+}

@@ -29,6 +29,7 @@
 #![allow(deprecated)]
 
 mod auth;
+mod elicit;
 mod http;
 mod logging;
 mod progress;

@@ -226,6 +226,10 @@ impl ServerHandler for WarrenServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.forward_logs(&context.peer);
+        // A client that takes forms answers its agents' approvals and questions.
+        if super::elicit::supported(&context.peer) {
+            super::elicit::bridge(self.session.tree().clone(), context.peer.clone());
+        }
     }
 
     async fn set_level(
