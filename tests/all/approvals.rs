@@ -442,3 +442,30 @@ async fn an_mcp_client_approves_through_elicitation() {
     .unwrap();
     assert!(journal.contains("\"by\":\"mcp\""), "{journal}");
 }
+
+/// The same request approved in Chromium: the web view's card shows it and its
+/// Approve button (behind the page's token) lets the write run once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_approves_from_the_web_view_in_a_browser() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let served = crate::browser::Served::start(
+        world.dir.path(),
+        &["run", "--progress", "plain", "--web", "ROOT-TASK"],
+    );
+    let url = served.url.clone();
+    tokio::task::spawn_blocking(move || {
+        crate::browser::browse("approval", &url, "web-view-approval.png", |_| {})
+    })
+    .await
+    .unwrap();
+    let stderr = served.stderr.lock().unwrap().clone();
+    drop(served);
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT",
+        "{stderr}"
+    );
+}

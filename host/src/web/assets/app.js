@@ -411,6 +411,14 @@
       case 'message_delivered':
         head.textContent = `message #${r.seq} read in turn ${r.turn}`;
         break;
+      case 'input_requested':
+        head.textContent = r.kind === 'approval'
+          ? `asked a person to approve ${r.tool} (${r.id})`
+          : `asked a person (${r.id}): ${r.question || ''}`;
+        break;
+      case 'input_answered':
+        head.textContent = `${r.verdict} by ${r.by} (${r.request})` + (r.text ? ': ' + r.text : '');
+        break;
       case 'agent_finished':
         head.textContent = 'finished ' + r.state + (r.error ? ': ' + r.error : '');
         article.dataset.state = r.state;
