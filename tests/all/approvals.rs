@@ -469,3 +469,75 @@ async fn a_person_approves_from_the_web_view_in_a_browser() {
         "{stderr}"
     );
 }
+
+/// In a real terminal (tmux) with no `--approve`: the live tree shows the writer
+/// waiting, the prompt under it asks, `y` approves, and the tree goes on to its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_tmux_the_terminal_prompts_and_y_approves() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    script(&server);
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", "warren-test-approve"])
+            .args(args)
+            .output()
+            .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
+    };
+    let command = format!(
+        "cd {} && env -u WARREN_CONFIG RUST_LOG=warn {} run --progress tty ROOT-TASK; sleep 60",
+        world.dir.path().display(),
+        env!("CARGO_BIN_EXE_warren"),
+    );
+    let _ = tmux(&["kill-server"]);
+    // A server just killed can refuse the next start for a moment.
+    let mut started = tmux(&["new-session", "-d", "-s", "ask", "-x", "200", "-y", "40", &command]);
+    for _ in 0..3 {
+        if started.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        started = tmux(&["new-session", "-d", "-s", "ask", "-x", "200", "-y", "40", &command]);
+    }
+    assert!(started.status.success(), "{started:?}");
+    let screen_with = |wanted: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = tmux(&["capture-pane", "-p", "-t", "ask"]);
+            let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
+            if screen.contains(wanted) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                let _ = tmux(&["kill-server"]);
+                panic!("the screen never showed {wanted:?}:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    };
+    screen_with("y approve · a always");
+    // The tree goes on under the prompt: the writer's wait shows once its event is in.
+    let asking = screen_with("awaiting_approval write_file");
+    // The tree is there, the writer's line says what it waits on, the prompt below.
+    assert!(
+        asking
+            .lines()
+            .any(|l| l.contains("writer") && l.contains("awaiting_approval write_file")),
+        "{asking}"
+    );
+    assert!(asking.contains("wants to call write_file"), "{asking}");
+    assert!(!world.path("out/a.txt").exists());
+    let sent = tmux(&["send-keys", "-t", "ask", "y", "Enter"]);
+    assert!(sent.status.success());
+    let done = screen_with("total cost");
+    let _ = tmux(&["kill-server"]);
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT",
+        "{done}"
+    );
+    // The final tree drew over the prompt: each agent once, the prompt gone.
+    assert_eq!(done.matches("sibling ✓ ok").count(), 1, "{done}");
+    assert!(!done.contains("y approve · a always"), "{done}");
+}

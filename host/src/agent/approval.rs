@@ -138,9 +138,10 @@ impl Agent {
         let (id, timeout_s) = (request.id.clone(), self.profile.approval.timeout_s);
         let deadline = request.deadline_ms;
         tracing::info!(agent = %self.place.id, request = %id, tool = %request.tool, "waiting for a person");
-        let opened = tree.requests.open(request.clone());
-        tree.happened_as(Fact::Recorded(Record::InputRequested(request)), journaling)
+        // On disk and announced first: whoever is asked has the event to show.
+        tree.happened_as(Fact::Recorded(Record::InputRequested(request.clone())), journaling)
             .await;
+        let opened = tree.requests.open(request);
         let answer = match opened {
             Opened::Answered(answer) => answer,
             Opened::Full(why) => refused(why, "limit"),

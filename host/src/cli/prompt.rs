@@ -1,6 +1,7 @@
 //! The terminal's answers to a run's requests for a person: while one waits, the live
-//! tree shows it under the agents with a prompt and stops redrawing (so what is typed
-//! stays where it is typed); the line typed answers it (`y` approves once, `a`
+//! tree shows it under the agents with a prompt and is redrawn only when an event
+//! changes it, not ten times a second (a draw clears what was typed and not yet
+//! entered, though the terminal keeps it); the line typed answers it (`y` approves once, `a`
 //! approves the tool for the rest of the run, `n REASON` denies; a question takes the
 //! line as its answer), and the tree goes on. The same request answered elsewhere
 //! (`warren approve`, the web view) takes the prompt away.
@@ -34,7 +35,9 @@ impl Prompter {
                 }
             }
         });
-        let changed = tree.requests.watch();
+        let mut changed = tree.requests.watch();
+        // A request may have opened before this: look at once.
+        changed.mark_changed();
         Prompter {
             tree,
             changed,

@@ -318,6 +318,11 @@ async fn show_progress(
                 if let Some(web) = &web {
                     web.flush();
                 }
+                // Under a prompt the tree is drawn when it changes, not on every tick
+                // (each draw clears what was typed but not yet entered).
+                if live && view.prompting() {
+                    view.redraw()?;
+                }
                 if root_finished {
                     break;
                 }
