@@ -317,7 +317,7 @@ async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(started.elapsed() < Duration::from_secs(60));
     assert!(!world.path("out/a.txt").exists());
-    assert!(saw(&server, "it runs with --approve deny") >= 1);
+    assert!(saw(&server, "this run denies every request at once") >= 1);
 }
 
 #[tokio::test]
@@ -540,4 +540,66 @@ async fn in_tmux_the_terminal_prompts_and_y_approves() {
     // The final tree drew over the prompt: each agent once, the prompt gone.
     assert_eq!(done.matches("sibling ✓ ok").count(), 1, "{done}");
     assert!(!done.contains("y approve · a always"), "{done}");
+}
+
+/// A rule entry that is neither a tool nor an effect stops the configuration, naming
+/// the file, the line (the key shown) and the entry.
+#[test]
+fn a_bad_approval_entry_is_refused_at_its_key() {
+    let world = World::new();
+    world.config("[profiles.main]\napproval = [\"write_file\", \"@writes-all\"]\n");
+    let output = crate::support::warren(&world, &["tools"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("warren.toml")
+            && stderr.contains("line 6")
+            && stderr.contains("approval = [")
+            && stderr.contains("`@writes-all` is not an effect"),
+        "{stderr}"
+    );
+}
+
+/// An agent file's `permissionMode: default` asks before writes, as Claude Code
+/// does: its write waits for a person (here, nobody: denied at once, the file
+/// untouched); `bypassPermissions` asks nothing and widens nothing.
+#[tokio::test]
+async fn an_agent_files_permission_mode_is_its_approval_rule() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    std::fs::create_dir_all(world.path(".claude/agents")).unwrap();
+    std::fs::write(
+        world.path(".claude/agents/careful.md"),
+        "---\nname: careful\ndescription: Writes carefully\ntools: Write\npermissionMode: default\n---\nWrite.\n",
+    )
+    .unwrap();
+    let toml = std::fs::read_to_string(world.path("warren.toml")).unwrap();
+    std::fs::write(
+        world.path("warren.toml"),
+        format!("{toml}\n[defaults.capabilities]\nfs = [{{ host = \"out\", guest = \"/out\", mode = \"rw\" }}]\n"),
+    )
+    .unwrap();
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "careful", "task": "CAREFUL-TASK", "background": false}),
+        )]),
+    );
+    server.route(
+        "CAREFUL-TASK",
+        calls(&[(
+            "write_file",
+            json!({"path": "/out/a.txt", "content": "UNASKED"}),
+        )]),
+    );
+    server.route("this run denies every request", Reply::answer("CAREFUL-DONE", (10, 5)));
+    server.route("CAREFUL-DONE", Reply::answer("ROOT-DONE", (10, 5)));
+    let output = ended(spawn_run(&world, &["run", "ROOT-TASK"])).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
+    assert!(!world.path("out/a.txt").exists());
+    let listed = text(&crate::support::warren(&world, &["agents"]).stdout);
+    assert!(!listed.contains("permissionMode: default"), "an honoured mode is not listed as ignored: {listed}");
 }

@@ -227,6 +227,25 @@ mod tests {
         config.profile(DEFAULT_PROFILE).unwrap()
     }
 
+    /// A child's approval rule is its profile's and its parent's: never looser.
+    #[test]
+    fn a_childs_approval_rule_takes_its_parents() {
+        let base = main_profile();
+        assert!(base.approval.rule.written().is_empty());
+        let parent = ApprovalRule::parse(&["write_file", "@network"]).unwrap();
+        let ask = ChildAsk {
+            approval: Some(&parent),
+            ..ChildAsk::default()
+        };
+        let (profile, _) = narrow(&base, &ask, Vec::new).unwrap();
+        assert_eq!(profile.approval.rule.written(), ["write_file", "@network"]);
+        assert!(profile
+            .approval
+            .rule
+            .matches("write_file", &profile.capabilities)
+            .is_some());
+    }
+
     #[test]
     fn a_tool_the_profile_lacks_is_an_error() {
         let base = main_profile();

@@ -99,7 +99,7 @@ impl Requests {
             AnswerPolicy::Deny => {
                 return Opened::Answered(PersonAnswer {
                     verdict: Verdict::Deny,
-                    text: "nobody can answer this run's requests: it runs with --approve deny (the default when no terminal, web view or MCP client is there to ask); run with --approve ask to wait for a person".into(),
+                    text: "nobody is there to answer: this run denies every request at once (`warren run --approve deny`, the default with no terminal or web view; an MCP client that takes no forms; a worker, whose sub-agents nobody can be asked for yet); `warren run --approve ask` waits for a person".into(),
                     by: "policy".into(),
                 })
             }
