@@ -34,8 +34,14 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     let (whole, chunked) = (
-        SseOutcome { examined: 0, ..whole },
-        SseOutcome { examined: 0, ..chunked },
+        SseOutcome {
+            examined: 0,
+            ..whole
+        },
+        SseOutcome {
+            examined: 0,
+            ..chunked
+        },
     );
     assert_eq!(whole, chunked, "chunking changed the parse");
 

@@ -116,9 +116,10 @@ impl AgentProgress {
     fn refresh_state(&mut self, outcome: Option<AgentState>) {
         self.state = match (outcome, &self.activity) {
             (Some(state), _) => state.as_str(),
-            (None, _) if self.request.is_some() => {
-                self.request.as_ref().map_or("running", |r| r.kind.waiting_state())
-            }
+            (None, _) if self.request.is_some() => self
+                .request
+                .as_ref()
+                .map_or("running", |r| r.kind.waiting_state()),
             (None, Activity::Queued) => Phase::Queued.name(),
             (None, Activity::Tool(tool)) if tool == AWAIT_TOOL => "waiting",
             (None, _) => "running",

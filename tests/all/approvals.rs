@@ -211,7 +211,17 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     let server = FakeLlm::start().await;
     config(&world, &server, 120);
     script(&server);
-    let run = spawn_run(&world, &["run", "--approve", "ask", "--progress", "plain", "ROOT-TASK"]);
+    let run = spawn_run(
+        &world,
+        &[
+            "run",
+            "--approve",
+            "ask",
+            "--progress",
+            "plain",
+            "ROOT-TASK",
+        ],
+    );
     let id = only_run(&world).await;
     let requests = pending(&world, &id).await;
     assert_eq!(requests.len(), 1, "{requests:?}");
@@ -221,13 +231,21 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     // Its exact arguments, what it could touch, and why it was asked.
     let arguments: Value = serde_json::from_str(request["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments["content"], "APPROVED-CONTENT");
-    assert!(request["touches"].to_string().contains("read and write /out"), "{request}");
+    assert!(
+        request["touches"]
+            .to_string()
+            .contains("read and write /out"),
+        "{request}"
+    );
     assert_eq!(request["rule"], json!(["write_file"]));
     // While it waits, nothing is written, and the sibling queued behind the writer
     // (one slot) starts: the waiting writer gave its slot back.
     let deadline = Instant::now() + Duration::from_secs(30);
     while saw(&server, "SIBLING-TASK") == 0 {
-        assert!(Instant::now() < deadline, "the queued sibling never started");
+        assert!(
+            Instant::now() < deadline,
+            "the queued sibling never started"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!world.path("out/a.txt").exists());
@@ -240,11 +258,19 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     // A forged approval by id from nowhere, or a wrong kind of answer, changes nothing.
     let wrong = approve(&world, &[&id, "q00000000"]);
     assert_eq!(wrong.status.code(), Some(1));
-    assert!(text(&wrong.stderr).contains("no request `q00000000` waits"), "{}", text(&wrong.stderr));
+    assert!(
+        text(&wrong.stderr).contains("no request `q00000000` waits"),
+        "{}",
+        text(&wrong.stderr)
+    );
     let request_id = request["id"].as_str().unwrap();
     let answered = approve(&world, &[&id, request_id, "--from", "tester"]);
     assert!(answered.status.success(), "{}", text(&answered.stderr));
-    assert!(text(&answered.stdout).contains("approved once"), "{}", text(&answered.stdout));
+    assert!(
+        text(&answered.stdout).contains("approved once"),
+        "{}",
+        text(&answered.stdout)
+    );
     let output = ended(run).await;
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
@@ -255,10 +281,16 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     );
     // The wait is in the events and the plain lines; the write ran once.
     let events = std::fs::read_to_string(world.path("events-run.jsonl")).unwrap();
-    let kinds: Vec<Value> = events.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let kinds: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     let of = |kind: &str| kinds.iter().filter(|e| e["type"] == kind).count();
     assert_eq!(of("input_requested"), 1, "{events}");
-    let answer = kinds.iter().find(|e| e["type"] == "input_answered").unwrap();
+    let answer = kinds
+        .iter()
+        .find(|e| e["type"] == "input_answered")
+        .unwrap();
     assert_eq!(answer["verdict"], "approve");
     assert_eq!(answer["by"], "cli:tester");
     let writes = kinds
@@ -268,8 +300,8 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     assert_eq!(writes, 1, "{events}");
     assert!(stderr.contains("awaiting_approval write_file"), "{stderr}");
     // `warren show` names it, and the journal holds who answered.
-    let journal = std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl")))
-        .unwrap();
+    let journal =
+        std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl"))).unwrap();
     assert!(journal.contains("\"type\":\"input_answered\"") && journal.contains("cli:tester"));
     // A replay serves the recorded answer: the same run again, nobody asked.
     let replayed = crate::support::warren(&world, &["replay", "last"]);
@@ -287,7 +319,14 @@ async fn a_denial_reason_reaches_the_model_and_nothing_is_written() {
     let request = pending(&world, &id).await.remove(0);
     let denied = approve(
         &world,
-        &[&id, request["id"].as_str().unwrap(), "--deny", "NOT-THIS-FILE", "--from", "tester"],
+        &[
+            &id,
+            request["id"].as_str().unwrap(),
+            "--deny",
+            "NOT-THIS-FILE",
+            "--from",
+            "tester",
+        ],
     );
     assert!(denied.status.success(), "{}", text(&denied.stderr));
     let output = ended(run).await;
@@ -305,7 +344,12 @@ async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
     let output = ended(spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"])).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(!world.path("out/a.txt").exists());
-    assert!(saw(&server, "nobody answered within 1 s (approval_timeout_s of profile `writer`)") >= 1);
+    assert!(
+        saw(
+            &server,
+            "nobody answered within 1 s (approval_timeout_s of profile `writer`)"
+        ) >= 1
+    );
 
     // No --approve and no terminal: denied at once, the model told how to change it.
     let world = World::new();
@@ -349,7 +393,11 @@ async fn a_question_is_answered_from_another_terminal() {
     let request_id = request["id"].as_str().unwrap();
     // An approval is not an answer.
     let wrong = approve(&world, &[&id, request_id]);
-    assert!(text(&wrong.stderr).contains("is a question"), "{}", text(&wrong.stderr));
+    assert!(
+        text(&wrong.stderr).contains("is a question"),
+        "{}",
+        text(&wrong.stderr)
+    );
     let answered = approve(&world, &[&id, request_id, "--answer", "PERSON-SAID-BLUE"]);
     assert!(answered.status.success(), "{}", text(&answered.stderr));
     let output = ended(run).await;
@@ -398,8 +446,8 @@ async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_h
         std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
         "APPROVED-CONTENT"
     );
-    let journal = std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl")))
-        .unwrap();
+    let journal =
+        std::fs::read_to_string(world.path(&format!(".warren/runs/{id}/journal.jsonl"))).unwrap();
     let started = journal
         .lines()
         .filter(|l| l.contains("\"type\":\"tool_started\"") && l.contains("write_file"))
@@ -418,7 +466,11 @@ async fn an_mcp_client_approves_through_elicitation() {
     // The SDK passes the server a minimal environment: a model with no key variable.
     let path = world.path("warren.toml");
     let toml = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, toml.replace("api_key_env = \"CARGO_PKG_NAME\"\n", "")).unwrap();
+    std::fs::write(
+        &path,
+        toml.replace("api_key_env = \"CARGO_PKG_NAME\"\n", ""),
+    )
+    .unwrap();
     script(&server);
     let report = crate::mcp::client(&world, None, "approval").await;
     let elicited = report["elicited"].as_array().unwrap();
@@ -428,7 +480,10 @@ async fn an_mcp_client_approves_through_elicitation() {
         message.contains("wants to call write_file") && message.contains("APPROVED-CONTENT"),
         "{message}"
     );
-    assert!(report["result"].as_str().unwrap().contains("WRITER-SAID"), "{report}");
+    assert!(
+        report["result"].as_str().unwrap().contains("WRITER-SAID"),
+        "{report}"
+    );
     assert_eq!(
         std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
         "APPROVED-CONTENT"
@@ -492,13 +547,33 @@ async fn in_tmux_the_terminal_prompts_and_y_approves() {
     );
     let _ = tmux(&["kill-server"]);
     // A server just killed can refuse the next start for a moment.
-    let mut started = tmux(&["new-session", "-d", "-s", "ask", "-x", "200", "-y", "40", &command]);
+    let mut started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ask",
+        "-x",
+        "200",
+        "-y",
+        "40",
+        &command,
+    ]);
     for _ in 0..3 {
         if started.status.success() {
             break;
         }
         std::thread::sleep(Duration::from_millis(300));
-        started = tmux(&["new-session", "-d", "-s", "ask", "-x", "200", "-y", "40", &command]);
+        started = tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "ask",
+            "-x",
+            "200",
+            "-y",
+            "40",
+            &command,
+        ]);
     }
     assert!(started.status.success(), "{started:?}");
     let screen_with = |wanted: &str| {
@@ -594,12 +669,18 @@ async fn an_agent_files_permission_mode_is_its_approval_rule() {
             json!({"path": "/out/a.txt", "content": "UNASKED"}),
         )]),
     );
-    server.route("this run denies every request", Reply::answer("CAREFUL-DONE", (10, 5)));
+    server.route(
+        "this run denies every request",
+        Reply::answer("CAREFUL-DONE", (10, 5)),
+    );
     server.route("CAREFUL-DONE", Reply::answer("ROOT-DONE", (10, 5)));
     let output = ended(spawn_run(&world, &["run", "ROOT-TASK"])).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
     assert!(!world.path("out/a.txt").exists());
     let listed = text(&crate::support::warren(&world, &["agents"]).stdout);
-    assert!(!listed.contains("permissionMode: default"), "an honoured mode is not listed as ignored: {listed}");
+    assert!(
+        !listed.contains("permissionMode: default"),
+        "an honoured mode is not listed as ignored: {listed}"
+    );
 }

@@ -42,7 +42,11 @@ impl Agent {
     /// `Some(reason)`: it may not, and the model is told `reason`.
     pub(super) async fn approval(&self, call: &ToolCall, turn: u32) -> Option<String> {
         let capabilities = &self.access.profile.capabilities;
-        let rule = self.profile.approval.rule.matches(&call.name, capabilities)?;
+        let rule = self
+            .profile
+            .approval
+            .rule
+            .matches(&call.name, capabilities)?;
         let requests = &self.place.tree.requests;
         if requests.tool_approved(&call.name) {
             return None;
@@ -139,8 +143,11 @@ impl Agent {
         let deadline = request.deadline_ms;
         tracing::info!(agent = %self.place.id, request = %id, tool = %request.tool, "waiting for a person");
         // On disk and announced first: whoever is asked has the event to show.
-        tree.happened_as(Fact::Recorded(Record::InputRequested(request.clone())), journaling)
-            .await;
+        tree.happened_as(
+            Fact::Recorded(Record::InputRequested(request.clone())),
+            journaling,
+        )
+        .await;
         let opened = tree.requests.open(request);
         let answer = match opened {
             Opened::Answered(answer) => answer,
@@ -178,7 +185,8 @@ impl Agent {
             request: id,
             answer: answer.clone(),
         };
-        tree.happened_as(Fact::Recorded(record), Journaling::Durably).await;
+        tree.happened_as(Fact::Recorded(record), Journaling::Durably)
+            .await;
         answer
     }
 }

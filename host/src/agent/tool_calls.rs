@@ -96,16 +96,10 @@ impl Agent {
 
     /// What runs a host-side call: a spawn tool, or `ask_person` (not polled for
     /// other tools).
-    pub(super) fn work<'a>(
-        &'a self,
-        call: &'a ToolCall,
-        turn: u32,
-    ) -> impl std::future::Future<Output = Result<String, String>> + 'a {
-        async move {
-            match call.name.as_str() {
-                ASK_TOOL => self.ask_person(call, turn).await,
-                name => self.spawn_tool(name, &call.arguments).await,
-            }
+    pub(super) async fn work(&self, call: &ToolCall, turn: u32) -> Result<String, String> {
+        match call.name.as_str() {
+            ASK_TOOL => self.ask_person(call, turn).await,
+            name => self.spawn_tool(name, &call.arguments).await,
         }
     }
 

@@ -572,7 +572,12 @@ impl Agent {
         let spawn = self.runtime.spawn_tools.iter().map(|t| t.name.as_str());
         let spawn = spawn.filter(|_| self.can_spawn());
         let ask = Some(crate::config::ASK_TOOL).filter(|t| self.profile.tools.allows(t));
-        plugin.into_iter().chain(spawn).chain(ask).map(String::from).collect()
+        plugin
+            .into_iter()
+            .chain(spawn)
+            .chain(ask)
+            .map(String::from)
+            .collect()
     }
 
     /// The profile's plugin tools, then `spawn_tools` when this agent may spawn.

@@ -83,10 +83,16 @@ pub(crate) fn described(request: &PersonRequest) -> String {
         ),
     };
     if !request.touches.is_empty() {
-        text.push_str(&format!("\n  it could touch: {}", request.touches.join("; ")));
+        text.push_str(&format!(
+            "\n  it could touch: {}",
+            request.touches.join("; ")
+        ));
     }
     if !request.rule.is_empty() {
-        text.push_str(&format!("\n  asked because of: approval = {:?}", request.rule));
+        text.push_str(&format!(
+            "\n  asked because of: approval = {:?}",
+            request.rule
+        ));
     }
     // What the model wrote cannot drive the terminal it is shown on.
     crate::term::visible(&text).into_owned()

@@ -134,10 +134,10 @@ impl AgentTree {
                         request.id
                     ),
                     (None, activity) => match activity {
-                    Activity::Queued => Phase::Queued.name().to_string(),
-                    Activity::Starting => "starting".to_string(),
-                    Activity::Thinking | Activity::Done => "thinking".to_string(),
-                    Activity::Tool(tool) => format!("⚙ {tool}"),
+                        Activity::Queued => Phase::Queued.name().to_string(),
+                        Activity::Starting => "starting".to_string(),
+                        Activity::Thinking | Activity::Done => "thinking".to_string(),
+                        Activity::Tool(tool) => format!("⚙ {tool}"),
                     },
                 };
                 format!(

@@ -275,8 +275,9 @@ fn job_start(
         .map_err(|reason| {
             bullmq::Error::Unrecoverable(format!("job {id}: `output_schema`: {reason}"))
         })?;
-    let approval = crate::config::ApprovalRule::parse(&data.approval)
-        .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: `approval`: {reason}")))?;
+    let approval = crate::config::ApprovalRule::parse(&data.approval).map_err(|reason| {
+        bullmq::Error::Unrecoverable(format!("job {id}: `approval`: {reason}"))
+    })?;
     let ask = ChildAsk {
         approval: Some(&approval),
         output_schema: output_schema.as_ref(),

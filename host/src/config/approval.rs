@@ -249,7 +249,10 @@ mod tests {
             rule.matches("write_file", &rw),
             Some(vec!["write_file".into(), "@writes".into()])
         );
-        assert_eq!(rule.matches("write_file", &ro), Some(vec!["write_file".into()]));
+        assert_eq!(
+            rule.matches("write_file", &ro),
+            Some(vec!["write_file".into()])
+        );
         assert_eq!(rule.matches("read_file", &ro), None);
         assert_eq!(rule.matches("read_file", &rw), Some(vec!["@writes".into()]));
         assert_eq!(rule.matches("files_ls", &ro), Some(vec!["files_*".into()]));
@@ -280,7 +283,10 @@ mod tests {
 
     #[test]
     fn permission_modes_map_to_rules_and_none_widens() {
-        assert!(permission_mode("bypassPermissions").unwrap().written().is_empty());
+        assert!(permission_mode("bypassPermissions")
+            .unwrap()
+            .written()
+            .is_empty());
         assert_eq!(
             permission_mode("default").unwrap().written(),
             ["@writes", "@network"]

@@ -12,8 +12,7 @@ use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
 use super::limits::{
     AgentLimits, AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests,
-    QueuedMessages,
-    RunConcurrency, RunLimits, Turns,
+    QueuedMessages, RunConcurrency, RunLimits, Turns,
 };
 use super::models::model_name;
 use super::output_schema::OutputSchema;

@@ -15,8 +15,8 @@
 //! together into a [`Config`].
 
 mod agent_dir;
-mod approval;
 mod agent_files;
+mod approval;
 pub(crate) mod builder;
 mod capabilities;
 mod defaults;
@@ -53,8 +53,8 @@ use toml::Spanned;
 use crate::llm::ModelConfig;
 
 pub(crate) use self::agent_dir::AgentFilesReport;
-pub(crate) use self::approval::ApprovalRule;
 pub(crate) use self::approval::touches as approval_touches;
+pub(crate) use self::approval::ApprovalRule;
 pub(crate) use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
 pub(crate) use self::error::ConfigError;
@@ -73,9 +73,9 @@ use self::raw::RawConfig;
 use self::source::Source;
 pub(crate) use self::text_file::read_text;
 pub(crate) use self::tool_selection::glob_match as tool_pattern_matches;
+pub(crate) use self::tool_selection::ASK_TOOL;
 pub(crate) use self::tool_selection::NAMED_ONLY;
 pub(crate) use self::tool_selection::SPAWN_TOOLS;
-pub(crate) use self::tool_selection::ASK_TOOL;
 
 /// Name of the profile used when none is given.
 pub(crate) const DEFAULT_PROFILE: &str = "main";

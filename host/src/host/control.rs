@@ -234,7 +234,13 @@ fn answer(tree: &Tree, request: AnswerRequest) -> SendReply {
             SendReply {
                 receipt: "answered".into(),
                 seq: None,
-                text: format!("request {} of agent {} ({}): {}", asked.id, asked.path, asked.tool, verdict_words(verdict)),
+                text: format!(
+                    "request {} of agent {} ({}): {}",
+                    asked.id,
+                    asked.path,
+                    asked.tool,
+                    verdict_words(verdict)
+                ),
                 requests: vec![asked],
             }
         }

@@ -79,7 +79,10 @@ impl Mode {
     pub(crate) fn recorded_request(
         &self,
         id: &str,
-    ) -> Option<(crate::events::PersonRequest, Option<crate::events::PersonAnswer>)> {
+    ) -> Option<(
+        crate::events::PersonRequest,
+        Option<crate::events::PersonAnswer>,
+    )> {
         self.recording()?.request(id).cloned()
     }
 

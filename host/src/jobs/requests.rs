@@ -147,7 +147,10 @@ impl Requests {
                 true => format!("no request `{id}` waits: none does now"),
                 false => format!(
                     "no request `{id}` waits (waiting: {})",
-                    ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ids.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         };
@@ -185,7 +188,10 @@ impl Requests {
 
     /// Whether a person approved `tool` for the rest of the run.
     pub(crate) fn tool_approved(&self, tool: &str) -> bool {
-        self.approved.lock().expect("requests poisoned").contains(tool)
+        self.approved
+            .lock()
+            .expect("requests poisoned")
+            .contains(tool)
     }
 
     /// Ticks whenever a request opens or closes.

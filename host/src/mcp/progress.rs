@@ -101,7 +101,9 @@ impl CallProgress {
                 request.tool,
                 request.id
             ),
-            Event::InputAnswered { request, answer, .. } => {
+            Event::InputAnswered {
+                request, answer, ..
+            } => {
                 format!("request {request} answered by {}", answer.by)
             }
             Event::AgentSpec { .. } | Event::TextDelta { .. } | Event::Lagged { .. } => {

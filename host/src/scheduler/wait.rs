@@ -100,7 +100,11 @@ impl Scheduler {
     /// Runs `wait` (an agent waiting for a person, say) with `place`'s slots lent out,
     /// as a parent waiting for its children does, and takes them back before it
     /// returns.
-    pub(crate) async fn aside<F: std::future::Future>(&self, place: &Placement, wait: F) -> F::Output {
+    pub(crate) async fn aside<F: std::future::Future>(
+        &self,
+        place: &Placement,
+        wait: F,
+    ) -> F::Output {
         let waiting = self.step_aside(place);
         let out = wait.await;
         waiting.rejoin(place).await;
