@@ -221,17 +221,25 @@ impl RunState {
                 self.update(agent, at, |a| a.messages_read += 1)
             }
             Event::TextDelta { agent, .. } => self.update(agent, at, |_| {}),
-            Event::InputRequested(request) => {
-                self.update(&request.agent, at, |a| a.request = Some(request.clone()))
-            }
-            Event::InputAnswered { agent, request, .. } => self.update(agent, at, |a| {
-                if a.request.as_ref().is_some_and(|r| &r.id == request) {
-                    a.request = None;
-                }
-            }),
+            Event::InputRequested(_) | Event::InputAnswered(_) => self.person(event, at),
             Event::Lagged { .. } => None,
         }
         .map(|agent| &*agent)
+    }
+
+    /// An agent began or stopped waiting for a person.
+    fn person(&mut self, event: &Event, at: u64) -> Option<&mut AgentProgress> {
+        match event {
+            Event::InputRequested(request) => {
+                self.update(&request.agent, at, |a| a.request = Some(request.clone()))
+            }
+            Event::InputAnswered(answered) => self.update(&answered.agent, at, |a| {
+                if a.request.as_ref().is_some_and(|r| r.id == answered.request) {
+                    a.request = None;
+                }
+            }),
+            _ => None,
+        }
     }
 
     /// An agent queued or started: added when new, its start time set when started.

@@ -27,13 +27,14 @@ use std::path::{Path, PathBuf};
 use crate::shape::{code_only, rust_files};
 
 /// The most public items `warren::` may have (see the module's doc for what counts).
-/// Issue 47 asks for 150. The ceiling holds what is left (262, from 1,088 when every
+/// Issue 47 asks for 150. The ceiling holds what is left (264, from 1,088 when every
 /// module was public): the API of docs/library.md, whose bulk is the typed
 /// vocabularies an embedder matches on (the events and their states, the tool and
-/// model errors by kind, the provider's messages), and the `#[doc(hidden)]` entry
-/// points of the benches that time what no public call isolates (lib.rs lists them).
-/// Lower it as the API narrows.
-const MAX_PUBLIC_ITEMS: usize = 262;
+/// model errors by kind, the provider's messages; the two events of a person's
+/// approvals, `input_requested` and `input_answered`, are the last added), and the
+/// `#[doc(hidden)]` entry points of the benches that time what no public call isolates
+/// (lib.rs lists them). Lower it as the API narrows.
+const MAX_PUBLIC_ITEMS: usize = 264;
 
 /// One top-level statement of a source file (an item, an `impl` or a `use`), read
 /// from its code with comments and literals blanked.

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::runtime::Agent;
 use crate::config::{approval_touches, ASK_TOOL};
-use crate::events::{PersonAnswer, PersonRequest, RequestKind, Verdict};
+use crate::events::{Answered, PersonAnswer, PersonRequest, RequestKind, Verdict};
 use crate::jobs::Opened;
 use crate::journal::{Fact, Journaling, Record};
 use crate::llm::{ToolCall, ToolDefinition};
@@ -20,9 +20,9 @@ use crate::llm::{ToolCall, ToolDefinition};
 /// The longest question `ask_person` takes, in bytes.
 const MAX_QUESTION_BYTES: usize = 4096;
 
-/// `ask_person` as the model sees it.
-pub(crate) fn ask_definition() -> ToolDefinition {
-    ToolDefinition {
+/// `ask_person` as the model sees it, when `profile` names it.
+pub(crate) fn ask_definition(profile: &crate::config::Profile) -> Option<ToolDefinition> {
+    profile.tools.allows(ASK_TOOL).then(|| ToolDefinition {
         name: ASK_TOOL.into(),
         description: "Ask a person a question and wait for the answer (the person may take minutes, or not answer before the deadline). Use it only when you cannot go on without a decision or a fact only a person has.".into(),
         input_schema: std::sync::Arc::new(json!({
@@ -34,7 +34,7 @@ pub(crate) fn ask_definition() -> ToolDefinition {
             "required": ["question"],
             "additionalProperties": false
         })),
-    }
+    })
 }
 
 impl Agent {
@@ -180,11 +180,11 @@ impl Agent {
             }
         };
         tracing::info!(agent = %self.place.id, request = %id, verdict = ?answer.verdict, by = %answer.by, "a person's answer");
-        let record = Record::InputAnswered {
+        let record = Record::InputAnswered(Answered {
             agent: self.place.id.0.clone(),
             request: id,
             answer: answer.clone(),
-        };
+        });
         tree.happened_as(Fact::Recorded(record), Journaling::Durably)
             .await;
         answer

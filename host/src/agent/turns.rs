@@ -593,9 +593,7 @@ impl Agent {
         if self.can_spawn() {
             tools.extend_from_slice(spawn_tools);
         }
-        if self.profile.tools.allows(crate::config::ASK_TOOL) {
-            tools.push(super::approval::ask_definition());
-        }
+        tools.extend(super::approval::ask_definition(&self.profile));
         tools
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::args::ApproveArgs;
+use super::control_args::ApproveArgs;
 use super::failure::Failure;
 use super::runs::journal_dir;
 use super::send::unreachable;

@@ -125,7 +125,7 @@ pub(super) enum Command {
     /// gone is refused, with how to resume it. AGENT is a job id as `warren show`
     /// lists it, or `root`. Exit code 0 when the message was accepted, 1 when it was
     /// rejected or the run cannot be reached, 2 for bad arguments.
-    Send(SendArgs),
+    Send(super::control_args::SendArgs),
     /// List the approvals and questions a live run's agents wait on, or answer one.
     ///
     /// Without REQUEST, prints each waiting request: its id, the agent's path, the
@@ -135,7 +135,7 @@ pub(super) enum Command {
     /// answers a question (--answer TEXT). The answer is journaled with who gave it.
     /// Exit code 0 when answered (or listed), 1 when refused or the run cannot be
     /// reached, 2 for bad arguments.
-    Approve(ApproveArgs),
+    Approve(super::control_args::ApproveArgs),
     /// Serve the web view of a journaled run (its tree, transcripts and timeline), or
     /// of the list of runs when no RUN is given, until Ctrl-C.
     ///
@@ -341,47 +341,6 @@ pub(super) struct PruneArgs {
     /// Only print what would be deleted.
     #[arg(long)]
     pub(super) dry_run: bool,
-}
-
-#[derive(Debug, Args)]
-pub(super) struct SendArgs {
-    /// The run: its id, a unique prefix of it, or `last`.
-    pub(super) run: String,
-    /// The agent: its job id, or `root`.
-    pub(super) agent: String,
-    /// The message; `-` reads it from standard input.
-    pub(super) message: String,
-    /// queue (default: read at the agent's next turn boundary), interrupt (its current
-    /// model request or tool wait is cut) or follow_up (keeps it going; resumes an
-    /// agent that finished ok, with its history).
-    #[arg(long, value_name = "MODE")]
-    pub(super) mode: Option<String>,
-    /// Who the agent is told sent it (default: your user name).
-    #[arg(long, value_name = "NAME")]
-    pub(super) from: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub(super) struct ApproveArgs {
-    /// The run: its id, a unique prefix of it, or `last`.
-    pub(super) run: String,
-    /// The request's id, as the listing shows it; leave out to list them.
-    pub(super) request: Option<String>,
-    /// Deny the call, telling the model REASON.
-    #[arg(long, value_name = "REASON", conflicts_with_all = ["always", "answer"])]
-    pub(super) deny: Option<String>,
-    /// Approve the call and every later call of the same tool in the run.
-    #[arg(long)]
-    pub(super) always: bool,
-    /// Answer a question (`ask_person`) with TEXT.
-    #[arg(long, value_name = "TEXT", conflicts_with = "always")]
-    pub(super) answer: Option<String>,
-    /// Who the journal records as answering (default: your user name).
-    #[arg(long, value_name = "NAME")]
-    pub(super) from: Option<String>,
-    /// Print the listing as JSON.
-    #[arg(long)]
-    pub(super) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,7 @@ use failure::Failure;
 mod agents_report;
 mod approve;
 mod args;
+mod control_args;
 mod diff_report;
 mod doctor;
 mod failure;

@@ -12,10 +12,10 @@ use anyhow::Context as _;
 use super::args::{OutputArgs, ResumeArgs, RunArgs};
 use super::failure::{load, Failure};
 use crate::cli::ui::{plain_line, AgentTree, ProgressMode};
+use crate::config::AnswerPolicy;
 use crate::config::Config;
 use crate::events::{Event, EventStream};
 use crate::host::{Run, RunReport};
-use crate::jobs::AnswerPolicy;
 use crate::outcome::AgentState;
 use crate::term::outln;
 
@@ -42,8 +42,8 @@ pub(super) async fn run(config_path: &Path, args: RunArgs) -> Result<(), Failure
         .map(read_output_schema)
         .transpose()?;
     let log = args.output.event_log()?;
-    let mut host = load(config).await?;
-    host.answer_requests(args.output.answer_policy());
+    config.run_limits.answers = args.output.answer_policy();
+    let host = load(config).await?;
     // The one unknown-model check (in `Host::start`) is a configuration error:
     // exit 2, as for a bad file.
     let run = host.start_with_run_id(
@@ -63,8 +63,8 @@ pub(super) async fn resume(config_path: &Path, args: ResumeArgs) -> Result<(), F
     let mut config = Config::load(config_path)?;
     args.queue.apply(&mut config)?;
     let log = args.output.event_log()?;
-    let mut host = load(config).await?;
-    host.answer_requests(args.output.answer_policy());
+    config.run_limits.answers = args.output.answer_policy();
+    let host = load(config).await?;
     let run = host.resume(&args.run, args.force)?;
     let journal_dir = host.config().journal_dir.clone();
     drive(run, &args.output, log, journal_dir, false).await

@@ -4,7 +4,7 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use super::args::SendArgs;
+use super::control_args::SendArgs;
 use super::failure::Failure;
 use super::runs::journal_dir;
 use crate::config::Config;

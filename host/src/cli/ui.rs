@@ -15,7 +15,7 @@
 use std::io::Write;
 use std::sync::PoisonError;
 
-use crate::events::{AgentIntro, Event, EventRecord};
+use crate::events::{AgentIntro, Answered, Event, EventRecord};
 use crate::jobs::Phase;
 use crate::outcome::AgentState;
 use crate::run_state::{Activity, RunState};
@@ -126,20 +126,7 @@ impl AgentTree {
                 let elapsed = agent
                     .started_ms
                     .map_or(0.0, |s| now_ms.saturating_sub(s) as f64 / 1000.0);
-                let doing = match (&agent.request, &agent.activity) {
-                    (Some(request), _) => format!(
-                        "⏸ {} {} ({})",
-                        request.kind.waiting_state(),
-                        request.tool,
-                        request.id
-                    ),
-                    (None, activity) => match activity {
-                        Activity::Queued => Phase::Queued.name().to_string(),
-                        Activity::Starting => "starting".to_string(),
-                        Activity::Thinking | Activity::Done => "thinking".to_string(),
-                        Activity::Tool(tool) => format!("⚙ {tool}"),
-                    },
-                };
+                let doing = doing(agent);
                 format!(
                     "{} {doing} · {} turns · {} tok · ${:.4} · {elapsed:.1} s",
                     SPINNER[self.frame % SPINNER.len()],
@@ -305,6 +292,29 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
         Event::AgentMessageDelivered { agent, seq, turn } => {
             format!("[{agent}] message #{seq} delivered (turn {turn})")
         }
+        Event::InputRequested(_) | Event::InputAnswered(_) => person_line(event)?,
+        Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
+        _ => return None,
+    })
+}
+
+/// What a running agent is doing, as its line says it.
+fn doing(agent: &crate::run_state::AgentProgress) -> String {
+    if let Some(request) = &agent.request {
+        let state = request.kind.waiting_state();
+        return format!("⏸ {state} {} ({})", request.tool, request.id);
+    }
+    match &agent.activity {
+        Activity::Queued => Phase::Queued.name().to_string(),
+        Activity::Starting => "starting".to_string(),
+        Activity::Thinking | Activity::Done => "thinking".to_string(),
+        Activity::Tool(tool) => format!("⚙ {tool}"),
+    }
+}
+
+/// The plain line of a request for a person, or of its answer.
+fn person_line(event: &Event) -> Option<String> {
+    Some(match event {
         Event::InputRequested(request) => format!(
             "[{}] {} {} (request {}): `warren approve RUN {}` answers it",
             request.agent,
@@ -313,11 +323,11 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
             request.id,
             request.id
         ),
-        Event::InputAnswered {
+        Event::InputAnswered(Answered {
             agent,
             request,
             answer,
-        } => format!(
+        }) => format!(
             "[{agent}] request {request}: {:?} by {}{}",
             answer.verdict,
             answer.by,
@@ -326,7 +336,6 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
                 false => format!(": {}", crate::events::summarize(&answer.text)),
             }
         ),
-        Event::Lagged { missed } => format!("(progress fell behind: {missed} events not shown)"),
         _ => return None,
     })
 }

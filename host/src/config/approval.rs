@@ -190,6 +190,33 @@ pub(crate) fn touches(tool: &str, capabilities: &CapabilitySet) -> Vec<String> {
     touched
 }
 
+/// Who answers a run's requests when no person is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum AnswerPolicy {
+    /// Wait for a person, through any route, until the request's deadline.
+    Ask,
+    /// Deny at once, telling the model nobody was there to approve (the default
+    /// for a run nobody watches: a worker's, a library's, a non-interactive one).
+    #[default]
+    Deny,
+    /// Approve every request at once (journaled as the policy's).
+    Approve,
+}
+
+impl AnswerPolicy {
+    /// The policy `--approve` names.
+    pub(crate) fn parse(text: &str) -> Result<AnswerPolicy, String> {
+        match text.trim() {
+            "ask" => Ok(AnswerPolicy::Ask),
+            "deny" => Ok(AnswerPolicy::Deny),
+            "all" | "approve" => Ok(AnswerPolicy::Approve),
+            other => Err(format!(
+                "the policy must be \"ask\", \"deny\" or \"all\", not \"{other}\""
+            )),
+        }
+    }
+}
+
 /// A profile's approvals: the rule and the deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Approval {

@@ -83,6 +83,7 @@ impl RawDefaults {
             max_pending_requests: self
                 .max_pending_requests
                 .map_or(d.max_pending_requests, |v| v.0 as usize),
+            answers: d.answers,
         }
     }
 }

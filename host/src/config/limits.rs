@@ -99,6 +99,9 @@ pub struct RunLimits {
     pub max_follow_ups: usize,
     /// Approvals and questions that may wait for a person at once (default 16).
     pub max_pending_requests: usize,
+    /// Who answers them when no person is asked (`warren run --approve`; default:
+    /// deny at once).
+    pub(crate) answers: super::approval::AnswerPolicy,
 }
 
 impl Default for RunLimits {
@@ -112,6 +115,7 @@ impl Default for RunLimits {
             max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
             max_follow_ups: DEFAULT_MAX_FOLLOW_UPS,
             max_pending_requests: DEFAULT_MAX_PENDING_REQUESTS,
+            answers: super::approval::AnswerPolicy::Deny,
         }
     }
 }

@@ -54,7 +54,7 @@ use crate::llm::ModelConfig;
 
 pub(crate) use self::agent_dir::AgentFilesReport;
 pub(crate) use self::approval::touches as approval_touches;
-pub(crate) use self::approval::ApprovalRule;
+pub(crate) use self::approval::{AnswerPolicy, ApprovalRule};
 pub(crate) use self::builder::ConfigBuilder;
 use self::defaults::Inherited;
 pub(crate) use self::error::ConfigError;

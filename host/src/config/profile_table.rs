@@ -67,6 +67,16 @@ pub(super) struct RawProfile {
     capabilities: RawCapabilities,
 }
 
+/// `approval` and `approval_timeout_s` as written, the deadline's default filled in.
+fn approval(raw: &RawProfile) -> Approval {
+    Approval {
+        rule: ApprovalRule::of(raw.approval.iter().flatten().map(|e| e.0.clone())),
+        timeout_s: raw
+            .approval_timeout_s
+            .map_or(DEFAULT_APPROVAL_TIMEOUT_S, |v| v.0),
+    }
+}
+
 /// One `[profiles.NAME]` table.
 pub(super) fn profile(
     src: &Source<'_>,
@@ -140,12 +150,7 @@ pub(super) fn profile(
         timeout_s: raw.timeout_s.map(|v| v.0),
         max_cost_usd: raw.max_cost_usd.map(|v| v.0),
         output_schema: output_schema(src, &key, raw)?,
-        approval: Approval {
-            rule: ApprovalRule::of(raw.approval.iter().flatten().map(|e| e.0.clone())),
-            timeout_s: raw
-                .approval_timeout_s
-                .map_or(DEFAULT_APPROVAL_TIMEOUT_S, |v| v.0),
-        },
+        approval: approval(raw),
         source: ProfileSource::Config,
         notes,
     }))

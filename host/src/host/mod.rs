@@ -93,8 +93,6 @@ pub struct Host {
     parts: Arc<Runtime>,
     /// The queue sub-agents go through, when `[queue] redis` is set.
     queue: Option<Arc<RemoteQueue>>,
-    /// Who answers the approvals and questions of the runs it starts from now on.
-    answers: crate::jobs::AnswerPolicy,
 }
 
 impl Host {
@@ -202,11 +200,7 @@ impl Host {
             registry,
             providers,
         });
-        Ok(Host {
-            parts,
-            queue,
-            answers: Default::default(),
-        })
+        Ok(Host { parts, queue })
     }
 
     /// The configuration in use.
@@ -333,13 +327,6 @@ impl Host {
     /// session (its caller drove it).
     pub fn resume(&self, name: &str, force: bool) -> Result<Run, Error> {
         self.resume_journaled(name, force).map_err(Error::Journal)
-    }
-
-    /// Who answers the approvals and questions of the runs started from now on
-    /// (`warren run --approve`): a person (waiting until each request's deadline), or
-    /// a denial or an approval at once. A host's default is to deny.
-    pub(crate) fn answer_requests(&mut self, policy: crate::jobs::AnswerPolicy) {
-        self.answers = policy;
     }
 
     fn resume_journaled(&self, name: &str, force: bool) -> anyhow::Result<Run> {
@@ -551,7 +538,6 @@ impl Host {
             task: job.task,
             access,
         };
-        tree.requests.set_policy(self.answers);
         let (root, handle) = self.parts.scheduler.start_root(&tree, root);
         self::control::serve(self.parts.clone(), tree.clone(), root.clone());
         Ok(Run {

@@ -27,6 +27,6 @@ pub(crate) use self::blocks::{not_found_block, result_block, thousands};
 pub(crate) use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub(crate) use self::handle::{JobHandle, Placement};
 pub(crate) use self::mode::{Divergence, Fork, Replay, ReplayTools, StopKind};
-pub(crate) use self::requests::{AnswerPolicy, Opened};
+pub(crate) use self::requests::Opened;
 pub(crate) use self::tree::random_id;
 pub(crate) use self::tree::{title, CancelJob, Job, JobId, JobSelection, Phase, Tree};

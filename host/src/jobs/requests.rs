@@ -11,34 +11,8 @@ use std::sync::Mutex;
 
 use tokio::sync::{oneshot, watch};
 
+use crate::config::AnswerPolicy;
 use crate::events::{PersonAnswer, PersonRequest, Verdict};
-
-/// Who answers a run's requests when no person is asked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum AnswerPolicy {
-    /// Wait for a person, through any route, until the request's deadline.
-    Ask,
-    /// Deny at once, telling the model nobody was there to approve (the default
-    /// for a run nobody watches: a worker's, a library's, a non-interactive one).
-    #[default]
-    Deny,
-    /// Approve every request at once (journaled as the policy's).
-    Approve,
-}
-
-impl AnswerPolicy {
-    /// The policy `--approve` names.
-    pub(crate) fn parse(text: &str) -> Result<AnswerPolicy, String> {
-        match text.trim() {
-            "ask" => Ok(AnswerPolicy::Ask),
-            "deny" => Ok(AnswerPolicy::Deny),
-            "all" | "approve" => Ok(AnswerPolicy::Approve),
-            other => Err(format!(
-                "the policy must be \"ask\", \"deny\" or \"all\", not \"{other}\""
-            )),
-        }
-    }
-}
 
 /// One waiting request and where its answer goes.
 struct Pending {
@@ -71,18 +45,19 @@ pub(crate) enum Opened {
 }
 
 impl Requests {
-    /// No requests, answered by `policy` when nobody is asked.
-    pub(crate) fn new(max_pending: usize) -> Requests {
+    /// No requests; at most `max_pending` may wait, and `policy` answers when nobody
+    /// is asked.
+    pub(crate) fn new(max_pending: usize, policy: AnswerPolicy) -> Requests {
         Requests {
             pending: Mutex::default(),
             approved: Mutex::default(),
-            policy: Mutex::new(AnswerPolicy::default()),
+            policy: Mutex::new(policy),
             changed: watch::channel(0).0,
             max_pending,
         }
     }
 
-    /// Sets who answers (`warren run --approve`, or a terminal that will prompt).
+    /// Sets who answers (an MCP client that takes forms asks a person).
     pub(crate) fn set_policy(&self, policy: AnswerPolicy) {
         *self.policy.lock().expect("requests poisoned") = policy;
     }
@@ -231,7 +206,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_reaches_the_waiting_request_once() {
-        let requests = Requests::new(2);
+        let requests = Requests::new(2, AnswerPolicy::Deny);
         requests.set_policy(AnswerPolicy::Ask);
         let Opened::Waiting(wait) = requests.open(request("q1", RequestKind::Approval)) else {
             panic!("not waiting");
@@ -248,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_pending_bound_and_the_policies_hold() {
-        let requests = Requests::new(1);
+        let requests = Requests::new(1, AnswerPolicy::Deny);
         let Opened::Answered(denied) = requests.open(request("q1", RequestKind::Approval)) else {
             panic!("the default policy asks nobody");
         };

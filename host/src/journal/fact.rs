@@ -135,15 +135,7 @@ impl Record {
                 text: crate::events::bounded(text, crate::events::RESULT_CHARS),
             },
             Record::InputRequested(request) => Event::InputRequested(request.clone()),
-            Record::InputAnswered {
-                agent,
-                request,
-                answer,
-            } => Event::InputAnswered {
-                agent: agent.clone(),
-                request: request.clone(),
-                answer: answer.clone(),
-            },
+            Record::InputAnswered(answered) => Event::InputAnswered(answered.clone()),
             Record::MessageDelivered { agent, seq, turn } => Event::AgentMessageDelivered {
                 agent: agent.clone(),
                 seq: *seq,

@@ -14,6 +14,7 @@ use super::check::{self, TreeCheck};
 use super::file::{self, Lines, LIST_SCAN_BYTES, LIST_TAIL_BYTES, MAX_HEAD_BYTES};
 use super::record::{Line, Record, RecordedLimits, VERSION};
 use super::writer::JOURNAL_FILE;
+use crate::events::Answered;
 use crate::outcome::AgentState;
 
 /// One agent of a journaled run, as far as its records go.
@@ -375,7 +376,7 @@ fn update_agent(agents: &mut BTreeMap<String, AgentRecord>, record: &Record) {
                 a.state = request.kind.waiting_state().into();
             }
         }
-        Record::InputAnswered { agent, .. } => {
+        Record::InputAnswered(Answered { agent, .. }) => {
             if let Some(a) = agents.get_mut(agent) {
                 a.state = "running".into();
             }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunLimits;
-use crate::events::{AgentIntro, MessageMode, PersonAnswer, PersonRequest};
+use crate::events::{AgentIntro, Answered, MessageMode, PersonRequest};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::{CallFigures, ToolOutcome};
 
@@ -264,15 +264,7 @@ pub enum Record {
     /// it waits, so a resumed run asks again the same request, and only it.
     InputRequested(PersonRequest),
     /// The request was answered: on disk before the call it approves runs.
-    InputAnswered {
-        /// The asking agent.
-        agent: String,
-        /// The request's id.
-        request: String,
-        /// The answer and who gave it.
-        #[serde(flatten)]
-        answer: PersonAnswer,
-    },
+    InputAnswered(Answered),
     /// The journal reached its size bound (`[journal] max_run_mib`), or a record
     /// was longer than a journal line may be (`journal::MAX_LINE_BYTES`): nothing
     /// after this was recorded, and the run cannot be resumed.
@@ -355,7 +347,7 @@ impl Record {
             | Record::MessageSent { agent, .. }
             | Record::MessageDelivered { agent, .. }
             | Record::InputRequested(PersonRequest { agent, .. })
-            | Record::InputAnswered { agent, .. }
+            | Record::InputAnswered(Answered { agent, .. })
             | Record::AgentFinished { agent, .. } => Some(agent),
             Record::RunStarted { .. }
             | Record::RunResumed { .. }

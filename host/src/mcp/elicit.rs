@@ -14,8 +14,9 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::{Peer, RoleServer};
 use serde_json::{json, Value};
 
+use crate::config::AnswerPolicy;
 use crate::events::{PersonAnswer, PersonRequest, RequestKind, Verdict};
-use crate::jobs::{AnswerPolicy, Tree};
+use crate::jobs::Tree;
 
 /// Whether `peer` (an initialized client) takes form elicitations.
 pub(super) fn supported(peer: &Peer<RoleServer>) -> bool {

@@ -92,20 +92,7 @@ impl CallProgress {
             Event::AgentMessageDelivered { seq, turn, .. } => {
                 format!("message #{seq} delivered at turn {turn}")
             }
-            Event::InputRequested(request) => format!(
-                "waiting for a person: {} `{}` (request {})",
-                match request.kind {
-                    crate::events::RequestKind::Approval => "approve",
-                    crate::events::RequestKind::Question => "answer",
-                },
-                request.tool,
-                request.id
-            ),
-            Event::InputAnswered {
-                request, answer, ..
-            } => {
-                format!("request {request} answered by {}", answer.by)
-            }
+            Event::InputRequested(_) | Event::InputAnswered(_) => person(event)?,
             Event::AgentSpec { .. } | Event::TextDelta { .. } | Event::Lagged { .. } => {
                 return None
             }
@@ -118,6 +105,26 @@ impl CallProgress {
         };
         Some((self.count as f64, format!("[{label}] {status}")))
     }
+}
+
+/// A request for a person, or its answer, as a progress message.
+fn person(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::InputRequested(request) => format!(
+            "waiting for a person: {} `{}` (request {})",
+            match request.kind {
+                crate::events::RequestKind::Approval => "approve",
+                crate::events::RequestKind::Question => "answer",
+            },
+            request.tool,
+            request.id
+        ),
+        Event::InputAnswered(answered) => format!(
+            "request {} answered by {}",
+            answered.request, answered.answer.by
+        ),
+        _ => return None,
+    })
 }
 
 impl AgentView {

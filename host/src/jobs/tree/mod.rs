@@ -117,7 +117,7 @@ impl Tree {
             budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
             messages: AtomicU64::new(0),
-            requests: super::requests::Requests::new(limits.max_pending_requests),
+            requests: super::requests::Requests::new(limits.max_pending_requests, limits.answers),
             resting: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,

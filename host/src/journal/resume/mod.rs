@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::events::{AgentIntro, PersonAnswer, PersonRequest, Verdict};
+use crate::events::{AgentIntro, Answered, PersonAnswer, PersonRequest, Verdict};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::ToolOutcome;
@@ -305,12 +305,23 @@ impl Resume {
                     }
                 }
             }
+            record @ (Record::InputRequested(_) | Record::InputAnswered(_)) => self.person(record),
+            Record::RunFinished { state, .. } => self.finished = Some(state),
+            Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
+            Record::RunStarted { .. } | Record::RunResumed { .. } => {}
+        }
+    }
+
+    /// A request for a person, or its answer: kept by id (a tool approved for the rest
+    /// of the run, with the run).
+    fn person(&mut self, record: Record) {
+        match record {
             Record::InputRequested(request) => {
                 self.requests.insert(request.id.clone(), (request, None));
             }
-            Record::InputAnswered {
+            Record::InputAnswered(Answered {
                 request, answer, ..
-            } => {
+            }) => {
                 if let Some((asked, answered)) = self.requests.get_mut(&request) {
                     if answer.verdict == Verdict::ApproveTool {
                         self.approved_tools.insert(asked.tool.clone());
@@ -318,9 +329,7 @@ impl Resume {
                     *answered = Some(answer);
                 }
             }
-            Record::RunFinished { state, .. } => self.finished = Some(state),
-            Record::JournalFull { max_run_mib } => self.full = Some(max_run_mib),
-            Record::RunStarted { .. } | Record::RunResumed { .. } => {}
+            _ => {}
         }
     }
 
