@@ -119,6 +119,21 @@ fn script(server: &FakeLlm) {
     }));
 }
 
+/// A project with [`config`] (deadline `timeout_s`) and its model playing [`script`].
+async fn scripted(timeout_s: u64) -> (World, FakeLlm) {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, timeout_s);
+    script(&server);
+    (world, server)
+}
+
+/// Asserts that `output` is a success; its stdout.
+fn succeeded(output: &std::process::Output) -> String {
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stdout)
+}
+
 /// `warren ARGS` started in `world`, stdin closed, with its events in `events.jsonl`.
 fn spawn_run(world: &World, args: &[&str]) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_warren"))
@@ -207,10 +222,7 @@ fn saw(server: &FakeLlm, marker: &str) -> usize {
 
 #[tokio::test]
 async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
+    let (world, server) = scripted(120).await;
     let run = spawn_run(
         &world,
         &[
@@ -265,7 +277,7 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     );
     let request_id = request["id"].as_str().unwrap();
     let answered = approve(&world, &[&id, request_id, "--from", "tester"]);
-    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    succeeded(&answered);
     assert!(
         text(&answered.stdout).contains("approved once"),
         "{}",
@@ -305,15 +317,12 @@ async fn a_write_waits_without_its_slot_until_warren_approve_lets_it_run_once() 
     assert!(journal.contains("\"type\":\"input_answered\"") && journal.contains("cli:tester"));
     // A replay serves the recorded answer: the same run again, nobody asked.
     let replayed = crate::support::warren(&world, &["replay", "last"]);
-    assert!(replayed.status.success(), "{}", text(&replayed.stderr));
+    succeeded(&replayed);
 }
 
 #[tokio::test]
 async fn a_denial_reason_reaches_the_model_and_nothing_is_written() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
+    let (world, server) = scripted(120).await;
     let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
     let id = only_run(&world).await;
     let request = pending(&world, &id).await.remove(0);
@@ -328,21 +337,18 @@ async fn a_denial_reason_reaches_the_model_and_nothing_is_written() {
             "tester",
         ],
     );
-    assert!(denied.status.success(), "{}", text(&denied.stderr));
+    succeeded(&denied);
     let output = ended(run).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert!(!world.path("out/a.txt").exists());
     assert!(saw(&server, "denied by a person (cli:tester): NOT-THIS-FILE") >= 1);
 }
 
 #[tokio::test]
 async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 1);
-    script(&server);
+    let (world, server) = scripted(1).await;
     let output = ended(spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"])).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert!(!world.path("out/a.txt").exists());
     assert!(
         saw(
@@ -352,13 +358,10 @@ async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
     );
 
     // No --approve and no terminal: denied at once, the model told how to change it.
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
+    let (world, server) = scripted(120).await;
     let started = Instant::now();
     let output = ended(spawn_run(&world, &["run", "ROOT-TASK"])).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert!(started.elapsed() < Duration::from_secs(60));
     assert!(!world.path("out/a.txt").exists());
     assert!(saw(&server, "this run denies every request at once") >= 1);
@@ -399,19 +402,16 @@ async fn a_question_is_answered_from_another_terminal() {
         text(&wrong.stderr)
     );
     let answered = approve(&world, &[&id, request_id, "--answer", "PERSON-SAID-BLUE"]);
-    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    succeeded(&answered);
     let output = ended(run).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
     assert!(saw(&server, "answered: PERSON-SAID-BLUE") >= 1);
 }
 
 #[tokio::test]
 async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_happens_once() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
+    let (world, server) = scripted(120).await;
     let mut run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
     let id = only_run(&world).await;
     let before = pending(&world, &id).await;
@@ -439,9 +439,9 @@ async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_h
     // Not asked of the model again: its recorded call is what waits.
     assert_eq!(saw(&server, "WRITE-TASK"), asked);
     let answered = approve(&world, &[&id, after[0]["id"].as_str().unwrap()]);
-    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    succeeded(&answered);
     let output = ended(resumed).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert_eq!(
         std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
         "APPROVED-CONTENT"
@@ -502,10 +502,7 @@ async fn an_mcp_client_approves_through_elicitation() {
 /// Approve button (behind the page's token) lets the write run once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_approves_from_the_web_view_in_a_browser() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
+    let (world, _server) = scripted(120).await;
     let served = crate::browser::Served::start(
         world.dir.path(),
         &["run", "--progress", "plain", "--web", "ROOT-TASK"],
@@ -529,68 +526,14 @@ async fn a_person_approves_from_the_web_view_in_a_browser() {
 /// waiting, the prompt under it asks, `y` approves, and the tree goes on to its end.
 #[tokio::test(flavor = "multi_thread")]
 async fn in_tmux_the_terminal_prompts_and_y_approves() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    script(&server);
-    let tmux = |args: &[&str]| {
-        std::process::Command::new("tmux")
-            .args(["-L", "warren-test-approve"])
-            .args(args)
-            .output()
-            .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
-    };
+    let (world, _server) = scripted(120).await;
     let command = format!(
         "cd {} && env -u WARREN_CONFIG RUST_LOG=warn {} run --progress tty ROOT-TASK; sleep 60",
         world.dir.path().display(),
         env!("CARGO_BIN_EXE_warren"),
     );
-    let _ = tmux(&["kill-server"]);
-    // A server just killed can refuse the next start for a moment.
-    let mut started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ask",
-        "-x",
-        "200",
-        "-y",
-        "40",
-        &command,
-    ]);
-    for _ in 0..3 {
-        if started.status.success() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        started = tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            "ask",
-            "-x",
-            "200",
-            "-y",
-            "40",
-            &command,
-        ]);
-    }
-    assert!(started.status.success(), "{started:?}");
-    let screen_with = |wanted: &str| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = tmux(&["capture-pane", "-p", "-t", "ask"]);
-            let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
-            if screen.contains(wanted) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                let _ = tmux(&["kill-server"]);
-                panic!("the screen never showed {wanted:?}:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(40));
-        }
-    };
+    let tmux = crate::support::Tmux::start("warren-test-approve", &command, (200, 40));
+    let screen_with = |wanted: &str| tmux.screen_with(wanted);
     screen_with("y approve · a always");
     // The tree goes on under the prompt: the writer's wait shows once its event is in.
     let asking = screen_with("awaiting_approval write_file");
@@ -603,10 +546,9 @@ async fn in_tmux_the_terminal_prompts_and_y_approves() {
     );
     assert!(asking.contains("wants to call write_file"), "{asking}");
     assert!(!world.path("out/a.txt").exists());
-    let sent = tmux(&["send-keys", "-t", "ask", "y", "Enter"]);
-    assert!(sent.status.success());
+    tmux.keys(&["y", "Enter"]);
     let done = screen_with("total cost");
-    let _ = tmux(&["kill-server"]);
+    drop(tmux);
     assert_eq!(
         std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
         "APPROVED-CONTENT",
@@ -675,7 +617,7 @@ async fn an_agent_files_permission_mode_is_its_approval_rule() {
     );
     server.route("CAREFUL-DONE", Reply::answer("ROOT-DONE", (10, 5)));
     let output = ended(spawn_run(&world, &["run", "ROOT-TASK"])).await;
-    assert!(output.status.success(), "{}", text(&output.stderr));
+    succeeded(&output);
     assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
     assert!(!world.path("out/a.txt").exists());
     let listed = text(&crate::support::warren(&world, &["agents"]).stdout);

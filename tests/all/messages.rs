@@ -1094,46 +1094,13 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
     let server = FakeLlm::start().await;
     config(&world, &server);
     let gate = a_child_waiting_for_a_message(&server, "TMUX-NOTE", "CHILD-SAW-NOTE");
-    let tmux = |args: &[&str]| {
-        std::process::Command::new("tmux")
-            .args(["-L", "warren-test-mail"])
-            .args(args)
-            .output()
-            .expect("tmux is needed for the terminal test: apt-get install tmux (scripts/install-deps does)")
-    };
     let command = format!(
         "cd {} && env -u WARREN_CONFIG RUST_LOG=warn {} run --progress tty ROOT-TASK; sleep 60",
         world.dir.path().display(),
         env!("CARGO_BIN_EXE_warren"),
     );
-    let _ = tmux(&["kill-server"]);
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "mail",
-        "-x",
-        "160",
-        "-y",
-        "30",
-        &command,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let screen_with = |wanted: &str| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = tmux(&["capture-pane", "-p", "-t", "mail"]);
-            let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
-            if screen.contains(wanted) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                let _ = tmux(&["kill-server"]);
-                panic!("the screen never showed {wanted:?}:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(40));
-        }
-    };
+    let tmux = crate::support::Tmux::start("warren-test-mail", &command, (160, 30));
+    let screen_with = |wanted: &str| tmux.screen_with(wanted);
     // Once the child waits for its model, a person sends it a message.
     let child = child_asking(&server).await;
     let run_id = only_run(&world);
@@ -1155,5 +1122,4 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
         "{read}"
     );
     screen_with("total cost");
-    let _ = tmux(&["kill-server"]);
 }

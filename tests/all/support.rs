@@ -219,3 +219,80 @@ pub(crate) fn job_ids(run_id: &str, n: usize) -> Vec<String> {
     }
     ids
 }
+
+/// A terminal of its own: a tmux server (`-L NAME`) running one command in a
+/// session of that name, killed when dropped.
+pub(crate) struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    /// Starts `command` (a shell line) in a `columns`×`rows` session named `name`.
+    pub(crate) fn start(name: &str, command: &str, (columns, rows): (u32, u32)) -> Tmux {
+        let tmux = Tmux { name: name.into() };
+        let _ = tmux.run(&["kill-server"]);
+        let (columns, rows) = (columns.to_string(), rows.to_string());
+        let start = [
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &columns,
+            "-y",
+            &rows,
+            command,
+        ];
+        // A server just killed can refuse the next start for a moment.
+        let mut started = tmux.run(&start);
+        for _ in 0..3 {
+            if started.status.success() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            started = tmux.run(&start);
+        }
+        assert!(started.status.success(), "{started:?}");
+        tmux
+    }
+
+    /// `tmux ARGS` on this server.
+    pub(crate) fn run(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.name])
+            .args(args)
+            .output()
+            .expect("tmux is needed for the terminal tests: apt-get install tmux (scripts/install-deps does)")
+    }
+
+    /// The screen, once it shows `wanted` (within 30 s; panics with the screen
+    /// otherwise).
+    pub(crate) fn screen_with(&self, wanted: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let screen = self.run(&["capture-pane", "-p", "-t", &self.name]);
+            let screen = String::from_utf8_lossy(&screen.stdout).into_owned();
+            if screen.contains(wanted) {
+                return screen;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the screen never showed {wanted:?}:\n{screen}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(40));
+        }
+    }
+
+    /// Types `keys` (tmux key names: `y`, `Enter`).
+    pub(crate) fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
