@@ -626,3 +626,55 @@ async fn an_agent_files_permission_mode_is_its_approval_rule() {
         "an honoured mode is not listed as ignored: {listed}"
     );
 }
+
+/// A child running on a worker (real Redis, a `warren worker` process) whose write
+/// needs approval: its request reaches the parent's run, `warren approve` there lists
+/// and approves it, the answer reaches the worker, and the write happens once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_on_a_worker_is_approved_from_the_parents_run() {
+    let (world, _server) = scripted(120).await;
+    let redis = crate::queue::Redis::start();
+    let worker = crate::queue::Worker::start(world.dir.path(), &redis, "w1", 2);
+    let url = redis.url();
+    let run = spawn_run(
+        &world,
+        &[
+            "run",
+            "--approve",
+            "ask",
+            "--run-id",
+            "remote-ask",
+            "--redis",
+            &url,
+            "ROOT-TASK",
+        ],
+    );
+    let requests = pending(&world, "remote-ask").await;
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0]["tool"], "write_file");
+    assert!(requests[0]["arguments"]
+        .as_str()
+        .unwrap()
+        .contains("APPROVED-CONTENT"));
+    assert!(!world.path("out/a.txt").exists());
+    let id = requests[0]["id"].as_str().unwrap();
+    succeeded(&approve(&world, &["remote-ask", id, "--from", "tester"]));
+    let output = ended(run).await;
+    assert_eq!(
+        succeeded(&output).trim(),
+        "ROOT-DONE",
+        "{}",
+        worker.output()
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-CONTENT"
+    );
+    assert!(
+        worker
+            .output()
+            .contains("a person's answer from the parent's run"),
+        "{}",
+        worker.output()
+    );
+}

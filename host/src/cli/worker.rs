@@ -28,6 +28,7 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::config::AnswerPolicy;
 use crate::config::{names_or_none, Config, OutputSchema, Profile, QueueConfig, DEFAULT_PROFILE};
 use crate::events::Event;
 use crate::host::{Host, JobStart, Run, RunReport};
@@ -329,6 +330,8 @@ fn job_start(
         traceparent: data.traceparent.clone(),
         queue_job: Some(id.to_string()),
         run_id: None,
+        // A warren parent asks its people; another producer's job has nobody to ask.
+        answers: data.parent.as_ref().map(|_| AnswerPolicy::Ask),
     }))
 }
 
@@ -444,6 +447,10 @@ async fn look_at_job(
     for letter in polled.mail {
         let receipt = shared.host.relay(tree, root, letter).await;
         tracing::info!(job = %id, receipt = ?receipt, "a message from the parent's run");
+    }
+    for answered in polled.answers {
+        let given = tree.requests.answer(&answered.request, answered.answer);
+        tracing::info!(job = %id, request = %answered.request, given = ?given.map(|r| r.tool), "a person's answer from the parent's run");
     }
     polled.stop
 }

@@ -62,6 +62,9 @@ pub(crate) struct JobStart {
     pub(crate) queue_job: Option<String>,
     /// The run's id, when the caller chose it (random otherwise).
     pub(crate) run_id: Option<String>,
+    /// Who answers its requests for a person when nobody is asked (`None`: as the
+    /// configuration's run limits say).
+    pub(crate) answers: Option<crate::config::AnswerPolicy>,
 }
 
 impl JobStart {
@@ -83,6 +86,7 @@ impl JobStart {
             traceparent: None,
             queue_job: None,
             run_id,
+            answers: None,
         }
     }
 }
@@ -503,6 +507,7 @@ impl Host {
         let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
         let limits = RunLimits {
             budget_usd: job.budget_usd,
+            answers: job.answers.unwrap_or(self.parts.config.run_limits.answers),
             ..self.parts.config.run_limits
         };
         let journal = crate::journal::open(

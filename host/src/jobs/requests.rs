@@ -74,7 +74,7 @@ impl Requests {
             AnswerPolicy::Deny => {
                 return Opened::Answered(PersonAnswer {
                     verdict: Verdict::Deny,
-                    text: "nobody is there to answer: this run denies every request at once (`warren run --approve deny`, the default with no terminal or web view; an MCP client that takes no forms; a worker, whose sub-agents nobody can be asked for yet); `warren run --approve ask` waits for a person".into(),
+                    text: "nobody is there to answer: this run denies every request at once (`warren run --approve deny`, the default with no terminal or web view; an MCP client that takes no forms; a worker's job from a producer other than warren); `warren run --approve ask` waits for a person".into(),
                     by: "policy".into(),
                 })
             }

@@ -21,9 +21,11 @@ use bullmq::{
 };
 use tokio::sync::mpsc;
 
+mod mail;
+
 use super::wire::{
-    heartbeat_every, process_name, progress_events, JobData, JobLook, JobOutcome, JobPoll,
-    Progress, StopRequest, WireLetter, JOB_NAME, MAIL_PER_POLL, PARENT_POLL,
+    heartbeat_every, process_name, progress_events, JobData, JobOutcome, Progress, JOB_NAME,
+    PARENT_POLL,
 };
 use crate::config::QueueConfig;
 use crate::outcome::{AgentOutcome, AgentState};
@@ -325,43 +327,6 @@ impl RemoteQueue {
     /// answer: the worker asks again).
     pub(crate) async fn cancel_requested(&self, id: &str) -> bool {
         self.exists(&self.config.cancel_key(id)).await == Some(true)
-    }
-
-    /// Leaves `letter` for the agent of running job `id`, for its worker's next look.
-    pub(crate) async fn post_mail(&self, id: &str, letter: &WireLetter) -> anyhow::Result<()> {
-        let mut conn = self.queue.connection().connection();
-        let key = self.config.mail_key(id);
-        redis::pipe()
-            .rpush(&key, serde_json::to_string(letter)?)
-            .expire(&key, self.config.marker_ttl_s() as i64)
-            .query_async::<()>(&mut conn)
-            .await
-            .context("leaving the message in Redis")
-    }
-
-    /// A look at running job `id`: why it must stop, if it must ([`StopRequest::of`]),
-    /// and up to [`MAIL_PER_POLL`] messages for its agent, taken. `None` when Redis
-    /// does not answer (it looks again).
-    pub(crate) async fn poll_job(&self, id: &str) -> Option<JobPoll> {
-        let mut conn = self.queue.connection().connection();
-        let job_key = self.config.job_key(id);
-        let (cancel, exists, (finished_on, failed_reason), mail): JobLook = redis::pipe()
-            .exists(self.config.cancel_key(id))
-            .exists(&job_key)
-            .cmd("HMGET")
-            .arg(&job_key)
-            .arg("finishedOn")
-            .arg("failedReason")
-            .cmd("LPOP")
-            .arg(self.config.mail_key(id))
-            .arg(MAIL_PER_POLL)
-            .query_async(&mut conn)
-            .await
-            .ok()?;
-        Some(JobPoll {
-            stop: StopRequest::of(cancel, exists, finished_on.is_some(), failed_reason),
-            mail: WireLetter::read_all(mail.unwrap_or_default(), id),
-        })
     }
 
     /// Whether the parent process with heartbeat `id` is gone (its key expired).

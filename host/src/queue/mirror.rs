@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::client::RemoteQueue;
 use super::wire::{job_id, Progress, CANCEL_GRACE};
-use crate::events::{AgentIntro, Event, SpawnMode};
+use crate::events::{AgentIntro, Event, PersonRequest, SpawnMode};
 use crate::jobs::mailbox::Letter;
 use crate::jobs::{JobHandle, JobId};
 use crate::outcome::AgentOutcome;
@@ -44,6 +44,10 @@ pub(super) struct Mirror<'a> {
     earlier: HashMap<JobId, JobHandle>,
     /// Messages forwarded to the remote root, by number, until it reads them.
     pub(super) forwarded: HashMap<u64, Letter>,
+    /// Requests for a person the remote agents began waiting on (ids mapped), to
+    /// be asked here; and those they stopped waiting on.
+    pub(super) asked: Vec<PersonRequest>,
+    pub(super) closed: Vec<String>,
 }
 
 impl<'a> Mirror<'a> {
@@ -59,6 +63,8 @@ impl<'a> Mirror<'a> {
             seen_cost: HashMap::new(),
             earlier: HashMap::new(),
             forwarded: HashMap::new(),
+            asked: Vec::new(),
+            closed: Vec::new(),
         }
     }
 
@@ -68,7 +74,11 @@ impl<'a> Mirror<'a> {
 
     pub(super) fn apply(&mut self, progress: Progress) {
         for event in progress.events {
-            if let Some(event) = self.map(event, progress.run.as_deref()) {
+            let mapped = match event {
+                event @ (Event::InputRequested(_) | Event::InputAnswered(_)) => self.person(event),
+                event => self.map(event, progress.run.as_deref()),
+            };
+            if let Some(event) = mapped {
                 self.job.place().tree.events.publish(event);
             }
         }
@@ -154,6 +164,23 @@ impl<'a> Mirror<'a> {
                 let agent = other.agent_mut()?;
                 *agent = self.local(agent)?;
             }
+        }
+        Some(event)
+    }
+
+    /// A request for a person or its answer, with this run's ids; the request kept
+    /// to be asked here, the answer's request to be closed here.
+    fn person(&mut self, mut event: Event) -> Option<Event> {
+        match &mut event {
+            Event::InputRequested(request) => {
+                request.agent = self.local(&request.agent)?;
+                self.asked.push(request.clone());
+            }
+            Event::InputAnswered(answered) => {
+                answered.agent = self.local(&answered.agent)?;
+                self.closed.push(answered.request.clone());
+            }
+            _ => {}
         }
         Some(event)
     }

@@ -8,7 +8,8 @@ use tokio::sync::mpsc;
 use super::client::{failed_outcome, Notice, RemoteQueue};
 use super::mirror::Mirror;
 use super::wire::{job_id, JobData, WireLetter, CANCEL_GRACE, PARENT_POLL};
-use crate::jobs::{Backend, ChildSpec, JobHandle, JobId, Placement};
+use crate::events::{Answered, PersonAnswer, Verdict};
+use crate::jobs::{Backend, ChildSpec, JobHandle, JobId, Opened, Placement};
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// Children run on workers: the job is enqueued, the remote agents' events are
@@ -30,7 +31,17 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
     }
     let mut notices = queue.watch(&id);
     let mut mirror = Mirror::new(job);
-    let mut outcome = wait_remote(child, queue, &id, &data, &mut notices, &mut mirror).await;
+    let mut relay = Relay::new();
+    let mut outcome = wait_remote(
+        child,
+        queue,
+        &id,
+        &data,
+        &mut notices,
+        &mut mirror,
+        &mut relay,
+    )
+    .await;
     queue.unwatch(&id);
     // Events that arrived with the result reach the view before the end.
     while let Ok(Notice::Events(events)) = notices.try_recv() {
@@ -57,6 +68,7 @@ async fn wait_remote(
     data: &JobData,
     notices: &mut mpsc::UnboundedReceiver<Notice>,
     mirror: &mut Mirror<'_>,
+    relay: &mut Relay,
 ) -> AgentOutcome {
     if let Err(error) = queue
         .enqueue(id, data, child.tree.queue_job.as_deref())
@@ -103,6 +115,7 @@ async fn wait_remote(
             Some(notice) = notices.recv() => match notice {
                 Notice::Events(events) => {
                     mirror.apply(events);
+                    relay.ask(child, mirror);
                     None
                 }
                 Notice::Finished => match queue.finished(id).await {
@@ -115,6 +128,10 @@ async fn wait_remote(
             },
             () = child.mailbox.posted() => {
                 forward(child, queue, id, mirror).await;
+                None
+            }
+            Some(answered) = relay.answers.recv() => {
+                relay.post(queue, id, answered).await;
                 None
             }
             _ = budget_check.tick() => None,
@@ -164,6 +181,76 @@ async fn forward(child: &Placement, queue: &RemoteQueue, id: &str, mirror: &mut 
                         letter.seq, child.id
                     ));
                 }
+            }
+        }
+    }
+}
+
+/// The requests for a person that the remote child's agents wait on, asked in this
+/// run (its terminal, `warren approve`, the web view, its MCP client, or its
+/// `--approve` policy), and the answers given here, posted to the child's worker.
+struct Relay {
+    sender: mpsc::UnboundedSender<Answered>,
+    answers: mpsc::UnboundedReceiver<Answered>,
+}
+
+impl Relay {
+    fn new() -> Relay {
+        let (sender, answers) = mpsc::unbounded_channel();
+        Relay { sender, answers }
+    }
+
+    /// Asks here each request the mirror saw the remote agents open, until its
+    /// deadline; closes those they stopped waiting on.
+    fn ask(&self, child: &Placement, mirror: &mut Mirror<'_>) {
+        let requests = &child.tree.requests;
+        for id in mirror.closed.drain(..) {
+            requests.close(&id);
+        }
+        for request in mirror.asked.drain(..) {
+            let (agent, id) = (request.agent.clone(), request.id.clone());
+            let answered = move |answer| Answered {
+                agent,
+                request: id,
+                answer,
+            };
+            let waiting = match requests.open(request.clone()) {
+                Opened::Answered(answer) => {
+                    let _ = self.sender.send(answered(answer));
+                    continue;
+                }
+                Opened::Full(why) => {
+                    let deny = PersonAnswer {
+                        verdict: Verdict::Deny,
+                        text: why,
+                        by: "limit".into(),
+                    };
+                    let _ = self.sender.send(answered(deny));
+                    continue;
+                }
+                Opened::Waiting(waiting) => waiting,
+            };
+            let (tree, sender) = (child.tree.clone(), self.sender.clone());
+            let left = request.deadline_ms.saturating_sub(crate::events::now_ms());
+            tokio::spawn(async move {
+                let deadline = tokio::time::sleep(std::time::Duration::from_millis(left));
+                tokio::select! {
+                    Ok(answer) = waiting => drop(sender.send(answered(answer))),
+                    () = deadline => {}
+                }
+                tree.requests.close(&request.id);
+            });
+        }
+    }
+
+    /// Leaves `answered` for the child's worker.
+    async fn post(&self, queue: &RemoteQueue, id: &str, answered: Answered) {
+        match queue.post_answer(id, &answered).await {
+            Ok(()) => {
+                tracing::info!(job = %id, request = %answered.request, "a person's answer sent to the worker")
+            }
+            Err(error) => {
+                tracing::warn!(job = %id, request = %answered.request, "sending an answer: {error:#}")
             }
         }
     }

@@ -188,6 +188,11 @@ impl QueueConfig {
     pub(crate) fn mail_key(&self, id: &str) -> String {
         format!("bull:{}:warren:mail:{id}", self.name)
     }
+
+    /// The answers to the requests for a person of job `id`'s agents, for its worker.
+    pub(crate) fn answers_key(&self, id: &str) -> String {
+        format!("bull:{}:warren:answers:{id}", self.name)
+    }
 }
 
 /// What a sub-agent job carries (the BullMQ job's `data`). Only `task` and `profile`
@@ -342,11 +347,13 @@ impl WireLetter {
 }
 
 /// A look at a running job as Redis answers it: its cancel key is set, its hash
-/// exists, its `finishedOn` and `failedReason`, and the messages taken from its mail.
+/// exists, its `finishedOn` and `failedReason`, the messages taken from its mail and
+/// the answers taken from its answers.
 pub(crate) type JobLook = (
     bool,
     bool,
     (Option<String>, Option<String>),
+    Option<Vec<String>>,
     Option<Vec<String>>,
 );
 
@@ -361,6 +368,8 @@ pub(crate) struct JobPoll {
     pub(crate) stop: Option<StopRequest>,
     /// Messages for its agent, oldest first.
     pub(crate) mail: Vec<WireLetter>,
+    /// A person's answers to requests its agents wait on, given in the parent's run.
+    pub(crate) answers: Vec<crate::events::Answered>,
 }
 
 /// Why a worker stops a running job (`RemoteQueue::poll_job`).
