@@ -430,6 +430,14 @@ async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_h
     run.start_kill().unwrap();
     let _ = run.wait().await;
     assert!(!world.path("out/a.txt").exists());
+    // `warren show` tells where the dead run's writer stood.
+    let shown = text(&crate::support::warren(&world, &["show", &id]).stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("writer") && l.contains("awaiting_approval")),
+        "{shown}"
+    );
     let asked = saw(&server, "WRITE-TASK");
     let resumed = spawn_run(&world, &["resume", &id, "--approve", "ask"]);
     let after = pending(&world, &id).await;
@@ -677,4 +685,69 @@ async fn a_child_on_a_worker_is_approved_from_the_parents_run() {
         "{}",
         worker.output()
     );
+}
+
+/// `--always` approves the tool for the rest of the run: the writer's second write
+/// runs without asking anyone.
+#[tokio::test]
+async fn approving_the_tool_lets_its_later_calls_run_unasked() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "writer", "task": "WRITE-TWICE", "background": false}),
+        )]),
+    );
+    server.route(
+        "WRITE-TWICE",
+        calls(&[(
+            "write_file",
+            json!({"path": "/out/a.txt", "content": "FIRST"}),
+        )]),
+    );
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("WRITER-DONE") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        if !newest.contains("\"role\":\"tool\"") {
+            return None;
+        }
+        let writes = body.to_string().matches("write_file").count();
+        Some(match body["messages"].as_array()?.len() {
+            // After the first write's result: the second write.
+            n if n <= 4 && writes > 0 => calls(&[(
+                "write_file",
+                json!({"path": "/out/b.txt", "content": "SECOND"}),
+            )]),
+            _ => Reply::answer("WRITER-DONE", (10, 5)),
+        })
+    }));
+    let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let request = pending(&world, &id).await.remove(0);
+    succeeded(&approve(
+        &world,
+        &[&id, request["id"].as_str().unwrap(), "--always"],
+    ));
+    let output = ended(run).await;
+    assert_eq!(succeeded(&output).trim(), "ROOT-DONE");
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "FIRST"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/b.txt")).unwrap(),
+        "SECOND"
+    );
+    let events = std::fs::read_to_string(world.path("events-run.jsonl")).unwrap();
+    assert_eq!(
+        events.matches("\"type\":\"input_requested\"").count(),
+        1,
+        "{events}"
+    );
+    assert!(events.contains("\"verdict\":\"approve_tool\""), "{events}");
 }
