@@ -751,3 +751,81 @@ async fn approving_the_tool_lets_its_later_calls_run_unasked() {
     );
     assert!(events.contains("\"verdict\":\"approve_tool\""), "{events}");
 }
+
+/// `[defaults] max_pending_requests` holds: with one allowed, a second agent's
+/// question while the first waits is refused at once, naming the key, and the first
+/// is still answered.
+#[tokio::test]
+async fn a_request_past_the_pending_bound_is_refused_naming_the_key() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server, 120);
+    let path = world.path("warren.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        toml.replace(
+            "max_concurrent = 1\n",
+            "max_concurrent = 1\nmax_pending_requests = 1\n",
+        ),
+    )
+    .unwrap();
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            (
+                "spawn_agent",
+                json!({"profile": "asker", "task": "ASK-ONE"}),
+            ),
+            (
+                "spawn_agent",
+                json!({"profile": "asker", "task": "ASK-TWO"}),
+            ),
+        ]),
+    );
+    server.route(
+        "ASK-ONE",
+        calls(&[("ask_person", json!({"question": "FIRST?"}))]),
+    );
+    server.route(
+        "ASK-TWO",
+        calls(&[("ask_person", json!({"question": "SECOND?"}))]),
+    );
+    server.route(
+        "max_pending_requests",
+        Reply::answer("TWO-REFUSED", (10, 5)),
+    );
+    server.route("answered: ONE-ANSWER", Reply::answer("ONE-DONE", (10, 5)));
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Queued job") {
+            return Some(calls(&[("await_agents", json!({"job_ids": "*"}))]));
+        }
+        (newest.contains("ONE-DONE") && newest.contains("TWO-REFUSED"))
+            .then(|| Reply::answer("ROOT-DONE", (10, 5)))
+    }));
+    let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let id = only_run(&world).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while saw(&server, "max_pending_requests") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the second question was never refused"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiting = pending(&world, &id).await;
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["question"], "FIRST?");
+    let answered = approve(
+        &world,
+        &[
+            &id,
+            waiting[0]["id"].as_str().unwrap(),
+            "--answer",
+            "ONE-ANSWER",
+        ],
+    );
+    succeeded(&answered);
+    assert_eq!(succeeded(&ended(run).await).trim(), "ROOT-DONE");
+}

@@ -94,7 +94,7 @@ impl Agent {
             Verdict::Answer if answer.by != "policy" || !answer.text.is_empty() => {
                 Ok(format!("{} answered: {}", answer.by, answer.text))
             }
-            _ => Err(format!("no answer: {}", denial(&answer))),
+            _ => Err(format!("no answer ({}): {}", answer.by, answer.text)),
         }
     }
 
