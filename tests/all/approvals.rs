@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{model_table, newest, FakeLlm, Reply};
 use crate::support::{text, World};
 
 /// The fake model; a root `main` that spawns, one slot for sub-agents, a `writer`
@@ -20,15 +20,7 @@ use crate::support::{text, World};
 /// `asker` that may ask a person.
 fn config(world: &World, server: &FakeLlm, timeout_s: u64) {
     world.config(&format!(
-        r#"
-[models.fake]
-provider = "openai"
-base_url = "{}"
-model = "fake-model"
-api_key_env = "CARGO_PKG_NAME"
-stream = false
-max_retries = 0
-
+        r#"{}
 [defaults]
 max_concurrent = 1
 
@@ -56,21 +48,27 @@ tools = []
 description = "Asks a person"
 tools = ["ask_person"]
 "#,
-        server.base_url
+        model_table(&server.base_url)
     ));
-}
-
-/// The newest message of a request, as JSON text.
-fn newest(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(Value::to_string)
-        .unwrap_or_default()
 }
 
 fn calls(list: &[(&str, Value)]) -> Reply {
     Reply::tool_calls(list, (10, 5))
+}
+
+/// Spawns `profile` on `task` and waits for its answer (a foreground spawn).
+fn spawn_and_wait(profile: &str, task: &str) -> Reply {
+    let args = json!({"profile": profile, "task": task, "background": false});
+    calls(&[("spawn_agent", args)])
+}
+
+/// Spawns each `(profile, task)` in the background.
+fn spawns(list: &[(&str, &str)]) -> Reply {
+    let spawns: Vec<(&str, Value)> = list
+        .iter()
+        .map(|(profile, task)| ("spawn_agent", json!({"profile": profile, "task": task})))
+        .collect();
+    calls(&spawns)
 }
 
 /// The root spawns the writer, then the sibling (queued behind it: one slot), and
@@ -79,16 +77,7 @@ fn calls(list: &[(&str, Value)]) -> Reply {
 fn script(server: &FakeLlm) {
     server.route(
         "ROOT-TASK",
-        calls(&[
-            (
-                "spawn_agent",
-                json!({"profile": "writer", "task": "WRITE-TASK"}),
-            ),
-            (
-                "spawn_agent",
-                json!({"profile": "sibling", "task": "SIBLING-TASK"}),
-            ),
-        ]),
+        spawns(&[("writer", "WRITE-TASK"), ("sibling", "SIBLING-TASK")]),
     );
     server.route(
         "WRITE-TASK",
@@ -121,10 +110,16 @@ fn script(server: &FakeLlm) {
 
 /// A project with [`config`] (deadline `timeout_s`) and its model playing [`script`].
 async fn scripted(timeout_s: u64) -> (World, FakeLlm) {
+    let (world, server) = project(timeout_s).await;
+    script(&server);
+    (world, server)
+}
+
+/// A project with [`config`] (deadline `timeout_s`) and its model, not yet scripted.
+async fn project(timeout_s: u64) -> (World, FakeLlm) {
     let world = World::new();
     let server = FakeLlm::start().await;
     config(&world, &server, timeout_s);
-    script(&server);
     (world, server)
 }
 
@@ -369,16 +364,8 @@ async fn a_deadline_denies_and_a_run_nobody_watches_denies_at_once() {
 
 #[tokio::test]
 async fn a_question_is_answered_from_another_terminal() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    server.route(
-        "ROOT-TASK",
-        calls(&[(
-            "spawn_agent",
-            json!({"profile": "asker", "task": "ASK-TASK", "background": false}),
-        )]),
-    );
+    let (world, server) = project(120).await;
+    server.route("ROOT-TASK", spawn_and_wait("asker", "ASK-TASK"));
     server.route(
         "ASK-TASK",
         calls(&[(
@@ -468,9 +455,7 @@ async fn a_request_waiting_at_a_sigkill_waits_again_after_resume_and_the_write_h
 /// approval lets it run once.
 #[tokio::test]
 async fn an_mcp_client_approves_through_elicitation() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
+    let (world, server) = project(120).await;
     // The SDK passes the server a minimal environment: a model with no key variable.
     let path = world.path("warren.toml");
     let toml = std::fs::read_to_string(&path).unwrap();
@@ -590,9 +575,7 @@ fn a_bad_approval_entry_is_refused_at_its_key() {
 /// untouched); `bypassPermissions` asks nothing and widens nothing.
 #[tokio::test]
 async fn an_agent_files_permission_mode_is_its_approval_rule() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
+    let (world, server) = project(120).await;
     std::fs::create_dir_all(world.path(".claude/agents")).unwrap();
     std::fs::write(
         world.path(".claude/agents/careful.md"),
@@ -605,13 +588,7 @@ async fn an_agent_files_permission_mode_is_its_approval_rule() {
         format!("{toml}\n[defaults.capabilities]\nfs = [{{ host = \"out\", guest = \"/out\", mode = \"rw\" }}]\n"),
     )
     .unwrap();
-    server.route(
-        "ROOT-TASK",
-        calls(&[(
-            "spawn_agent",
-            json!({"profile": "careful", "task": "CAREFUL-TASK", "background": false}),
-        )]),
-    );
+    server.route("ROOT-TASK", spawn_and_wait("careful", "CAREFUL-TASK"));
     server.route(
         "CAREFUL-TASK",
         calls(&[(
@@ -691,16 +668,8 @@ async fn a_child_on_a_worker_is_approved_from_the_parents_run() {
 /// runs without asking anyone.
 #[tokio::test]
 async fn approving_the_tool_lets_its_later_calls_run_unasked() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
-    server.route(
-        "ROOT-TASK",
-        calls(&[(
-            "spawn_agent",
-            json!({"profile": "writer", "task": "WRITE-TWICE", "background": false}),
-        )]),
-    );
+    let (world, server) = project(120).await;
+    server.route("ROOT-TASK", spawn_and_wait("writer", "WRITE-TWICE"));
     server.route(
         "WRITE-TWICE",
         calls(&[(
@@ -757,9 +726,7 @@ async fn approving_the_tool_lets_its_later_calls_run_unasked() {
 /// is still answered.
 #[tokio::test]
 async fn a_request_past_the_pending_bound_is_refused_naming_the_key() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server, 120);
+    let (world, server) = project(120).await;
     let path = world.path("warren.toml");
     let toml = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
@@ -772,16 +739,7 @@ async fn a_request_past_the_pending_bound_is_refused_naming_the_key() {
     .unwrap();
     server.route(
         "ROOT-TASK",
-        calls(&[
-            (
-                "spawn_agent",
-                json!({"profile": "asker", "task": "ASK-ONE"}),
-            ),
-            (
-                "spawn_agent",
-                json!({"profile": "asker", "task": "ASK-TWO"}),
-            ),
-        ]),
+        spawns(&[("asker", "ASK-ONE"), ("asker", "ASK-TWO")]),
     );
     server.route(
         "ASK-ONE",
@@ -828,4 +786,39 @@ async fn a_request_past_the_pending_bound_is_refused_naming_the_key() {
     );
     succeeded(&answered);
     assert_eq!(succeeded(&ended(run).await).trim(), "ROOT-DONE");
+}
+
+/// `ask_person` bounds what it puts before a person: a question over 4 KiB, choices
+/// that make it so, and a 17th choice are each refused to the model, naming the
+/// argument, and no request is ever opened (the run needs no answer to end).
+#[tokio::test]
+async fn an_over_long_question_or_too_many_choices_is_refused_before_anyone_is_asked() {
+    let (world, server) = project(120).await;
+    server.route("ROOT-TASK", spawn_and_wait("asker", "ASK-TASK"));
+    server.route(
+        "ASK-TASK",
+        calls(&[("ask_person", json!({"question": "Q".repeat(5000)}))]),
+    );
+    let long_choices =
+        json!({"question": "Short?", "choices": ["c".repeat(3000), "d".repeat(3000)]});
+    server.route("in all", calls(&[("ask_person", long_choices)]));
+    let many: Vec<String> = (0..17).map(|i| format!("choice {i}")).collect();
+    server.route(
+        "in all",
+        calls(&[("ask_person", json!({"question": "Which?", "choices": many}))]),
+    );
+    server.route("at most 16", Reply::answer("ASKER-DONE", (10, 5)));
+    server.route("ASKER-DONE", Reply::answer("ROOT-DONE", (10, 5)));
+    let run = spawn_run(&world, &["run", "--approve", "ask", "ROOT-TASK"]);
+    let output = ended(run).await;
+    assert_eq!(succeeded(&output).trim(), "ROOT-DONE");
+    assert_eq!(saw(&server, "are 5000 bytes; at most 4096 in all"), 1);
+    let composed = "Short? (choices: ".len() + 3000 + " / ".len() + 3000 + ")".len();
+    assert_eq!(
+        saw(&server, &format!("are {composed} bytes; at most 4096")),
+        1
+    );
+    assert_eq!(saw(&server, "`choices` has 17 items; at most 16"), 1);
+    let events = std::fs::read_to_string(world.path("events-run.jsonl")).unwrap();
+    assert!(!events.contains("input_requested"), "a request was opened");
 }

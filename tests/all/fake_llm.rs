@@ -132,6 +132,15 @@ pub(crate) fn model_table(base_url: &str) -> String {
     )
 }
 
+/// The newest message of a request's `body`, as JSON text ("" when it has none).
+pub(crate) fn newest(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
 /// Queued replies, each with the text its request's newest message must contain.
 type Routes = VecDeque<(Option<String>, Reply)>;
 
@@ -269,11 +278,7 @@ async fn serve(
     }
     let body: Value =
         serde_json::from_slice(&data[header_end..header_end + length]).unwrap_or(Value::Null);
-    let newest = body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(Value::to_string)
-        .unwrap_or_default();
+    let newest = newest(&body);
     requests.lock().unwrap().push(Recorded {
         path,
         headers,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Recorded, Reply};
+use crate::fake_llm::{newest, FakeLlm, Recorded, Reply};
 use crate::support::{text, World};
 
 /// The fake model, a root `main` and a `worker` that may list `/docs`; messages of
@@ -56,15 +56,6 @@ fn started_job(body: &Value) -> Option<String> {
             let rest = text.split("Started job ").nth(1)?;
             Some(rest.split_whitespace().next()?.to_string())
         })
-}
-
-/// The newest message of a request, as JSON text.
-fn newest(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(Value::to_string)
-        .unwrap_or_default()
 }
 
 fn calls(list: &[(&str, Value)]) -> Reply {

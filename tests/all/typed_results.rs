@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Reply};
+use crate::fake_llm::{newest, FakeLlm, Reply};
 use crate::support::{text, warren, World};
 
 /// The two wire formats.
@@ -86,15 +86,6 @@ impl Wire {
             Wire::OpenAi => self.answer(&value.to_string()),
             Wire::Anthropic => self.call("report_result", value),
         }
-    }
-
-    /// The text of the newest message of a request (whatever its shape).
-    fn newest(body: &Value) -> String {
-        body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .map(Value::to_string)
-            .unwrap_or_default()
     }
 }
 
@@ -211,7 +202,7 @@ fn root_last(server: &FakeLlm) -> String {
         .into_iter()
         .map(|r| r.body)
         .rfind(|b| !b.to_string().contains(CHILD))
-        .map(|b| Wire::newest(&b))
+        .map(|b| newest(&b))
         .unwrap()
 }
 
@@ -299,7 +290,7 @@ async fn an_invalid_answer_is_corrected_once_then_ends_invalid_output() {
         assert_eq!(counter["turns"], 2, "{wire:?}");
         let requests = child_requests(&server);
         assert_eq!(requests.len(), 2, "{wire:?}");
-        let reask = Wire::newest(&requests[1]);
+        let reask = newest(&requests[1]);
         assert!(
             reask.contains("does not match the output schema") && reask.contains("at /count"),
             "{wire:?}: the re-ask carries the errors: {reask}"
@@ -334,9 +325,9 @@ async fn an_invalid_answer_is_corrected_once_then_ends_invalid_output() {
         let requests = child_requests(&server);
         assert_eq!(requests.len(), 2, "asked once more, not twice: {wire:?}");
         assert!(
-            Wire::newest(&requests[1]).contains("not JSON"),
+            newest(&requests[1]).contains("not JSON"),
             "{wire:?}: {}",
-            Wire::newest(&requests[1])
+            newest(&requests[1])
         );
         let block = root_last(&server);
         assert!(

@@ -17,8 +17,50 @@ use crate::jobs::Opened;
 use crate::journal::{Fact, Journaling, Record};
 use crate::llm::{ToolCall, ToolDefinition};
 
-/// The longest question `ask_person` takes, in bytes.
+/// The longest text `ask_person` puts before a person (the question and its
+/// choices), in bytes.
 const MAX_QUESTION_BYTES: usize = 4096;
+/// The most choices `ask_person` offers.
+const MAX_CHOICES: usize = 16;
+
+/// The text `ask_person`'s `arguments` put before a person: the question and its
+/// choices, refused (naming the argument) when it is malformed or longer than
+/// [`MAX_QUESTION_BYTES`], before any request is made.
+fn question_text(arguments: &str) -> Result<String, String> {
+    let args: Value =
+        serde_json::from_str(arguments).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    let question = args["question"]
+        .as_str()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .ok_or("`question` (a non-empty string) is required")?;
+    let choices = match &args["choices"] {
+        Value::Null => Vec::new(),
+        Value::Array(list) if list.len() > MAX_CHOICES => {
+            return Err(format!(
+                "`choices` has {} items; at most {MAX_CHOICES}",
+                list.len()
+            ))
+        }
+        Value::Array(list) => list
+            .iter()
+            .map(|c| c.as_str().map(str::trim))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`choices` must be a list of strings")?,
+        _ => return Err("`choices` must be a list of strings".into()),
+    };
+    let mut text = question.to_string();
+    if !choices.is_empty() {
+        text.push_str(&format!(" (choices: {})", choices.join(" / ")));
+    }
+    if text.len() > MAX_QUESTION_BYTES {
+        return Err(format!(
+            "the question and its choices are {} bytes; at most {MAX_QUESTION_BYTES} in all",
+            text.len()
+        ));
+    }
+    Ok(text)
+}
 
 /// `ask_person` as the model sees it, when `profile` names it.
 pub(crate) fn ask_definition(profile: &crate::config::Profile) -> Option<ToolDefinition> {
@@ -29,7 +71,7 @@ pub(crate) fn ask_definition(profile: &crate::config::Profile) -> Option<ToolDef
             "type": "object",
             "properties": {
                 "question": {"type": "string", "description": "the question, complete: the person sees nothing else of your work"},
-                "choices": {"type": "array", "items": {"type": "string"}, "description": "answers to offer, when there are a few"}
+                "choices": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_CHOICES, "description": "answers to offer, when there are a few (the question and its choices at most 4 KiB in all)"}
             },
             "required": ["question"],
             "additionalProperties": false
@@ -65,27 +107,7 @@ impl Agent {
     /// `ask_person`: the question goes to a person and the answer comes back as the
     /// result (`Err`: bad arguments, or no answer).
     pub(super) async fn ask_person(&self, call: &ToolCall, turn: u32) -> Result<String, String> {
-        let args: Value = serde_json::from_str(&call.arguments)
-            .map_err(|e| format!("the arguments are not JSON: {e}"))?;
-        let question = args["question"]
-            .as_str()
-            .map(str::trim)
-            .filter(|q| !q.is_empty())
-            .ok_or("`question` (a non-empty string) is required")?;
-        if question.len() > MAX_QUESTION_BYTES {
-            return Err(format!(
-                "the question is {} bytes; at most {MAX_QUESTION_BYTES}",
-                question.len()
-            ));
-        }
-        let choices: Vec<&str> = args["choices"]
-            .as_array()
-            .map(|c| c.iter().filter_map(Value::as_str).take(16).collect())
-            .unwrap_or_default();
-        let mut text = question.to_string();
-        if !choices.is_empty() {
-            text.push_str(&format!(" (choices: {})", choices.join(" / ")));
-        }
+        let text = question_text(&call.arguments)?;
         let request = self.request(call, turn, RequestKind::Question, |request| {
             request.question = Some(text);
         });
@@ -94,7 +116,7 @@ impl Agent {
             Verdict::Answer if answer.by != "policy" || !answer.text.is_empty() => {
                 Ok(format!("{} answered: {}", answer.by, answer.text))
             }
-            _ => Err(format!("no answer ({}): {}", answer.by, answer.text)),
+            _ => Err(unanswered(&answer)),
         }
     }
 
@@ -211,14 +233,57 @@ fn refused(why: String, by: &str) -> PersonAnswer {
 
 /// What the model is told of a denial.
 fn denial(answer: &PersonAnswer) -> String {
-    let reason = match answer.text.trim() {
-        "" => "no reason given".to_string(),
-        text => text.to_string(),
-    };
     match answer.by.as_str() {
-        "policy" | "deadline" | "limit" | "cancel" => {
-            format!("denied: this call needs a person's approval, and it was not given: {reason}")
+        by @ ("policy" | "deadline" | "limit" | "cancel") => format!(
+            "denied ({by}): this call needs a person's approval, and it was not given: {}",
+            reason(answer)
+        ),
+        by => format!("denied by a person ({by}): {}", reason(answer)),
+    }
+}
+
+/// What the model is told of a question nobody answered, in [`denial`]'s words.
+fn unanswered(answer: &PersonAnswer) -> String {
+    match answer.by.as_str() {
+        by @ ("policy" | "deadline" | "limit" | "cancel") => format!(
+            "no answer ({by}): this question needs a person, and none answered: {}",
+            reason(answer)
+        ),
+        by => format!("declined by a person ({by}): {}", reason(answer)),
+    }
+}
+
+/// A denial's reason as the person or the limit gave it.
+fn reason(answer: &PersonAnswer) -> &str {
+    match answer.text.trim() {
+        "" => "no reason given",
+        text => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::question_text;
+
+    #[test]
+    fn a_question_is_composed_with_its_choices_and_refused_when_malformed() {
+        assert_eq!(
+            question_text(r#"{"question": " Which? ", "choices": ["a", "b"]}"#).unwrap(),
+            "Which? (choices: a / b)"
+        );
+        for (arguments, says) in [
+            (r#"{"question": "  "}"#, "`question`"),
+            (r#"{"question": "Q", "choices": "a"}"#, "list of strings"),
+            (
+                r#"{"question": "Q", "choices": ["a", 2]}"#,
+                "list of strings",
+            ),
+            ("not json", "not JSON"),
+        ] {
+            let refused = question_text(arguments).unwrap_err();
+            assert!(refused.contains(says), "{arguments}: {refused}");
         }
-        by => format!("denied by a person ({by}): {reason}"),
+        let exactly = format!(r#"{{"question": "{}"}}"#, "q".repeat(4096));
+        assert_eq!(question_text(&exactly).unwrap().len(), 4096);
     }
 }

@@ -168,12 +168,15 @@ async fn handle(runtime: &Runtime, tree: &Arc<Tree>, root: &JobId, stream: UnixS
         Ok(Ok(_)) => match serde_json::from_str::<ControlRequest>(&line) {
             Err(error) => rejected(format!("not a request: {error}")),
             Ok(ControlRequest::Send(request)) => send(runtime, tree, root, request).await,
-            Ok(ControlRequest::Pending) => SendReply {
-                receipt: "pending".into(),
-                seq: None,
-                text: format!("{} waiting", tree.requests.pending().len()),
-                requests: tree.requests.pending(),
-            },
+            Ok(ControlRequest::Pending) => {
+                let requests = tree.requests.pending();
+                SendReply {
+                    receipt: "pending".into(),
+                    seq: None,
+                    text: format!("{} waiting", requests.len()),
+                    requests,
+                }
+            }
             Ok(ControlRequest::Answer(request)) => answer(tree, request),
         },
     };
