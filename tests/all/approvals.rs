@@ -822,3 +822,64 @@ async fn an_over_long_question_or_too_many_choices_is_refused_before_anyone_is_a
     let events = std::fs::read_to_string(world.path("events-run.jsonl")).unwrap();
     assert!(!events.contains("input_requested"), "a request was opened");
 }
+
+/// Approvals are a run's own: with two runs of one project waiting on the same kind
+/// of call, approving the tool for the rest of one run lets that run write, and the
+/// other's request still waits until it is answered there (here denied: nothing
+/// written).
+#[tokio::test]
+async fn an_approval_in_one_run_never_reaches_another() {
+    let (world, server) = project(120).await;
+    for (root, write, file) in [("ROOT-A", "WRITE-A", "a"), ("ROOT-B", "WRITE-B", "b")] {
+        server.route(root, spawn_and_wait("writer", write));
+        let args = json!({"path": format!("/out/{file}.txt"), "content": write});
+        server.route(write, calls(&[("write_file", args)]));
+    }
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("WRITER-DONE") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        newest
+            .contains("\"role\":\"tool\"")
+            .then(|| Reply::answer("WRITER-DONE", (10, 5)))
+    }));
+    let run_a = spawn_run(&world, &["run", "--approve", "ask", "ROOT-A"]);
+    let a = only_run(&world).await;
+    let request_a = pending(&world, &a).await.remove(0);
+    let run_b = spawn_run(&world, &["run", "--approve", "ask", "ROOT-B"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let b = loop {
+        let other = std::fs::read_dir(world.path(".warren/runs"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .find(|name| *name != a && world.path(&format!(".warren/runs/{name}")).is_dir());
+        if let Some(b) = other {
+            break b;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second run was never journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let request_b = pending(&world, &b).await.remove(0);
+    let id_a = request_a["id"].as_str().unwrap();
+    succeeded(&approve(&world, &[&a, id_a, "--always"]));
+    assert_eq!(succeeded(&ended(run_a).await).trim(), "ROOT-DONE");
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "WRITE-A"
+    );
+    // Run B's request is untouched by run A's answers.
+    let still = pending(&world, &b).await;
+    assert_eq!(still.len(), 1, "{still:?}");
+    assert_eq!(still[0]["id"], request_b["id"]);
+    assert!(!world.path("out/b.txt").exists());
+    let id_b = request_b["id"].as_str().unwrap();
+    succeeded(&approve(&world, &[&b, id_b, "--deny", "NOT-IN-B"]));
+    assert_eq!(succeeded(&ended(run_b).await).trim(), "ROOT-DONE");
+    assert!(!world.path("out/b.txt").exists());
+    assert_eq!(saw(&server, "NOT-IN-B"), 1);
+}
