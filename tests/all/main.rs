@@ -27,6 +27,7 @@ mod mcp;
 mod mcp_bounds;
 mod mcp_clients;
 mod mcp_http;
+mod mcp_modern;
 mod mcp_tasks;
 mod messages;
 mod newcomer;

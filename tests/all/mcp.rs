@@ -76,7 +76,7 @@ fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}]
 
 /// A Python with the official MCP SDK (pinned in
 /// `tests/fixtures/mcp-python/requirements.txt`), in a venv under `target/`.
-fn python_mcp() -> PathBuf {
+pub(crate) fn python_mcp() -> PathBuf {
     crate::guests::python_venv(
         "tests/fixtures/mcp-python",
         "target/mcp-python",

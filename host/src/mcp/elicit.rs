@@ -71,7 +71,7 @@ async fn ask(tree: Arc<Tree>, peer: Peer<RoleServer>, request: PersonRequest) {
 }
 
 /// The form `request` is asked with.
-fn form(request: &PersonRequest) -> Option<ElicitRequestParams> {
+pub(super) fn form(request: &PersonRequest) -> Option<ElicitRequestParams> {
     let (message, schema) = match request.kind {
         RequestKind::Approval => (
             format!(
@@ -115,7 +115,7 @@ fn form(request: &PersonRequest) -> Option<ElicitRequestParams> {
 }
 
 /// The answer in an accepted form.
-fn accepted(request: &PersonRequest, content: Value) -> PersonAnswer {
+pub(super) fn accepted(request: &PersonRequest, content: Value) -> PersonAnswer {
     let field = |name: &str| content[name].as_str().unwrap_or_default().to_string();
     let verdict = match request.kind {
         RequestKind::Question => Verdict::Answer,
@@ -137,7 +137,7 @@ fn accepted(request: &PersonRequest, content: Value) -> PersonAnswer {
 }
 
 /// A denial by the client.
-fn refused(why: &str) -> PersonAnswer {
+pub(super) fn refused(why: &str) -> PersonAnswer {
     PersonAnswer {
         verdict: Verdict::Deny,
         text: why.into(),

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{HttpAuth, Owner};
 use super::server::WarrenServer;
 use super::session_book::{SessionBook, SessionLimits};
+use super::standing::Standing;
 use super::tasks::{TaskLimits, Tasks};
 use crate::host::{Host, Session};
 use crate::listener::{ListenLimits, ServerName};
@@ -92,16 +93,47 @@ tokio::task_local! {
     /// asks the factory for a service to look up a tool's schema on every
     /// `tools/call`; with no slot to take, that look-up finds nothing (as warren's
     /// handler would) instead of opening and closing a whole session.
-    /// The slot comes with the credential of the client opening the session.
-    static OPENING: RefCell<Option<(OwnedSemaphorePermit, Owner)>>;
+    /// The slot comes with the credential of the client opening the session; a
+    /// 2026-07-28 request (no session) brings its credential's standing tree instead.
+    static OPENING: RefCell<Option<Opening>>;
     /// The warren session the factory made for the request being handled, for the
     /// gate to know it by its `Mcp-Session-Id` (an `await_agents` task awaits its
     /// agents).
     static MADE: RefCell<Option<Weak<Session>>>;
 }
 
+/// What the service factory serves the request being handled with.
+enum Opening {
+    /// A new session (a legacy client's POST without `Mcp-Session-Id`), in this
+    /// place among the sessions, for this credential.
+    Session(OwnedSemaphorePermit, Owner),
+    /// A 2026-07-28 request: its credential's standing tree.
+    Standing(Arc<Session>, Owner),
+}
+
 /// A response body.
 type Body = crate::listener::BoxBody;
+
+/// A request the gate passes on to rmcp: its body read, its method, and whether it
+/// is a 2026-07-28 request.
+type Passed = (hyper::Request<Full<bytes::Bytes>>, Option<String>, bool);
+
+/// Whether `message` is a request of the 2026-07-28 revision or later, which has no
+/// session: not `initialize`, and its `_meta` (or the `MCP-Protocol-Version` header)
+/// names such a revision.
+fn is_modern(message: &serde_json::Value, headers: &hyper::HeaderMap) -> bool {
+    const MODERN: &str = "2026-07-28";
+    if message.get("id").is_none() || message["method"] == "initialize" {
+        return false;
+    }
+    let in_meta = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
+    let in_header = headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok());
+    in_meta
+        .or(in_header)
+        .is_some_and(|version| version >= MODERN)
+}
 
 /// rmcp's Streamable HTTP service of warren sessions.
 type McpService = StreamableHttpService<WarrenServer, LocalSessionManager>;
@@ -109,7 +141,7 @@ type McpService = StreamableHttpService<WarrenServer, LocalSessionManager>;
 /// Listens on `address` until `shutdown` resolves, then ends every session.
 pub(super) async fn serve(
     host: Host,
-    session: super::server::SessionOptions,
+    session: super::served::SessionOptions,
     address: SocketAddr,
     limits: HttpLimits,
     task_limits: TaskLimits,
@@ -161,7 +193,7 @@ pub(super) async fn serve(
 /// the gate in front of it, for a server listening on `local`.
 fn service_and_gate(
     host: Host,
-    session: super::server::SessionOptions,
+    session: super::served::SessionOptions,
     local: SocketAddr,
     limits: &HttpLimits,
     task_limits: TaskLimits,
@@ -182,19 +214,28 @@ fn service_and_gate(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(limits.session_idle);
     let sessions = Arc::new(sessions);
-    let tasks = Tasks::new(host.clone(), session.clone(), task_limits);
+    let tasks = Arc::new(Tasks::new(host.clone(), session.clone(), task_limits));
+    let standing = Standing::new(host.clone(), session.clone(), limits.session_idle);
+    let served_tasks = tasks.clone();
     let service = StreamableHttpService::new(
         move || {
-            let (slot, owner) = OPENING
+            let opening = OPENING
                 .try_with(|slot| slot.borrow_mut().take())
                 .ok()
                 .flatten()
                 .ok_or_else(|| std::io::Error::other("only a new session's request opens one"))?;
-            let server =
-                WarrenServer::new(&host, &session, owner).map_err(std::io::Error::other)?;
-            let _ =
-                MADE.try_with(|made| *made.borrow_mut() = Some(Arc::downgrade(&server.session)));
-            Ok(server.holding(slot))
+            let server = match opening {
+                Opening::Session(slot, owner) => {
+                    let server =
+                        WarrenServer::new(&host, &session, owner).map_err(std::io::Error::other)?;
+                    let _ = MADE.try_with(|made| {
+                        *made.borrow_mut() = Some(Arc::downgrade(&server.session))
+                    });
+                    server.holding(slot)
+                }
+                Opening::Standing(tree, owner) => WarrenServer::standing(tree, owner),
+            };
+            Ok(server.with_tasks(served_tasks.clone()))
         },
         sessions.clone(),
         config,
@@ -203,6 +244,7 @@ fn service_and_gate(
         local,
         auth,
         tasks,
+        standing,
         open_sessions: sessions,
         book: SessionBook::new(SessionLimits {
             max_sessions: limits.max_sessions,
@@ -221,7 +263,9 @@ struct Gate {
     /// Who may use the server.
     auth: HttpAuth,
     /// The tasks of every session.
-    tasks: Tasks,
+    tasks: Arc<Tasks>,
+    /// The standing trees of 2026-07-28 clients.
+    standing: Standing,
     /// The sessions open, to check a task request's `Mcp-Session-Id`.
     open_sessions: Arc<LocalSessionManager>,
     /// The sessions' places, owners and use.
@@ -294,14 +338,24 @@ impl Gate {
             .map(str::to_string);
         // The session is in use until the response (an event stream, maybe) ends.
         let in_use = session_id.as_deref().and_then(|id| self.book.in_use(id));
-        let (request, method) = match self.tasks_first(owner, request).await {
+        let (request, method, modern) = match self.tasks_first(owner, request).await {
             Ok(response) => return response,
             Err(passed) => passed,
         };
         let opens_session = request.method() == hyper::Method::POST && session_id.is_none();
-        let slot = if opens_session {
+        let opening = if opens_session && modern {
+            match self.standing.tree(owner) {
+                Ok(tree) => Some(Opening::Standing(tree, owner)),
+                Err(error) => {
+                    return refusal(
+                        hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                        &format!("{error:#}"),
+                    )
+                }
+            }
+        } else if opens_session {
             match self.book.admit(owner, &self.open_sessions).await {
-                Ok(slot) => Some((slot, owner)),
+                Ok(slot) => Some(Opening::Session(slot, owner)),
                 Err(full) => return refusal(hyper::StatusCode::SERVICE_UNAVAILABLE, &full),
             }
         } else {
@@ -312,7 +366,7 @@ impl Gate {
         let response = MADE
             .scope(
                 made,
-                OPENING.scope(RefCell::new(slot), async {
+                OPENING.scope(RefCell::new(opening), async {
                     let response = service.handle(request).await;
                     (response, MADE.with(|made| made.borrow_mut().take()))
                 }),
@@ -348,12 +402,13 @@ impl Gate {
 
 impl Gate {
     /// Answers a task request (a `tools/call` with `task`, `tasks/*`) of an open
-    /// session itself; any other request comes back, its body read, for rmcp.
+    /// session itself; any other request comes back, its body read, for rmcp, with
+    /// its method and whether it is a 2026-07-28 request ([`is_modern`]).
     async fn tasks_first(
         &self,
         owner: Owner,
         request: hyper::Request<hyper::body::Incoming>,
-    ) -> Result<hyper::Response<Body>, (hyper::Request<Full<bytes::Bytes>>, Option<String>)> {
+    ) -> Result<hyper::Response<Body>, Passed> {
         let (parts, body) = request.into_parts();
         let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
             Ok(collected) => collected.to_bytes(),
@@ -376,10 +431,14 @@ impl Gate {
             .as_ref()
             .and_then(|message| message["method"].as_str())
             .map(str::to_string);
+        let modern = message
+            .as_ref()
+            .is_some_and(|message| is_modern(message, &parts.headers));
         let passed = || {
             (
                 hyper::Request::from_parts(parts, Full::new(bytes.clone())),
                 method.clone(),
+                modern,
             )
         };
         let (Some(message), Some(session)) = (&message, session) else {

@@ -33,15 +33,18 @@ mod elicit;
 mod http;
 mod logging;
 mod progress;
+mod served;
 mod server;
 mod session_book;
+mod standing;
 mod task_capability;
+mod task_extension;
 mod tasks;
 
 pub(crate) use self::auth::{BearerToken, HttpAuth};
 pub(crate) use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
-pub(crate) use self::server::{SessionOptions, DEFAULT_AWAIT_LIMIT};
+pub(crate) use self::served::{SessionOptions, DEFAULT_AWAIT_LIMIT};
 pub(crate) use self::tasks::TaskLimits;
 
 use std::future::Future;
@@ -96,7 +99,7 @@ pub(crate) async fn serve(
             )
             .await
         }
-        None => serve_stdio(host, &options.session, shutdown).await,
+        None => serve_stdio(host, &options.session, options.task_limits, shutdown).await,
     }
 }
 
@@ -104,10 +107,13 @@ pub(crate) async fn serve(
 async fn serve_stdio(
     host: Host,
     options: &SessionOptions,
+    task_limits: TaskLimits,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    // One client, the process that started warren: the one credential.
-    let server = WarrenServer::new(&host, options, [0; 32])?;
+    // One client, the process that started warren: the one credential. Its
+    // 2026-07-28 requests may run spawns as tasks (the tasks extension).
+    let tasks = tasks::Tasks::new(host.clone(), options.clone(), task_limits);
+    let server = WarrenServer::new(&host, options, [0; 32])?.with_tasks(std::sync::Arc::new(tasks));
     let session = server.session.clone();
     let served = async {
         let running = server

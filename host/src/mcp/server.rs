@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -19,23 +19,8 @@ use tracing::Instrument as _;
 use super::auth::Owner;
 use super::logging::LogSink;
 use super::progress::CallProgress;
-use crate::host::{Answer, Host, Session};
-
-/// How long an `await_agents` call without `timeout_s` waits at most, unless the
-/// operator says otherwise (`warren mcp --await-limit`): under the shortest common
-/// client timeout (the OpenAI Agents SDK's 5 s session timeout), so a client gets the
-/// blocks of agents still running instead of timing out.
-pub(crate) const DEFAULT_AWAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(4);
-
-/// What every session gets.
-#[derive(Clone, Debug)]
-pub(crate) struct SessionOptions {
-    /// The profile every session runs under (`None`: `main`).
-    pub profile: Option<String>,
-    /// How long `await_agents` without `timeout_s` waits at most
-    /// ([`DEFAULT_AWAIT_LIMIT`] unless set).
-    pub await_limit: std::time::Duration,
-}
+use super::served::{tool_result, SessionOptions};
+use crate::host::{Host, Session};
 
 /// Numbers sessions, in logs and for routing log records.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
@@ -54,6 +39,13 @@ pub(super) struct WarrenServer {
     /// Its place among the HTTP server's sessions (`--max-sessions`), given back when
     /// it ends; `None` over stdio.
     _slot: Option<OwnedSemaphorePermit>,
+    /// The credential of its client.
+    owner: Owner,
+    /// Whether `session` ends with it: not for a 2026-07-28 request over HTTP, served
+    /// in its credential's standing tree.
+    owns_session: bool,
+    /// The server's tasks, for 2026-07-28 clients that take the tasks extension.
+    pub(super) tasks: Option<Arc<super::tasks::Tasks>>,
 }
 
 impl WarrenServer {
@@ -64,19 +56,17 @@ impl WarrenServer {
         options: &SessionOptions,
         owner: Owner,
     ) -> anyhow::Result<WarrenServer> {
-        let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
         let session = host
             .session(options.profile.as_deref())?
             .with_await_limit(options.await_limit);
-        let session = Arc::new(session);
-        let (logs, receiver) = LogSink::register(id, owner);
+        let server = WarrenServer::over(Arc::new(session), owner);
         tracing::info!(
-            session = id,
-            profile = session.profile(),
+            session = server.id,
+            profile = server.session.profile(),
             "MCP session opened"
         );
         // To this session's client, as its first log messages.
-        let span = tracing::info_span!(super::logging::CALL_SPAN, mcp.session = id);
+        let span = tracing::info_span!(super::logging::CALL_SPAN, mcp.session = server.id);
         for (model, variable) in host.missing_keys() {
             span.in_scope(|| {
                 tracing::warn!(
@@ -84,12 +74,47 @@ impl WarrenServer {
                 );
             });
         }
-        Ok(WarrenServer {
+        Ok(server)
+    }
+
+    /// A 2026-07-28 request's server, over its credential's standing tree (which
+    /// outlives it).
+    pub(super) fn standing(session: Arc<Session>, owner: Owner) -> WarrenServer {
+        let mut server = WarrenServer::over(session, owner);
+        server.owns_session = false;
+        server
+    }
+
+    /// A server over `session`, for a client holding `owner`.
+    fn over(session: Arc<Session>, owner: Owner) -> WarrenServer {
+        let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
+        let (logs, receiver) = LogSink::register(id, owner);
+        WarrenServer {
             id,
             session,
             logs,
             pending_logs: Mutex::new(Some(receiver)),
             _slot: None,
+            owner,
+            owns_session: true,
+            tasks: None,
+        }
+    }
+
+    /// The same server, answering 2026-07-28 task requests from `tasks`.
+    pub(super) fn with_tasks(mut self, tasks: Arc<super::tasks::Tasks>) -> WarrenServer {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// The server's tasks, or the error of a server without them.
+    fn served_tasks(&self) -> Result<&super::tasks::Tasks, ErrorData> {
+        self.tasks.as_deref().ok_or_else(|| {
+            ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "this server keeps no tasks",
+                None,
+            )
         })
     }
 
@@ -167,28 +192,15 @@ impl WarrenServer {
     }
 }
 
-/// The `CallToolResult` of a call that ended with `result`: its text, and for the
-/// spawn tools their typed answers as `structuredContent` (when the profile fixes a
-/// schema, the spawn tools declare `Session::results_schema` and every result of
-/// theirs carries it: a background spawn's job, queued).
-pub(super) fn tool_result(result: Result<Answer, String>) -> CallToolResult {
-    match result {
-        Ok(answer) => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
-            result.structured_content = answer.structured;
-            result
-        }
-        Err(reason) => CallToolResult::error(vec![ContentBlock::text(reason)]),
-    }
-}
-
 impl Drop for WarrenServer {
     fn drop(&mut self) {
-        tracing::info!(
-            session = self.id,
-            "MCP session closed; cancelling its agents"
-        );
-        self.session.cancel();
+        if self.owns_session {
+            tracing::info!(
+                session = self.id,
+                "MCP session closed; cancelling its agents"
+            );
+            self.session.cancel();
+        }
     }
 }
 
@@ -197,6 +209,7 @@ fn server_config(profile: &str) -> ServerConfig {
     let capabilities = ServerCapabilities::builder()
         .enable_logging()
         .enable_tools()
+        .enable_tasks()
         .build();
     ServerConfig::new(capabilities)
         .with_server_info(
@@ -219,9 +232,7 @@ impl ServerHandler for WarrenServer {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // A session holds a job tree, and MCP 2026-07-28 has no sessions: offer the
-        // revisions that do.
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -294,8 +305,40 @@ impl ServerHandler for WarrenServer {
                 None,
             ));
         }
+        if let Some(tasks) = self
+            .tasks
+            .as_ref()
+            .filter(|_| super::task_extension::wanted(&request, &context))
+        {
+            let task = super::task_extension::create(tasks, self.owner, request)?;
+            return Ok(CallToolResponse::Task(task));
+        }
         let arguments =
             serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string();
         Ok(self.call(&name, arguments, context).await.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        super::task_extension::get(self.served_tasks()?, self.owner, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::task_extension::update(self.served_tasks()?, self.owner, request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::task_extension::cancel(self.served_tasks()?, self.owner, &request.task_id)
     }
 }

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
@@ -32,20 +32,24 @@ use tracing::Instrument as _;
 
 use super::auth::Owner;
 use super::progress::CallProgress;
-use super::server::tool_result;
-use super::server::SessionOptions;
+use super::served::tool_result;
+use super::served::SessionOptions;
 use crate::host::{Answer, Host, Session};
-use saved::TASK_FILE_PREFIX;
-use stamps::{epoch_ms, iso8601, task_id};
+use saved::{load, save, TASK_FILE_PREFIX};
+pub(super) use stamps::iso8601;
+use stamps::task_id;
+use table::Task;
+pub(super) use table::{Snapshot, State};
 
 mod saved;
 mod stamps;
+mod table;
 
 /// How long an `await_agents` task without `timeout_s` waits at most: its agents'
 /// session ends first.
 const AWAIT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// How often a client is told to poll `tasks/get`, in milliseconds.
-const POLL_INTERVAL_MS: u64 = 500;
+pub(super) const POLL_INTERVAL_MS: u64 = 500;
 
 /// What the task table may hold (`warren mcp` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,34 +77,6 @@ impl Default for TaskLimits {
 
 /// A JSON-RPC error: its code and message.
 pub(super) type RpcError = (i64, String);
-
-/// Where a task stands.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum State {
-    /// Its call is under way.
-    Working,
-    /// Its call ended; the `CallToolResult` (an error result: `failed`).
-    Done { result: Value, failed: bool },
-    /// Cancelled by `tasks/cancel`; its agents were cancelled.
-    Cancelled,
-}
-
-/// One task.
-struct Task {
-    owner: Owner,
-    created: SystemTime,
-    updated: SystemTime,
-    state: State,
-    /// The latest progress of its agents (turns, tools, tokens, cost).
-    message: Option<String>,
-    /// When it ended, for its retention.
-    ended: Option<Instant>,
-    /// Cancels its call and its agents.
-    cancel: CancellationToken,
-    /// True once it ended (for `tasks/result`, which waits).
-    done: watch::Receiver<bool>,
-}
 
 /// The server's tasks, shared by its sessions.
 pub(super) struct Tasks {
@@ -192,14 +168,36 @@ impl Tasks {
         if !matches!(name.as_str(), "spawn_agent" | "await_agents") {
             return Err(not_a_task(&name));
         }
+        let id = self.start(
+            owner,
+            &name,
+            |arguments| self.session_for(&name, mcp_session, arguments),
+            &mut arguments,
+        )?;
+        let task = self
+            .describe(&id)
+            .ok_or((-32603, "the task vanished".into()))?;
+        Ok(json!({ "task": task }))
+    }
+
+    /// Starts `owner`'s task calling `name` with `arguments` in the session `session`
+    /// gives (which may add the task's defaults to them); its id.
+    pub(super) fn start(
+        &self,
+        owner: Owner,
+        name: &str,
+        session: impl FnOnce(&mut serde_json::Map<String, Value>) -> Result<Arc<Session>, RpcError>,
+        arguments: &mut serde_json::Map<String, Value>,
+    ) -> Result<String, RpcError> {
         let id = task_id().map_err(|error| (-32603, format!("making a task id: {error}")))?;
         let (done_sender, done) = watch::channel(false);
         let cancel = CancellationToken::new();
         // The limit first: a refused task makes nothing (no session, no journaled run).
         self.register(&id, owner, cancel.clone(), done)?;
-        let session = self
-            .session_for(&name, mcp_session, &mut arguments)
-            .inspect_err(|_| drop(self.lock().remove(&id)))?;
+        let session = session(arguments).inspect_err(|_| drop(self.lock().remove(&id)))?;
+        if let Some(task) = self.lock().get_mut(&id) {
+            task.tree = Arc::downgrade(&session);
+        }
         // Its records (its agents' included) go to its credential's sessions only.
         let span = tracing::info_span!(super::logging::TASK_SPAN, mcp.owner = %hex::encode(owner));
         span.in_scope(|| tracing::info!(task = %id, tool = %name, "MCP task started"));
@@ -212,15 +210,39 @@ impl Tasks {
             max_result_bytes: self.limits.max_result_bytes,
             task: id.clone(),
             own_session: name == "spawn_agent",
-            name,
-            arguments: Value::Object(arguments).to_string(),
+            name: name.to_string(),
+            arguments: Value::Object(arguments.clone()).to_string(),
             saved_at,
         };
         tokio::spawn(run.run(session, cancel, done_sender).instrument(span));
-        let task = self
-            .describe(&id)
-            .ok_or((-32603, "the task vanished".into()))?;
-        Ok(json!({ "task": task }))
+        Ok(id)
+    }
+
+    /// A new session of the server's profile, for a task of its own.
+    pub(super) fn own_session(&self) -> Result<Arc<Session>, RpcError> {
+        let session = self
+            .host
+            .session(self.options.profile.as_deref())
+            .map_err(|error| (-32603, format!("{error:#}")))?;
+        Ok(Arc::new(session))
+    }
+
+    /// `owner`'s task `id`, as it stands.
+    pub(super) fn snapshot(&self, owner: Owner, id: &str) -> Result<Snapshot, RpcError> {
+        let mut table = self.lock();
+        let task = self.find(&mut table, owner, id)?;
+        Ok(Snapshot {
+            created: task.created,
+            updated: task.updated,
+            state: task.state.clone(),
+            message: task.message.clone(),
+            tree: task.tree.upgrade(),
+        })
+    }
+
+    /// How long an ended task is kept.
+    pub(super) fn retention(&self) -> Duration {
+        self.limits.retention
     }
 
     /// The warren session tool `name` runs in as a task: a new one for
@@ -237,11 +259,7 @@ impl Tasks {
                 // The task is the wait: its result is the child's, as a foreground
                 // call's; it runs in a session of its own, outliving the caller's.
                 arguments.entry("background").or_insert(Value::Bool(false));
-                let session = self
-                    .host
-                    .session(self.options.profile.as_deref())
-                    .map_err(|error| (-32603, format!("{error:#}")))?;
-                Ok(Arc::new(session))
+                self.own_session()
             }
             "await_agents" => {
                 // The caller's agents: the task waits until they end (no await limit),
@@ -293,6 +311,7 @@ impl Tasks {
                 ended: None,
                 cancel,
                 done,
+                tree: Weak::new(),
             },
         );
         Ok(())
@@ -396,7 +415,8 @@ impl Tasks {
         json!({ "tasks": tasks })
     }
 
-    fn cancel(&self, owner: Owner, id: &str) -> Result<Value, RpcError> {
+    /// Cancels `owner`'s task `id` and its agents; the task as it now stands.
+    pub(super) fn cancel(&self, owner: Owner, id: &str) -> Result<Value, RpcError> {
         let mut table = self.lock();
         let task = self.find(&mut table, owner, id)?;
         if !matches!(task.state, State::Working) {
@@ -513,72 +533,4 @@ impl TaskRun {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Task>> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// An ended task as its file keeps it.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Saved {
-    task_id: String,
-    /// The owner's digest, hex.
-    owner: String,
-    /// Milliseconds since the epoch.
-    created_ms: u64,
-    updated_ms: u64,
-    state: State,
-    message: Option<String>,
-}
-
-/// Writes ended task `id` to `path` (beside its run's journal); a failure is logged,
-/// and the task is then kept in memory only.
-fn save(path: &std::path::Path, id: &str, task: &Task) {
-    let saved = Saved {
-        task_id: id.to_string(),
-        owner: hex::encode(task.owner),
-        created_ms: epoch_ms(task.created),
-        updated_ms: epoch_ms(task.updated),
-        state: task.state.clone(),
-        message: task.message.clone(),
-    };
-    let written = serde_json::to_vec(&saved)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| crate::journal::file::write_owner_only(path, &bytes));
-    if let Err(error) = written {
-        tracing::warn!(task = id, path = %path.display(), %error, "could not keep the ended MCP task beside its journal: it will not survive a restart");
-    }
-}
-
-/// The ended tasks kept in the runs of journal `dir` that ended less than
-/// `retention` ago (each file at most `max_bytes`).
-fn load(dir: &std::path::Path, retention: Duration, max_bytes: usize) -> HashMap<String, Task> {
-    let now = SystemTime::now();
-    let mut kept = HashMap::new();
-    for text in saved::task_files(dir, max_bytes) {
-        let Ok(stored) = serde_json::from_str::<Saved>(&text) else {
-            continue;
-        };
-        let mut owner = [0; 32];
-        if hex::decode_to_slice(&stored.owner, &mut owner).is_err() {
-            continue;
-        }
-        let updated = UNIX_EPOCH + Duration::from_millis(stored.updated_ms);
-        let age = now.duration_since(updated).unwrap_or_default();
-        if age >= retention || matches!(stored.state, State::Working) {
-            continue;
-        }
-        let (_, done) = watch::channel(true);
-        kept.insert(
-            stored.task_id,
-            Task {
-                owner,
-                created: UNIX_EPOCH + Duration::from_millis(stored.created_ms),
-                updated,
-                state: stored.state,
-                message: stored.message,
-                ended: Some(Instant::now().checked_sub(age).unwrap_or_else(Instant::now)),
-                cancel: CancellationToken::new(),
-                done,
-            },
-        );
-    }
-    kept
 }
