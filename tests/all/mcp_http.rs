@@ -459,10 +459,9 @@ async fn no_auth_is_allowed_only_on_loopback() {
 }
 
 /// fastmcp 4.1 opens every HTTP connection with a `server/discover` for the 2026-07-28
-/// revision, then falls back to `initialize`: the probe is told the revisions warren
-/// speaks (UNSUPPORTED_PROTOCOL_VERSION, as the spec has it), an `initialize` naming
-/// an unknown revision gets 2025-11-25, and neither is logged as a warning (rmcp
-/// logged every such answer at warn, once per connection).
+/// revision: it is told the revisions warren speaks, both eras; an `initialize`
+/// naming an unknown revision gets 2025-11-25, and neither is logged as a warning
+/// (rmcp logged every refused probe at warn, once per connection).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_protocol_probe_over_http_is_answered_without_a_warning() {
     let model = FakeLlm::start().await;
@@ -476,7 +475,10 @@ async fn a_protocol_probe_over_http_is_answered_without_a_warning() {
     ];
     let answer = post(&http, &server.url, Some(TOKEN), &header, probe.to_string()).await;
     assert!(
-        answer.body.contains("-32022") && answer.body.contains("2025-11-25"),
+        answer.status == 200
+            && answer.body.contains("supportedVersions")
+            && answer.body.contains("\"2025-11-25\"")
+            && answer.body.contains("\"2026-07-28\""),
         "{}: {}",
         answer.status,
         answer.body

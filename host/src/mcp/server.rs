@@ -222,7 +222,9 @@ fn server_config(profile: &str) -> ServerConfig {
              hands a self-contained task to a sub-agent with its own conversation, tools and \
              limits (background by default: you get a job id; background=false waits for the \
              result); await_agents, cancel_agent and list_agents manage them. All agents of \
-             this session share one budget and are cancelled when the session ends."
+             this session (for a 2026-07-28 client, of its credential's requests) share one \
+             budget and are cancelled when it ends; a 2026-07-28 client that declares the \
+             tasks extension gets each background spawn_agent as a task."
         ))
 }
 

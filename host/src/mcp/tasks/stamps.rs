@@ -11,7 +11,7 @@ pub(super) fn task_id() -> std::io::Result<String> {
 }
 
 /// `time` as ISO 8601 in UTC (`2026-11-24T23:22:34.123Z`).
-pub(in crate::mcp) fn iso8601(time: SystemTime) -> String {
+pub(crate) fn iso8601(time: SystemTime) -> String {
     let ms = time
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

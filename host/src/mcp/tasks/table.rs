@@ -14,7 +14,7 @@ use crate::mcp::auth::Owner;
 /// Where a task stands.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(in crate::mcp) enum State {
+pub(crate) enum State {
     /// Its call is under way.
     Working,
     /// Its call ended; the `CallToolResult` (an error result: `failed`).
@@ -42,11 +42,11 @@ pub(super) struct Task {
 }
 
 /// A task as `tasks/get` of the 2026-07-28 tasks extension shows it.
-pub(in crate::mcp) struct Snapshot {
-    pub(in crate::mcp) created: SystemTime,
-    pub(in crate::mcp) updated: SystemTime,
-    pub(in crate::mcp) state: State,
-    pub(in crate::mcp) message: Option<String>,
+pub(crate) struct Snapshot {
+    pub(crate) created: SystemTime,
+    pub(crate) updated: SystemTime,
+    pub(crate) state: State,
+    pub(crate) message: Option<String>,
     /// Its tree, while it runs.
-    pub(in crate::mcp) tree: Option<Arc<Session>>,
+    pub(crate) tree: Option<Arc<Session>>,
 }
