@@ -310,3 +310,88 @@ async fn the_token_guards_sessionless_requests() {
     assert!(listed.contains("\"read_file\""), "{listed}");
     assert_eq!(server.stop(), "");
 }
+
+/// A 2026-07-28 request's `_meta.traceparent` joins warren's spans to the client's
+/// trace: the call's span is a child of the client's span, and the sub-agent it spawns
+/// nests under the call's (its span ended though the agent rests, waiting for
+/// follow-ups).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_traceparent_joins_warrens_spans_to_its_trace() {
+    let model = FakeLlm::start().await;
+    script(&model);
+    let receiver = FakeLlm::start().await;
+    receiver.respond_with(std::sync::Arc::new(|_: &Value| {
+        Some(Reply::json(json!({})))
+    }));
+    let world = project(&model);
+    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
+    let server = HttpServer::launch_with(
+        &world,
+        &[],
+        None,
+        Some(TOKEN),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Some(endpoint.as_ref())),
+            ("WARREN_OTEL_GENAI_COMPAT", None),
+        ],
+    );
+    let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "traceparent": format!("00-{trace}-{parent}-01"),
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "spawn_agent",
+        "arguments": {"profile": "worker", "task": "TASK-OK", "background": false},
+        "_meta": meta,
+    }});
+    let answer = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "spawn_agent")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let called = answer.text().await.unwrap();
+    assert!(called.contains("CHILD-DONE"), "{called}");
+    let in_trace = |spans: &[Value], name: &str| {
+        spans
+            .iter()
+            .filter(|s| s["traceId"] == trace)
+            .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .cloned()
+    };
+    let mut spans = Vec::new();
+    for _ in 0..100 {
+        spans = receiver.otlp_spans();
+        if in_trace(&spans, "invoke_agent worker").is_some()
+            && in_trace(&spans, "mcp.call").is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let call = in_trace(&spans, "mcp.call")
+        .unwrap_or_else(|| panic!("no call span in the client's trace: {spans:#?}"));
+    assert_eq!(call["parentSpanId"], parent, "{call:#}");
+    let child = in_trace(&spans, "invoke_agent worker")
+        .unwrap_or_else(|| panic!("the spawned agent is not in the client's trace: {spans:#?}"));
+    let mut above = child;
+    while above["spanId"] != call["spanId"] {
+        above = spans
+            .iter()
+            .find(|s| s["spanId"] == above["parentSpanId"])
+            .cloned()
+            .unwrap_or_else(|| {
+                panic!("the agent's span does not nest under the call's: {above:#}")
+            });
+    }
+    assert_eq!(server.stop(), "");
+}

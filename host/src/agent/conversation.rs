@@ -50,10 +50,16 @@ impl Agent {
 
     /// The run of this agent from `stage`, to its end; one that may take follow-ups
     /// ends with how to wake it, its conversation kept.
-    fn activate(self, stage: Stage) -> AgentRun {
+    fn activate(mut self, stage: Stage) -> AgentRun {
         Box::pin(async move {
             let (outcome, rest) = self.run(stage).await;
             let wake = rest.map(|conversation| -> Wake {
+                // A resting agent holds no span open (a span ends when its last
+                // handle goes): a follow-up's run nests under the same parent by
+                // its trace context, as a remote child's does.
+                if let Some(parent) = self.parent_span.take() {
+                    self.traceparent = crate::telemetry::traceparent(&parent);
+                }
                 Box::new(move || self.activate(Stage::Again(Box::new(conversation))))
             });
             Ended { outcome, wake }

@@ -50,7 +50,8 @@ pub(crate) struct Agent {
     /// Its tools' view of the sandbox (and its scratch directory).
     pub(crate) access: ToolAccess,
     /// The parent's `execute_tool spawn_agent` span, under which this agent's trace
-    /// nests (background children included); `None` for the root.
+    /// nests (background children included); `None` for the root. Held until the
+    /// agent first rests, so it keeps no span open while it waits for a follow-up.
     pub(crate) parent_span: Option<tracing::Span>,
     /// For the root of a job from the queue: the W3C trace context of the remote
     /// parent's span, under which this agent's trace nests.

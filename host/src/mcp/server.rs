@@ -22,6 +22,9 @@ use super::progress::CallProgress;
 use super::served::{tool_result, SessionOptions};
 use crate::host::{Host, Session};
 
+/// The longest `traceparent` taken from a client (a W3C one is 55 characters).
+const MAX_TRACEPARENT: usize = 55;
+
 /// Numbers sessions, in logs and for routing log records.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
@@ -158,8 +161,25 @@ impl WarrenServer {
             }
             None => (None, None),
         };
-        let span =
-            tracing::info_span!(super::logging::CALL_SPAN, mcp.session = self.id, tool = %name);
+        // A client's W3C trace context (`_meta.traceparent`, SEP-414): the call's
+        // spans, its agents' included, join the client's trace (a malformed one
+        // starts a trace of its own).
+        let remote = context
+            .meta
+            .get_traceparent()
+            .filter(|traceparent| traceparent.len() <= MAX_TRACEPARENT);
+        let span = match remote {
+            Some(traceparent) => tracing::info_span!(
+                parent: None,
+                super::logging::CALL_SPAN,
+                mcp.session = self.id,
+                tool = %name,
+                warren.traceparent = traceparent
+            ),
+            None => {
+                tracing::info_span!(super::logging::CALL_SPAN, mcp.session = self.id, tool = %name)
+            }
+        };
         let call = self.session.call_watched(name, &arguments, watch);
         let report = async {
             let (Some(token), Some(events)) = (token, events.as_mut()) else {
