@@ -17,17 +17,17 @@
 //! - L4: `journal` (every run recorded, and read back);
 //! - L5: `plugin` (compile cache, tool registry) and `jobs` (the job tree, the
 //!   [`JobHandle`] that owns each job's life, budget, the one narrowing rule for
-//!   children, and the [`Backend`] seam);
+//!   children, the [`Backend`] seam, and `jobs::run_state`: where each agent
+//!   stands, folded from events, the one fold the terminal and web views share);
 //! - L6: `scheduler` (the one owner of the spawn protocol: spawn, await, cancel,
-//!   list and the delivery of results, with typed answers) and `run_state` (where
-//!   each agent stands, folded from events: the one fold the terminal and web views
-//!   share);
+//!   list and the delivery of results, with typed answers);
 //! - L7: `agent` (the loop, and the spawn tools that put the scheduler's answers in
 //!   words) and `queue` (BullMQ wire format, the Redis backend);
 //! - L8: `host`: the composition root and library API (load once, start runs), and
 //!   the benches' entry points;
 //! - L9: `mcp` (`warren mcp`: the tools and the sub-agent tools served to MCP
-//!   clients through [`Session`]s), `web` (the live web view and its API),
+//!   clients through [`Session`]s), `a2a` (`warren a2a`: profiles served as A2A
+//!   agents, a task a run), `web` (the live web view and its API),
 //!   `fuzzing`;
 //! - L10: `cli`, each subcommand's body beside its arguments (`warren worker`'s too).
 //!
@@ -48,6 +48,7 @@
 // Results go to stdout through `term::outln!`, which ends quietly on a closed pipe.
 #![warn(clippy::print_stdout)]
 
+mod a2a;
 mod agent;
 mod builtin;
 mod cli;
@@ -66,7 +67,6 @@ mod outcome;
 mod plugin;
 mod policy;
 mod queue;
-mod run_state;
 mod sandbox;
 mod scheduler;
 mod telemetry;

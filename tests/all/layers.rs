@@ -33,13 +33,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("jobs", 5),
     // L6: the scheduler (the spawn protocol); where each agent stands.
     ("scheduler", 6),
-    ("run_state", 6),
     // L7: the agent loop and its spawn tools; the Redis backend.
     ("agent", 7),
     ("queue", 7),
     // L8: the composition root.
     ("host", 8),
     // L9: what drives a host as a server.
+    ("a2a", 9),
     ("mcp", 9),
     ("web", 9),
     ("fuzzing", 9),

@@ -3,6 +3,7 @@
 //! Guest plugins (the bundled ones and the hostile fixtures) are built from source for
 //! `wasm32-wasip2` on first use; see [`support::guests`].
 
+mod a2a;
 mod agent_files;
 mod agents;
 mod approvals;

@@ -103,6 +103,22 @@ pub(super) enum Command {
     /// --token-file or WARREN_MCP_TOKEN. Configuration errors exit 2 before any
     /// client is served.
     Mcp(McpArgs),
+    /// Serve profiles as A2A agents (Agent2Agent protocol 1.0, JSON-RPC binding)
+    /// over HTTP, for A2A clients (the A2A SDKs, ADK, the Microsoft Agent
+    /// Framework, another agent).
+    ///
+    /// Each profile is an agent at http://ADDR/a2a/PROFILE with its card at
+    /// /a2a/PROFILE/.well-known/agent-card.json (the first profile's card also at
+    /// /.well-known/agent-card.json). A message starts a task, and a task is a
+    /// journaled run: its id is the run's (`warren show ID`), its status streams
+    /// the progress of every agent of its tree, its artifact is the root's answer.
+    /// An approval or a question of any agent makes the task INPUT_REQUIRED; the
+    /// client's next message to the task answers it (`approve`, `always`, `deny
+    /// REASON`, or the answer). A message to a working task is left for the root,
+    /// read at its next turn; CancelTask cancels the tree. Every request but the
+    /// cards' must carry the bearer token printed at start (or given by
+    /// --token-file or WARREN_MCP_TOKEN).
+    A2a(A2aArgs),
     /// List the journaled runs, newest first: id, start, state, agents, tokens, cost,
     /// time and task.
     ///
@@ -422,6 +438,45 @@ pub(super) struct McpArgs {
     /// an error naming its size [default: 1048576].
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..))]
     pub(super) task_result_limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct A2aArgs {
+    /// A profile to serve as an agent; repeat for several [default: main].
+    #[arg(long, short, value_name = "PROFILE", default_value = DEFAULT_PROFILE)]
+    pub(super) profile: Vec<String>,
+    /// The address to serve on (port 0 picks a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8932")]
+    pub(super) http: std::net::SocketAddr,
+    /// The bearer token clients must send (`Authorization: Bearer TOKEN`) is this
+    /// file's text; several tokens, one per line, are separate credentials (each
+    /// sees only its own tasks). Without it, WARREN_MCP_TOKEN's value, else a token
+    /// generated at start and printed on stderr.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
+    pub(super) token_file: Option<PathBuf>,
+    /// Require no token, so any process that can connect may use the server; only
+    /// on a loopback address.
+    #[arg(long)]
+    pub(super) no_auth: bool,
+    /// The URL clients reach this server at, written in the agent cards, when it is
+    /// not http://ADDR (behind a proxy).
+    #[arg(long, value_name = "URL")]
+    pub(super) public_url: Option<String>,
+    /// Connections open at once; one over it is closed at once [default: 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) max_connections: Option<u32>,
+    /// Seconds a connection may take to send a request's headers (or stay idle
+    /// between requests) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) header_timeout: Option<u64>,
+    /// Tasks one credential may hold at once, running or ended and kept
+    /// [default: 32].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) max_tasks: Option<u32>,
+    /// Seconds an ended task stays readable with GetTask (its run stays in the
+    /// journal) [default: 3600].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) task_retention: Option<u64>,
 }
 
 /// Where sub-agent jobs go.

@@ -114,6 +114,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Agents(args) => project::agents(config, args).await,
         Command::Worker(args) => serve::worker(config, args).await,
         Command::Mcp(args) => serve::mcp(config, args).await,
+        Command::A2a(args) => serve::a2a(config, args).await,
         Command::Runs(args) => runs::runs(config, args),
         Command::Show(args) => runs::show(config, args),
         Command::Send(args) => send::send(config, args).await,

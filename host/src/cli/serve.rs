@@ -1,10 +1,10 @@
-//! `warren mcp`, `warren view` and `warren worker`: the long-running servers, each
+//! `warren mcp`, `warren a2a`, `warren view` and `warren worker`: the long-running servers, each
 //! serving until a signal stops it.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::args::{McpArgs, ViewArgs, WorkerArgs};
+use super::args::{A2aArgs, McpArgs, ViewArgs, WorkerArgs};
 use super::failure::{load, Failure};
 use super::runs::journal_dir;
 use crate::config::Config;
@@ -96,40 +96,17 @@ impl McpArgs {
         }
     }
 
-    /// Who may use the HTTP server: `--no-auth` (loopback only), else the token of
-    /// `--token-file`, WARREN_MCP_TOKEN or, generated, printed on stderr.
-    fn http_auth(&self) -> Result<crate::mcp::HttpAuth, Failure> {
-        use crate::mcp::{BearerToken, HttpAuth};
-        let Some(address) = self.http else {
-            return Ok(HttpAuth::Open);
-        };
-        if self.no_auth {
-            if !address.ip().is_loopback() {
-                return Err(Failure::Usage(format!(
-                    "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), and {} is not one: any machine that can reach it could use the server (drop --no-auth to require a bearer token)",
-                    address.ip()
-                )));
-            }
-            return Ok(HttpAuth::Open);
+    /// Who may use the HTTP server (see [`http_auth`]).
+    fn http_auth(&self) -> Result<crate::listener::auth::HttpAuth, Failure> {
+        match self.http {
+            Some(address) => http_auth(
+                address,
+                self.no_auth,
+                self.token_file.as_deref(),
+                "warren mcp",
+            ),
+            None => Ok(crate::listener::auth::HttpAuth::Open),
         }
-        if let Some(path) = &self.token_file {
-            return BearerToken::from_file(path)
-                .map(HttpAuth::Bearer)
-                .map_err(|error| Failure::Usage(format!("--token-file: {error}")));
-        }
-        if let Some(token) = std::env::var_os(TOKEN_VARIABLE) {
-            let token = token.to_string_lossy();
-            return BearerToken::new(token.trim())
-                .map(|token| HttpAuth::Bearer(vec![token]))
-                .map_err(|error| Failure::Usage(format!("{TOKEN_VARIABLE}: {error}")));
-        }
-        let (token, text) = BearerToken::generate()
-            .map_err(|error| Failure::Run(anyhow::anyhow!("generating a bearer token: {error}")))?;
-        // stderr, as every message of warren mcp: stdout is never used.
-        eprintln!(
-            "warren mcp: clients must send `Authorization: Bearer TOKEN`; this server's token (generated; choose one with --token-file or {TOKEN_VARIABLE}): {text}"
-        );
-        Ok(HttpAuth::Bearer(vec![token]))
     }
 
     /// The HTTP limits: the defaults, with the flags given.
@@ -153,6 +130,89 @@ impl McpArgs {
                 .map_or(default.evict_after, seconds),
         }
     }
+}
+
+/// Who may use an HTTP server on `address`: `--no-auth` (loopback only), else the
+/// token of `--token-file`, WARREN_MCP_TOKEN or, generated, printed on stderr.
+fn http_auth(
+    address: std::net::SocketAddr,
+    no_auth: bool,
+    token_file: Option<&Path>,
+    server: &str,
+) -> Result<crate::listener::auth::HttpAuth, Failure> {
+    use crate::listener::auth::{BearerToken, HttpAuth};
+    if no_auth {
+        if !address.ip().is_loopback() {
+            return Err(Failure::Usage(format!(
+                "--no-auth is allowed only on a loopback address (127.0.0.1, ::1), and {} is not one: any machine that can reach it could use the server (drop --no-auth to require a bearer token)",
+                address.ip()
+            )));
+        }
+        return Ok(HttpAuth::Open);
+    }
+    if let Some(path) = token_file {
+        return BearerToken::from_file(path)
+            .map(HttpAuth::Bearer)
+            .map_err(|error| Failure::Usage(format!("--token-file: {error}")));
+    }
+    if let Some(token) = std::env::var_os(TOKEN_VARIABLE) {
+        let token = token.to_string_lossy();
+        return BearerToken::new(token.trim())
+            .map(|token| HttpAuth::Bearer(vec![token]))
+            .map_err(|error| Failure::Usage(format!("{TOKEN_VARIABLE}: {error}")));
+    }
+    let (token, text) = BearerToken::generate()
+        .map_err(|error| Failure::Run(anyhow::anyhow!("generating a bearer token: {error}")))?;
+    // stderr, as every message of the servers: stdout is never used.
+    eprintln!(
+        "{server}: clients must send `Authorization: Bearer TOKEN`; this server's token (generated; choose one with --token-file or {TOKEN_VARIABLE}): {text}"
+    );
+    Ok(HttpAuth::Bearer(vec![token]))
+}
+
+/// `warren a2a`: profiles served as A2A agents over HTTP.
+pub(super) async fn a2a(config_path: &Path, args: A2aArgs) -> Result<(), Failure> {
+    let config = Config::load(config_path)?;
+    for profile in &args.profile {
+        config.profile(profile)?;
+    }
+    if let Some(url) = &args.public_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(Failure::Usage(format!(
+                "--public-url must be an http:// or https:// URL, not `{url}`"
+            )));
+        }
+    }
+    let auth = http_auth(
+        args.http,
+        args.no_auth,
+        args.token_file.as_deref(),
+        "warren a2a",
+    )?;
+    let default = crate::a2a::A2aLimits::default();
+    let limits = crate::a2a::A2aLimits {
+        max_connections: args
+            .max_connections
+            .map_or(default.max_connections, |n| n as usize),
+        header_timeout: args
+            .header_timeout
+            .map_or(default.header_timeout, std::time::Duration::from_secs),
+        max_tasks: args.max_tasks.map_or(default.max_tasks, |n| n as usize),
+        retention: args
+            .task_retention
+            .map_or(default.retention, std::time::Duration::from_secs),
+    };
+    let host = load(config).await?;
+    let options = crate::a2a::A2aOptions {
+        profiles: args.profile,
+        http: args.http,
+        auth,
+        public_url: args.public_url,
+        limits,
+    };
+    let (first, _) = shutdown_signals();
+    crate::a2a::serve(host, options, first).await?;
+    Ok(())
 }
 
 /// Two futures: the first SIGTERM or Ctrl-C, and the one after it.

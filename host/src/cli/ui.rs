@@ -16,9 +16,9 @@ use std::io::Write;
 use std::sync::PoisonError;
 
 use crate::events::{AgentIntro, Answered, Event, EventRecord};
+use crate::jobs::run_state::{Activity, RunState};
 use crate::jobs::Phase;
 use crate::outcome::AgentState;
-use crate::run_state::{Activity, RunState};
 use crate::sandbox::ToolOutcome;
 use crate::term::{terminal_width, DRAWN};
 
@@ -299,7 +299,7 @@ pub(crate) fn plain_line(event: &Event) -> Option<String> {
 }
 
 /// What a running agent is doing, as its line says it.
-fn doing(agent: &crate::run_state::AgentProgress) -> String {
+fn doing(agent: &crate::jobs::run_state::AgentProgress) -> String {
     if let Some(request) = &agent.request {
         let state = request.kind.waiting_state();
         return format!("⏸ {state} {} ({})", request.tool, request.id);

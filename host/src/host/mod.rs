@@ -268,6 +268,36 @@ impl Host {
             }
             profile.model = Some(model.to_string());
         }
+        let job = self.root_job(profile, task, run_id)?;
+        self.launch(job).map_err(Error::Run)
+    }
+
+    /// Starts a root agent with `profile` on `task` for a client of a server (`warren
+    /// a2a`): its requests for a person wait for the client's answer, and its spans
+    /// join the client's trace when `traceparent` is given.
+    pub(crate) fn start_served(
+        &self,
+        profile: &str,
+        task: &str,
+        traceparent: Option<String>,
+    ) -> Result<Run, Error> {
+        let profile = self.parts.config.profile(profile)?;
+        let job = JobStart {
+            traceparent,
+            answers: Some(crate::config::AnswerPolicy::Ask),
+            ..self.root_job(profile, task, None)?
+        };
+        self.launch(job).map_err(Error::Run)
+    }
+
+    /// The root job of a run of `profile` on `task`, or why it cannot start.
+    fn root_job(
+        &self,
+        profile: Profile,
+        task: &str,
+        run_id: Option<&str>,
+    ) -> Result<JobStart, Error> {
+        let config = &self.parts.config;
         if profile.model.is_none() {
             return Err(Error::Run(anyhow::anyhow!(
                 "profile `{}` has no model: add a [models.NAME] table to {} (and `model = \"NAME\"` if there are several)",
@@ -275,13 +305,29 @@ impl Host {
                 config.path.display()
             )));
         }
-        self.launch(JobStart::root(
+        Ok(JobStart::root(
             profile,
             task.to_string(),
             config.run_limits.budget_usd,
             run_id.map(str::to_string),
         ))
-        .map_err(Error::Run)
+    }
+
+    /// Leaves `text` from a person (`from`) for agent `to` of `tree`, delivered as
+    /// `mode` says: what `warren send` does, for a server's client.
+    pub(crate) async fn message(
+        &self,
+        tree: &Arc<Tree>,
+        from: &str,
+        to: &crate::jobs::JobId,
+        text: String,
+        mode: crate::events::MessageMode,
+    ) -> crate::scheduler::Receipt {
+        let from = crate::scheduler::Sender::Person(from);
+        self.parts
+            .scheduler
+            .message_from(tree, from, to, text, mode)
+            .await
     }
 
     /// Opens a session under `profile` (default `main`): a new job tree whose root is

@@ -27,7 +27,7 @@ pub(crate) use self::record::{
     Drained, ForkedFrom, Record, RecordedCall, RecordedLimits, RecordedToolDef, VERSION,
 };
 pub(crate) use self::resume::Resume;
-pub(crate) use self::time::{civil_utc, utc_text};
+pub(crate) use self::time::{iso8601, utc_text};
 pub(crate) use self::writer::Journal;
 
 use std::collections::BTreeMap;

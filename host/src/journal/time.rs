@@ -17,6 +17,17 @@ pub(crate) fn utc_text(ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}")
 }
 
+/// `time` as ISO 8601 in UTC (`2026-11-24T23:22:34.123Z`).
+pub(crate) fn iso8601(time: std::time::SystemTime) -> String {
+    let ms = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    let (year, month, day, hour, minute, second, milli) =
+        civil_utc(u64::try_from(ms).unwrap_or(u64::MAX));
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
+}
+
 /// `ms` since the Unix epoch in UTC as (year, month, day, hour, minute, second,
 /// millisecond): the one calendar of journal times (`warren runs`, MCP task times).
 pub(crate) fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
@@ -46,6 +57,15 @@ pub(crate) fn civil_utc(ms: u64) -> (i64, i64, i64, u64, u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_iso8601_utc() {
+        assert_eq!(iso8601(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_000_954_123);
+        assert_eq!(iso8601(time), "2026-11-18T11:22:34.123Z");
+        let leap = std::time::UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn times_read_as_utc() {

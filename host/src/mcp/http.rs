@@ -14,13 +14,13 @@
 //! Only `Host` headers naming a loopback name, or the address listened on, are
 //! accepted (rmcp's DNS-rebinding guard), a request whose `Origin` names another host
 //! is refused with 403 (as MCP requires of servers), and one without the server's
-//! bearer token with 401 ([`super::auth`]), all before rmcp sees it. MCP tasks
+//! bearer token with 401 ([`crate::listener::auth`]), all before rmcp sees it. MCP tasks
 //! (`tools/call` with `task`, `tasks/*`) are answered here too ([`super::tasks`]),
 //! and the tasks capability is added to rmcp's `initialize` and `tools/list` answers.
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -31,12 +31,12 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{HttpAuth, Owner};
 use super::server::WarrenServer;
 use super::session_book::{SessionBook, SessionLimits};
 use super::standing::Standing;
 use super::tasks::{TaskLimits, Tasks};
 use crate::host::{Host, Session};
+use crate::listener::auth::{HttpAuth, Owner};
 use crate::listener::{ListenLimits, ServerName};
 
 /// The largest request body read (a JSON-RPC message).
@@ -292,7 +292,7 @@ impl Gate {
         }
         if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes());
-            if !origin_allowed(&origin, self.local) {
+            if !crate::listener::origin::origin_allowed(&origin, self.local) {
                 return Err(Box::new(refusal(
                     hyper::StatusCode::FORBIDDEN,
                     &format!(
@@ -307,7 +307,7 @@ impl Gate {
             return Ok([0; 32]);
         };
         let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-        super::auth::admitted(tokens, authorization.map(|value| value.as_bytes())).ok_or_else(
+        crate::listener::auth::admitted(tokens, authorization.map(|value| value.as_bytes())).ok_or_else(
             || {
                 let mut response = refusal(
                     hyper::StatusCode::UNAUTHORIZED,
@@ -499,66 +499,4 @@ fn refusal(status: hyper::StatusCode, message: &str) -> hyper::Response<Body> {
         hyper::header::HeaderValue::from_static("application/json"),
     );
     response
-}
-
-/// Whether `origin` (an `Origin` header: `scheme://host[:port]`) is a loopback origin
-/// (any port: a local tool's page) or `local`, the address listened on.
-fn origin_allowed(origin: &str, local: SocketAddr) -> bool {
-    let Some((scheme, authority)) = origin.split_once("://") else {
-        return false;
-    };
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return false;
-    }
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((host, rest)) => (host, rest.strip_prefix(':')),
-            None => return false,
-        },
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    match host.parse::<IpAddr>() {
-        Ok(ip) if ip.is_loopback() => true,
-        Ok(ip) => {
-            ip == local.ip() && port.and_then(|p| p.parse::<u16>().ok()) == Some(local.port())
-        }
-        Err(_) => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_loopback_origins_and_the_servers_own_pass() {
-        let local: SocketAddr = "192.168.1.5:8931".parse().unwrap();
-        for origin in [
-            "http://localhost:6274",
-            "http://LOCALHOST",
-            "https://127.0.0.1:3000",
-            "http://[::1]:8080",
-            "http://192.168.1.5:8931",
-        ] {
-            assert!(origin_allowed(origin, local), "{origin}");
-        }
-        for origin in [
-            "null",
-            "http://evil.example",
-            "http://localhost.evil.example",
-            "http://127.0.0.1.evil.example",
-            "http://192.168.1.5:80",
-            "http://192.168.1.6:8931",
-            "file://localhost",
-            "http://[::1",
-        ] {
-            assert!(!origin_allowed(origin, local), "{origin}");
-        }
-    }
 }

@@ -30,7 +30,7 @@ use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use super::auth::Owner;
+use crate::listener::auth::Owner;
 use crate::telemetry::RecordLine;
 
 /// Records queued for one session before newer ones are dropped.

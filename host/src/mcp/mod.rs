@@ -18,9 +18,10 @@
 //! types: the agents, jobs and queue behind them are not its business.
 //!
 //! Layout: `server` (one MCP session: rmcp's `ServerHandler` over a [`Session`]),
-//! `logging` (records to clients), `progress` (progress messages), `http` (the
-//! Streamable HTTP listener), `session_book` (its sessions' places, owners and use:
-//! idle ones make room), `auth` (its bearer tokens), `tasks` (MCP tasks over
+//! `logging` (records to clients), `http` (the Streamable HTTP listener, checking
+//! the bearer token and the Origin with `listener::auth` and `listener::origin`),
+//! `session_book` (its sessions' places, owners and use: idle ones make room),
+//! `tasks` (MCP tasks over
 //! HTTP: spawns that outlive their session), `task_capability` (the tasks support
 //! added to rmcp's answers); this file serves stdio or HTTP.
 
@@ -28,11 +29,9 @@
 // the session-based revisions up to 2025-11-25, where it is current.
 #![allow(deprecated)]
 
-mod auth;
 mod elicit;
 mod http;
 mod logging;
-mod progress;
 mod served;
 mod server;
 mod session_book;
@@ -41,7 +40,6 @@ mod task_capability;
 mod task_extension;
 mod tasks;
 
-pub(crate) use self::auth::{BearerToken, HttpAuth};
 pub(crate) use self::http::HttpLimits;
 pub(crate) use self::logging::layer as log_layer;
 pub(crate) use self::served::{SessionOptions, DEFAULT_AWAIT_LIMIT};
@@ -55,6 +53,7 @@ use rmcp::ServiceExt as _;
 
 use self::server::WarrenServer;
 use crate::host::Host;
+use crate::listener::auth::HttpAuth;
 
 /// How to serve.
 #[derive(Clone, Debug)]

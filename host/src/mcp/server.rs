@@ -16,11 +16,11 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tracing::Instrument as _;
 
-use super::auth::Owner;
 use super::logging::LogSink;
-use super::progress::CallProgress;
 use super::served::{tool_result, SessionOptions};
 use crate::host::{Host, Session};
+use crate::jobs::progress::CallProgress;
+use crate::listener::auth::Owner;
 
 /// The longest `traceparent` taken from a client (a W3C one is 55 characters).
 const MAX_TRACEPARENT: usize = 55;

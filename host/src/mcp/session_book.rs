@@ -16,8 +16,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::SessionManager as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::auth::Owner;
 use crate::host::Session;
+use crate::listener::auth::Owner;
 use crate::listener::BoxBody;
 
 /// Longest an `initialize` waits for the place of the session it ended to come back

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::auth::Owner;
 use super::served::SessionOptions;
 use crate::host::{Host, Session};
+use crate::listener::auth::Owner;
 
 /// One credential's standing tree and when a request last used it.
 struct Kept {

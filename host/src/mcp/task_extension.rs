@@ -18,9 +18,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use super::auth::Owner;
 use super::tasks::{iso8601, RpcError, Snapshot, State, Tasks, POLL_INTERVAL_MS};
 use crate::config::AnswerPolicy;
+use crate::listener::auth::Owner;
 
 /// Whether `request` in `context` runs as a task: a `spawn_agent` that is not a
 /// foreground one, from a 2026-07-28 client that declared the extension.

@@ -30,11 +30,11 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::auth::Owner;
-use super::progress::CallProgress;
 use super::served::tool_result;
 use super::served::SessionOptions;
 use crate::host::{Answer, Host, Session};
+use crate::jobs::progress::CallProgress;
+use crate::listener::auth::Owner;
 use saved::{load, save, TASK_FILE_PREFIX};
 pub(super) use stamps::iso8601;
 use stamps::task_id;

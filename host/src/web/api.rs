@@ -1,7 +1,7 @@
 //! The JSON the web API answers: a run's snapshot (the run with its totals, and every
 //! agent's row in tree order), an agent's transcript (its journal records), and the
 //! list of journaled runs. The rows are the shared fold's
-//! ([`AgentProgress`](crate::run_state::AgentProgress)) as they are; the page and any
+//! ([`AgentProgress`](crate::jobs::run_state::AgentProgress)) as they are; the page and any
 //! other client read the same shape.
 
 use std::collections::BTreeMap;
@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::jobs::run_state::{AgentProgress, RunState};
 use crate::journal::record::Line;
 use crate::journal::{read, Record};
-use crate::run_state::{AgentProgress, RunState};
 
 /// What a snapshot says about the run itself.
 #[derive(Clone)]

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use super::api::{self, RunInfo};
+use crate::jobs::run_state::RunState;
 use crate::journal::record::Line;
 use crate::journal::{Record, RecordedLimits, VERSION};
-use crate::run_state::RunState;
 
 /// The longest journal line the view reads (a record holding a tool result or a
 /// model response); a journal with a longer one is unreadable in the view, naming the

@@ -13,8 +13,8 @@ use tokio::sync::broadcast;
 
 use super::api::{self, RunInfo};
 use crate::events::{Event, EventRecord};
+use crate::jobs::run_state::RunState;
 use crate::jobs::{CancelJob, JobId, Tree};
-use crate::run_state::RunState;
 
 /// Bursts kept for an event-stream client that falls behind; past that it is told to
 /// start over from a snapshot.

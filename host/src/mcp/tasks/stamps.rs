@@ -10,16 +10,7 @@ pub(super) fn task_id() -> std::io::Result<String> {
     Ok(hex::encode(bytes))
 }
 
-/// `time` as ISO 8601 in UTC (`2026-11-24T23:22:34.123Z`).
-pub(crate) fn iso8601(time: SystemTime) -> String {
-    let ms = time
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis();
-    let (year, month, day, hour, minute, second, milli) =
-        crate::journal::civil_utc(u64::try_from(ms).unwrap_or(u64::MAX));
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
-}
+pub(crate) use crate::journal::iso8601;
 
 /// `time` in milliseconds since the Unix epoch.
 pub(super) fn epoch_ms(time: SystemTime) -> u64 {
@@ -29,18 +20,7 @@ pub(super) fn epoch_ms(time: SystemTime) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-
-    #[test]
-    fn times_are_iso8601_utc() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let time = UNIX_EPOCH + Duration::from_millis(1_795_000_954_123);
-        assert_eq!(iso8601(time), "2026-11-18T11:22:34.123Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
-    }
 
     #[test]
     fn task_ids_are_128_random_bits() {

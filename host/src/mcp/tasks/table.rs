@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::host::Session;
-use crate::mcp::auth::Owner;
+use crate::listener::auth::Owner;
 
 /// Where a task stands.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

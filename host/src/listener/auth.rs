@@ -1,7 +1,7 @@
-//! The bearer token `warren mcp --http` requires of every request
+//! The bearer token `warren mcp --http` and `warren a2a` require of every request
 //! (`Authorization: Bearer TOKEN`): given in a file (one or more, a line each) or
 //! `WARREN_MCP_TOKEN`, or generated at start, and checked in constant time. Each
-//! token is a credential of its own: the MCP tasks made with it are its only. Only a loopback server may run
+//! token is a credential of its own: the MCP and A2A tasks made with it are its only. Only a loopback server may run
 //! without one (`--no-auth`), as any local process could then use it.
 
 use std::io::Read as _;
@@ -114,11 +114,11 @@ impl BearerToken {
 /// A credential: the SHA-256 of the bearer token a request carried (all zeros on a
 /// `--no-auth` server and over stdio, where every client is the same one). Tasks,
 /// their log records and the sessions a credential may hold are its.
-pub(super) type Owner = [u8; 32];
+pub(crate) type Owner = [u8; 32];
 
 /// The digest of the token among `tokens` that an `Authorization` header value
 /// carries (every token is compared, in constant time each).
-pub(super) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<Owner> {
+pub(crate) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<Owner> {
     tokens.iter().fold(None, |found, token| {
         let admits = token.admits(authorization);
         found.or(admits.then_some(token.digest))

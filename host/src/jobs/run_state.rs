@@ -11,8 +11,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::job::Phase;
 use crate::events::{summarize, AgentIntro, Event, EventRecord, MessageMode, SpawnMode};
-use crate::jobs::Phase;
 use crate::journal::record::{Line, Record};
 use crate::outcome::{AgentOutcome, AgentState};
 

@@ -1,4 +1,6 @@
-//! The bounded TCP listener of warren's HTTP servers (the web view, MCP over HTTP):
+//! The bounded TCP listener of warren's HTTP servers (the web view, MCP over HTTP,
+//! A2A), with what the MCP and A2A servers check of every request alike: the bearer
+//! token ([`auth`]) and the `Origin` header ([`origin`]). The listener:
 //! anyone who can connect must not be able to exhaust the process, so a server holds
 //! at most [`ListenLimits::max_connections`] connections (one over the limit is closed
 //! as soon as it is accepted), a connection that takes longer than
@@ -8,6 +10,9 @@
 //! [`ACCEPT_PAUSE_MAX`]. Each burst of failed accepts, and of connections closed over
 //! the limit, is logged when it begins and when it ends, with its count, never once
 //! per try.
+
+pub(crate) mod auth;
+pub(crate) mod origin;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,11 +1,11 @@
-//! Progress of a tool call that waits for sub-agents, as MCP progress messages: one
-//! line per change of an agent it follows, e.g.
+//! Progress of agents someone follows (an MCP call's progress messages, an A2A task's
+//! status), one line per change of an agent it follows, e.g.
 //! `[a3f9c1 researcher] turn 2 · calling read_file · 1,234 tokens · $0.0012`.
 
 use std::collections::BTreeMap;
 
+use super::thousands;
 use crate::events::{AgentIntro, Event};
-use crate::jobs::thousands;
 
 /// What one followed agent is doing.
 #[derive(Default)]

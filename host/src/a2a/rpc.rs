@@ -1,0 +1,400 @@
+//! A2A 1.0's JSON-RPC binding: `SendMessage`, `SendStreamingMessage` (Server-Sent
+//! Events), `GetTask`, `CancelTask` and `SubscribeToTask`, with A2A's error codes.
+//! A request names its protocol version in the `A2A-Version` header (missing: 1.0,
+//! as warren speaks no other).
+
+use serde_json::{json, Value};
+
+use super::respond::json as json_response;
+use super::task::{State, Task, Tasks};
+use crate::host::Host;
+use crate::listener::auth::Owner;
+use crate::listener::BoxBody;
+
+/// The longest `traceparent` header taken (a W3C one is 55 characters).
+pub(super) const MAX_TRACEPARENT: usize = 55;
+
+/// How long `CancelTask` waits for the tree to stop before it answers.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A JSON-RPC error: A2A's code and a message saying what to do.
+struct RpcError(i64, String);
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+const TASK_NOT_FOUND: i64 = -32001;
+const TASK_NOT_CANCELABLE: i64 = -32002;
+const PUSH_NOT_SUPPORTED: i64 = -32003;
+const UNSUPPORTED_OPERATION: i64 = -32004;
+const VERSION_NOT_SUPPORTED: i64 = -32009;
+
+/// One JSON-RPC request to an agent.
+pub(super) struct Call<'a> {
+    pub(super) host: &'a Host,
+    pub(super) tasks: &'a Tasks,
+    /// The profile the agent runs.
+    pub(super) profile: &'a str,
+    /// The credential that sent it.
+    pub(super) owner: Owner,
+    /// The client's W3C trace context, for the runs it starts.
+    pub(super) traceparent: Option<String>,
+}
+
+/// What a method answers: one result, or a stream of them.
+enum Answer {
+    Result(Value),
+    Stream(
+        std::sync::Arc<Task>,
+        tokio::sync::broadcast::Receiver<Value>,
+    ),
+}
+
+impl Call<'_> {
+    /// Answers the request `body`, sent with `A2A-Version: version`.
+    pub(super) async fn answer(
+        &self,
+        version: Option<&str>,
+        body: &[u8],
+    ) -> hyper::Response<BoxBody> {
+        let request: Value = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(error) => {
+                return failure(
+                    &Value::Null,
+                    RpcError(PARSE_ERROR, format!("the body is not JSON: {error}")),
+                )
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        if let Some(version) = version.filter(|v| !matches!(*v, "1.0" | "1")) {
+            return failure(
+                &id,
+                RpcError(
+                    VERSION_NOT_SUPPORTED,
+                    format!(
+                        "A2A-Version `{}` is not supported: warren a2a speaks A2A 1.0",
+                        crate::events::bounded(version, 40)
+                    ),
+                ),
+            );
+        }
+        let (Some(method), true) = (
+            request.get("method").and_then(Value::as_str),
+            request.get("jsonrpc") == Some(&json!("2.0")),
+        ) else {
+            return failure(
+                &id,
+                RpcError(INVALID_REQUEST, "a JSON-RPC 2.0 request object (`jsonrpc`, `method`, `id`, `params`) is expected; batches are not served".into()),
+            );
+        };
+        let params = request.get("params").cloned().unwrap_or(json!({}));
+        let answer = match method {
+            "SendMessage" => self.send(&params, false).await,
+            "SendStreamingMessage" => self.send(&params, true).await,
+            "GetTask" => self.get(&params),
+            "CancelTask" => self.cancel(&params).await,
+            "SubscribeToTask" => self.subscribe(&params),
+            "ListTasks" | "GetExtendedAgentCard" => Err(RpcError(
+                UNSUPPORTED_OPERATION,
+                format!("`{method}` is not served by warren a2a (`warren runs` lists the runs behind the tasks)"),
+            )),
+            method if method.contains("PushNotificationConfig") => Err(RpcError(
+                PUSH_NOT_SUPPORTED,
+                "warren a2a sends no push notifications: stream the task (SendStreamingMessage, SubscribeToTask) or poll it (GetTask)".into(),
+            )),
+            "message/send" | "message/stream" | "tasks/get" | "tasks/cancel" | "tasks/resubscribe" => Err(RpcError(
+                METHOD_NOT_FOUND,
+                format!("`{method}` is A2A 0.3's name: warren a2a speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask)"),
+            )),
+            other => Err(RpcError(
+                METHOD_NOT_FOUND,
+                format!("no method `{}`: warren a2a serves SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask", crate::events::bounded(other, 80)),
+            )),
+        };
+        match answer {
+            Ok(Answer::Result(result)) => json_response(
+                hyper::StatusCode::OK,
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            ),
+            Ok(Answer::Stream(task, updates)) => stream(id, task, updates),
+            Err(error) => failure(&id, error),
+        }
+    }
+
+    /// `SendMessage` / `SendStreamingMessage`: a new task, or a message to one.
+    async fn send(&self, params: &Value, streaming: bool) -> Result<Answer, RpcError> {
+        let message = params
+            .get("message")
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid("`params.message` (a Message object) is missing"))?;
+        if let Some(role) = message.get("role").and_then(Value::as_str) {
+            if role != "ROLE_USER" {
+                return Err(invalid(&format!(
+                    "`params.message.role` must be ROLE_USER, not {}",
+                    crate::events::bounded(role, 40)
+                )));
+            }
+        }
+        let parts = message
+            .get("parts")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid("`params.message.parts` (an array of parts) is missing"))?;
+        let texts: Vec<&str> = parts
+            .iter()
+            .filter_map(|part| part.get("text")?.as_str())
+            .collect();
+        let data: Vec<&Value> = parts.iter().filter_map(|part| part.get("data")).collect();
+        let mut text = texts.join("\n");
+        if text.trim().is_empty() && data.is_empty() {
+            return Err(invalid("the message has no text and no data part: warren's agents take text (a data part is given to them as JSON)"));
+        }
+        let configuration = params.get("configuration");
+        let immediately = configuration
+            .and_then(|c| c.get("returnImmediately"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let history_length = history_length(configuration)?;
+        let (task, updates) = match message
+            .get("taskId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+        {
+            Some(id) => {
+                let task = self
+                    .tasks
+                    .get(&self.owner, id)
+                    .ok_or_else(|| not_found(id))?;
+                let state = task.state();
+                if state.terminal() {
+                    return Err(RpcError(
+                        UNSUPPORTED_OPERATION,
+                        format!("task {id} has ended ({}) and takes no more messages: send one without `taskId` (with `contextId` {}) to start another", state.wire(), task.context_id),
+                    ));
+                }
+                let updates = task.subscribe();
+                let stored = self.stored(message, &task.id, &task.context_id);
+                task.deliver(self.host, stored, &text, data.first().copied())
+                    .await
+                    .map_err(|why| invalid(&why))?;
+                (task, updates)
+            }
+            None => {
+                self.tasks
+                    .admit(&self.owner)
+                    .map_err(|why| RpcError(INTERNAL_ERROR, why))?;
+                for data in &data {
+                    text.push_str(&format!("\n{data}"));
+                }
+                let run = self
+                    .host
+                    .start_served(self.profile, &text, self.traceparent.clone())
+                    .map_err(|error| {
+                        RpcError(INTERNAL_ERROR, format!("the task cannot start: {error}"))
+                    })?;
+                let context_id = message
+                    .get("contextId")
+                    .and_then(Value::as_str)
+                    .filter(|id| !id.is_empty() && id.len() <= 128)
+                    .map_or_else(crate::jobs::random_id, str::to_string);
+                let stored = self.stored(message, run.id(), &context_id);
+                tracing::info!(
+                    task = run.id(),
+                    profile = self.profile,
+                    "A2A: a task started"
+                );
+                self.tasks.start(run, self.owner, context_id, stored)
+            }
+        };
+        if streaming {
+            return Ok(Answer::Stream(task, updates));
+        }
+        if !immediately {
+            task.settled().await;
+        }
+        Ok(Answer::Result(json!({"task": task.wire(history_length)})))
+    }
+
+    /// The client's message as a task's history keeps it.
+    fn stored(&self, message: &serde_json::Map<String, Value>, task: &str, context: &str) -> Value {
+        let mut stored = Value::Object(message.clone());
+        stored["role"] = json!("ROLE_USER");
+        stored["taskId"] = json!(task);
+        stored["contextId"] = json!(context);
+        if stored.get("messageId").and_then(Value::as_str).is_none() {
+            stored["messageId"] = json!(crate::jobs::random_id());
+        }
+        stored
+    }
+
+    /// `GetTask`.
+    fn get(&self, params: &Value) -> Result<Answer, RpcError> {
+        let task = self.task(params)?;
+        Ok(Answer::Result(task.wire(history_length(Some(params))?)))
+    }
+
+    /// `CancelTask`: cancels the tree, and answers once it stopped (or after
+    /// [`CANCEL_WAIT`]).
+    async fn cancel(&self, params: &Value) -> Result<Answer, RpcError> {
+        let task = self.task(params)?;
+        let state = task.state();
+        if state.terminal() {
+            return Err(RpcError(
+                TASK_NOT_CANCELABLE,
+                format!(
+                    "task {} has ended ({}): there is nothing to cancel",
+                    task.id,
+                    state.wire()
+                ),
+            ));
+        }
+        tracing::info!(task = %task.id, "A2A: a client cancels a task");
+        task.cancel();
+        let _ = tokio::time::timeout(CANCEL_WAIT, async {
+            while !task.state().terminal() {
+                task.settled().await;
+                if !task.state().terminal() {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
+        })
+        .await;
+        Ok(Answer::Result(task.wire(None)))
+    }
+
+    /// `SubscribeToTask`: the task's changes from now on, as a stream.
+    fn subscribe(&self, params: &Value) -> Result<Answer, RpcError> {
+        let task = self.task(params)?;
+        let state = task.state();
+        if state.terminal() {
+            return Err(RpcError(
+                UNSUPPORTED_OPERATION,
+                format!(
+                    "task {} has ended ({}): read it with GetTask",
+                    task.id,
+                    state.wire()
+                ),
+            ));
+        }
+        let updates = task.subscribe();
+        Ok(Answer::Stream(task, updates))
+    }
+
+    /// The task `params.id` names.
+    fn task(&self, params: &Value) -> Result<std::sync::Arc<Task>, RpcError> {
+        let id = params
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("`params.id` (the task's id) is missing"))?;
+        self.tasks.get(&self.owner, id).ok_or_else(|| not_found(id))
+    }
+}
+
+/// `historyLength` of `holder`, if given.
+fn history_length(holder: Option<&Value>) -> Result<Option<usize>, RpcError> {
+    match holder.and_then(|h| h.get("historyLength")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(|n| Some(usize::try_from(n).unwrap_or(usize::MAX)))
+            .ok_or_else(|| invalid("`historyLength` must be a whole number")),
+    }
+}
+
+fn invalid(why: &str) -> RpcError {
+    RpcError(INVALID_PARAMS, why.to_string())
+}
+
+fn not_found(id: &str) -> RpcError {
+    RpcError(
+        TASK_NOT_FOUND,
+        format!("no task `{}` of this credential (an ended task is forgotten after --task-retention seconds; its run stays in `warren runs`)", crate::events::bounded(id, 80)),
+    )
+}
+
+fn failure(id: &Value, RpcError(code, message): RpcError) -> hyper::Response<BoxBody> {
+    json_response(
+        hyper::StatusCode::OK,
+        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+    )
+}
+
+/// A stream of `task`'s changes as Server-Sent Events, each a JSON-RPC response to
+/// request `id`: the task first, then each change, until it ends or waits for the
+/// client.
+fn stream(
+    id: Value,
+    task: std::sync::Arc<Task>,
+    mut updates: tokio::sync::broadcast::Receiver<Value>,
+) -> hyper::Response<BoxBody> {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
+    let frame = move |result: &Value| {
+        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        bytes::Bytes::from(format!("data: {response}\n\n"))
+    };
+    tokio::spawn(async move {
+        let first = task.state();
+        if sender
+            .send(frame(&json!({"task": task.wire(None)})))
+            .await
+            .is_err()
+            || first.terminal()
+        {
+            return;
+        }
+        loop {
+            let update = match updates.recv().await {
+                Ok(update) => update,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => task.status_event(),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let settled = update
+                .pointer("/statusUpdate/status/state")
+                .and_then(Value::as_str)
+                .is_some_and(|state| {
+                    [
+                        State::Completed,
+                        State::Failed,
+                        State::Canceled,
+                        State::InputRequired,
+                    ]
+                    .iter()
+                    .any(|s| s.wire() == state)
+                });
+            if sender.send(frame(&update)).await.is_err() || settled {
+                return;
+            }
+        }
+    });
+    let body = http_body_util::BodyExt::boxed(Frames(receiver));
+    let mut response = hyper::Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
+
+/// A body of the frames a task sends, as they come.
+struct Frames(tokio::sync::mpsc::Receiver<bytes::Bytes>);
+
+impl hyper::body::Body for Frames {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(context)
+            .map(|frame| frame.map(|bytes| Ok(hyper::body::Frame::data(bytes))))
+    }
+}

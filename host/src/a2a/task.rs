@@ -1,0 +1,609 @@
+//! A2A tasks: each one a run of the host, followed from its events. A task's status
+//! is the latest progress line of any agent of its tree (the earlier ones move into
+//! its history, after the client's messages), `INPUT_REQUIRED` while an agent waits
+//! for an approval or an answer, and its end the root's; its artifact is the root's
+//! answer. Streams get each change as it happens.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, watch};
+
+use super::options::A2aLimits;
+use crate::events::{Event, PersonAnswer, PersonRequest, RequestKind, Verdict};
+use crate::host::run::Canceller;
+use crate::host::{Run, RunReport};
+use crate::jobs::progress::CallProgress;
+use crate::jobs::{JobId, Tree};
+use crate::listener::auth::Owner;
+use crate::outcome::AgentState;
+
+/// The most messages a task's history keeps: past it, the oldest progress lines
+/// go (the client's first message stays).
+const MAX_HISTORY: usize = 1000;
+/// The longest text of one progress message, in characters.
+const MAX_LINE: usize = 2000;
+/// The longest answer kept as the task's artifact, in characters.
+const MAX_ANSWER: usize = 1 << 20;
+/// Stream events a slow reader may fall behind by before it is sent the status anew.
+const STREAM_BACKLOG: usize = 256;
+
+/// A task's state, as A2A 1.0 names it on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Submitted,
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Canceled,
+}
+
+impl State {
+    pub(super) fn wire(self) -> &'static str {
+        match self {
+            State::Submitted => "TASK_STATE_SUBMITTED",
+            State::Working => "TASK_STATE_WORKING",
+            State::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            State::Completed => "TASK_STATE_COMPLETED",
+            State::Failed => "TASK_STATE_FAILED",
+            State::Canceled => "TASK_STATE_CANCELED",
+        }
+    }
+
+    /// Whether the task has ended.
+    pub(super) fn terminal(self) -> bool {
+        matches!(self, State::Completed | State::Failed | State::Canceled)
+    }
+
+    /// Whether a stream ends here: the task ended, or waits for the client.
+    pub(super) fn settled(self) -> bool {
+        self.terminal() || self == State::InputRequired
+    }
+}
+
+/// The tasks of every credential.
+pub(super) struct Tasks {
+    limits: A2aLimits,
+    table: Mutex<BTreeMap<String, Arc<Task>>>,
+}
+
+/// One task.
+pub(super) struct Task {
+    pub(super) id: String,
+    pub(super) context_id: String,
+    owner: Owner,
+    pub(super) tree: Arc<Tree>,
+    pub(super) root: JobId,
+    canceller: Canceller,
+    view: Mutex<View>,
+    /// Bumped on every change: what blocking calls wait on.
+    changed: watch::Sender<u64>,
+    /// Each change as a stream event's result (`{"statusUpdate": …}`, …).
+    updates: broadcast::Sender<Value>,
+}
+
+/// What a client sees of a task.
+struct View {
+    state: State,
+    /// The status's message: the latest progress line, the request waited on, or
+    /// the end.
+    message: Option<Value>,
+    timestamp: SystemTime,
+    history: Vec<Value>,
+    artifacts: Vec<Value>,
+    /// When it ended.
+    ended: Option<Instant>,
+}
+
+impl Tasks {
+    pub(super) fn new(limits: A2aLimits) -> Tasks {
+        Tasks {
+            limits,
+            table: Mutex::default(),
+        }
+    }
+
+    /// Task `id` of `owner`.
+    pub(super) fn get(&self, owner: &Owner, id: &str) -> Option<Arc<Task>> {
+        let table = self.table.lock().expect("tasks poisoned");
+        table.get(id).filter(|task| &task.owner == owner).cloned()
+    }
+
+    /// Makes `run` a task of `owner` in `context_id`, its first message `message`;
+    /// refused when the credential holds as many tasks as it may. Returns the task
+    /// and a subscription to its changes made before any.
+    pub(super) fn start(
+        &self,
+        run: Run,
+        owner: Owner,
+        context_id: String,
+        message: Value,
+    ) -> (Arc<Task>, broadcast::Receiver<Value>) {
+        let (updates, receiver) = broadcast::channel(STREAM_BACKLOG);
+        let id = run.id().to_string();
+        let task = Arc::new(Task {
+            id: id.clone(),
+            context_id,
+            owner,
+            tree: run.tree.clone(),
+            root: run.root.clone(),
+            canceller: run.canceller(),
+            view: Mutex::new(View {
+                state: State::Submitted,
+                message: None,
+                timestamp: SystemTime::now(),
+                history: vec![message],
+                artifacts: Vec::new(),
+                ended: None,
+            }),
+            changed: watch::channel(0).0,
+            updates,
+        });
+        self.table
+            .lock()
+            .expect("tasks poisoned")
+            .insert(id, task.clone());
+        drive(task.clone(), run);
+        (task, receiver)
+    }
+
+    /// Whether `owner` may start another task, after forgetting ended tasks past
+    /// their retention; `Err` says why not.
+    pub(super) fn admit(&self, owner: &Owner) -> Result<(), String> {
+        let mut table = self.table.lock().expect("tasks poisoned");
+        let retention = self.limits.retention;
+        table.retain(|_, task| !task.expired(retention));
+        let held = table.values().filter(|task| &task.owner == owner).count();
+        if held >= self.limits.max_tasks {
+            return Err(format!(
+                "this credential holds {held} A2A tasks, the most it may (--max-tasks {}); an ended task is forgotten {} s after it ends",
+                self.limits.max_tasks,
+                retention.as_secs()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Cancels every task still running (the server stops).
+    pub(super) fn cancel_all(&self) {
+        for task in self.table.lock().expect("tasks poisoned").values() {
+            task.canceller.cancel();
+        }
+    }
+}
+
+impl Task {
+    /// The task as A2A writes it, with the last `history_length` messages of its
+    /// history (all when `None`).
+    pub(super) fn wire(&self, history_length: Option<usize>) -> Value {
+        let view = self.view.lock().expect("task poisoned");
+        let skip = history_length.map_or(0, |n| view.history.len().saturating_sub(n));
+        json!({
+            "id": self.id,
+            "contextId": self.context_id,
+            "status": self.status(&view),
+            "artifacts": view.artifacts,
+            "history": view.history[skip..],
+        })
+    }
+
+    /// Its state now.
+    pub(super) fn state(&self) -> State {
+        self.view.lock().expect("task poisoned").state
+    }
+
+    /// Subscribes to its changes.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Value> {
+        self.updates.subscribe()
+    }
+
+    /// The status event of its state now (sent to a stream that fell behind).
+    pub(super) fn status_event(&self) -> Value {
+        let view = self.view.lock().expect("task poisoned");
+        self.status_update(&view)
+    }
+
+    /// Waits until it ends or waits for the client.
+    pub(super) async fn settled(&self) {
+        let mut changed = self.changed.subscribe();
+        while !self.state().settled() {
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Cancels its tree.
+    pub(super) fn cancel(&self) {
+        self.canceller.cancel();
+    }
+
+    /// Takes in the client's `message` (its text `text`, its data parts `data`) for
+    /// a task that has not ended: the answer to the request it waits on, else a
+    /// message left for the root agent. `Err` says why it was refused.
+    pub(super) async fn deliver(
+        &self,
+        host: &crate::host::Host,
+        message: Value,
+        text: &str,
+        data: Option<&Value>,
+    ) -> Result<String, String> {
+        let waiting = self.oldest_request();
+        let said = match waiting {
+            Some(request) => {
+                let answer = reply(&request, text, data)?;
+                let verdict = answer.verdict;
+                self.tree.requests.answer(&request.id, answer)?;
+                format!(
+                    "{} `{}` of agent {}",
+                    verdict_text(verdict),
+                    request.tool,
+                    request.path
+                )
+            }
+            None => {
+                let receipt = host
+                    .message(
+                        &self.tree,
+                        "a2a client",
+                        &self.root,
+                        text.to_string(),
+                        crate::events::MessageMode::Queue,
+                    )
+                    .await;
+                if let crate::scheduler::Receipt::Rejected(why) = &receipt {
+                    return Err(why.clone());
+                }
+                receipt.sentence(&self.root)
+            }
+        };
+        let mut view = self.view.lock().expect("task poisoned");
+        push_history(&mut view.history, message);
+        if view.state == State::InputRequired {
+            match self.oldest_request() {
+                Some(next) => {
+                    self.set_status(&mut view, State::InputRequired, request_message(&next))
+                }
+                None => self.set_status(&mut view, State::Working, agent_message(&said, None)),
+            }
+        }
+        Ok(said)
+    }
+
+    /// Whether request `id` of its tree still waits for an answer.
+    fn waits(&self, id: &str) -> bool {
+        self.tree.requests.pending().iter().any(|r| r.id == id)
+    }
+
+    /// The request of its tree that has waited longest, if any.
+    fn oldest_request(&self) -> Option<PersonRequest> {
+        let mut pending = self.tree.requests.pending();
+        pending.sort_by_key(|request| request.deadline_ms);
+        pending.into_iter().next()
+    }
+
+    /// Whether it ended longer than `retention` ago.
+    fn expired(&self, retention: std::time::Duration) -> bool {
+        let view = self.view.lock().expect("task poisoned");
+        view.ended.is_some_and(|ended| ended.elapsed() > retention)
+    }
+
+    fn status(&self, view: &View) -> Value {
+        let mut status = json!({
+            "state": view.state.wire(),
+            "timestamp": crate::journal::iso8601(view.timestamp),
+        });
+        if let Some(message) = &view.message {
+            status["message"] = message.clone();
+        }
+        status
+    }
+
+    fn status_update(&self, view: &View) -> Value {
+        json!({"statusUpdate": {
+            "taskId": self.id,
+            "contextId": self.context_id,
+            "status": self.status(view),
+        }})
+    }
+
+    /// Moves to `state` with `message`, the earlier status message going into the
+    /// history, and tells streams.
+    fn set_status(&self, view: &mut View, state: State, message: Value) {
+        let message = self.stamped(message);
+        if let Some(earlier) = view.message.replace(message) {
+            push_history(&mut view.history, earlier);
+        }
+        view.state = state;
+        view.timestamp = SystemTime::now();
+        let _ = self.updates.send(self.status_update(view));
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// `message` with this task's ids.
+    fn stamped(&self, mut message: Value) -> Value {
+        message["taskId"] = json!(self.id);
+        message["contextId"] = json!(self.context_id);
+        message
+    }
+
+    /// Takes in one event of the run.
+    fn on_event(&self, progress: &mut CallProgress, event: &Event) {
+        let mut view = self.view.lock().expect("task poisoned");
+        if view.state.terminal() {
+            return;
+        }
+        match event {
+            // Still waiting (one answered already, by `warren approve` or this task's
+            // client, is only a progress line).
+            Event::InputRequested(request) if self.waits(&request.id) => {
+                if view.state != State::InputRequired {
+                    let waiting = self.oldest_request().unwrap_or_else(|| request.clone());
+                    self.set_status(&mut view, State::InputRequired, request_message(&waiting));
+                }
+                return;
+            }
+            Event::InputAnswered(_) if view.state == State::InputRequired => {
+                match self.oldest_request() {
+                    Some(next) => {
+                        self.set_status(&mut view, State::InputRequired, request_message(&next))
+                    }
+                    None => {
+                        let line = progress
+                            .update(event)
+                            .map(|(_, line)| line)
+                            .unwrap_or_default();
+                        self.set_status(&mut view, State::Working, agent_message(&line, None));
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some((_, line)) = progress.update(event) else {
+            return;
+        };
+        let message = agent_message(&crate::events::bounded(&line, MAX_LINE), None);
+        if view.state == State::InputRequired {
+            // The status stays the request; the line is history.
+            let message = self.stamped(message);
+            push_history(&mut view.history, message);
+            self.changed.send_modify(|n| *n += 1);
+        } else {
+            self.set_status(&mut view, State::Working, message);
+        }
+    }
+
+    /// The run ended as `report` says (`None`: its task panicked).
+    fn finish(&self, report: Option<RunReport>) {
+        let mut view = self.view.lock().expect("task poisoned");
+        let Some(report) = report else {
+            let message = agent_message(
+                "the run's task ended without a report (a bug in warren)",
+                None,
+            );
+            self.set_status(&mut view, State::Failed, message);
+            view.ended = Some(Instant::now());
+            return;
+        };
+        let root = &report.root;
+        let state = match root.state {
+            AgentState::Ok => State::Completed,
+            AgentState::Cancelled => State::Canceled,
+            _ => State::Failed,
+        };
+        let answer = crate::events::bounded(&root.text, MAX_ANSWER);
+        if state == State::Completed {
+            let mut parts = vec![json!({"text": answer})];
+            if let Some(output) = &root.output {
+                parts.push(json!({"data": output}));
+            }
+            let artifact = json!({"artifactId": "answer", "name": "answer", "parts": parts});
+            view.artifacts = vec![artifact.clone()];
+            let _ = self.updates.send(json!({"artifactUpdate": {
+                "taskId": self.id,
+                "contextId": self.context_id,
+                "artifact": artifact,
+                "lastChunk": true,
+            }}));
+        }
+        let text = match (&root.error, state) {
+            (_, State::Completed) => answer,
+            (Some(error), _) => format!("{}: {error}", root.state.as_str()),
+            (None, _) => root.state.as_str().to_string(),
+        };
+        let message = agent_message(
+            &text,
+            root.output.as_ref().filter(|_| state == State::Completed),
+        );
+        self.set_status(&mut view, state, message);
+        view.ended = Some(Instant::now());
+    }
+}
+
+/// Follows `run` into `task` until it ends.
+fn drive(task: Arc<Task>, run: Run) {
+    let mut events = run.events();
+    let waiting = tokio::spawn(run.wait());
+    tokio::spawn(async move {
+        let mut progress = CallProgress::default();
+        tokio::pin!(waiting);
+        let report = loop {
+            tokio::select! {
+                biased;
+                event = events.next() => match event {
+                    Some(record) => task.on_event(&mut progress, &record.event),
+                    None => break (&mut waiting).await.ok(),
+                },
+                report = &mut waiting => break report.ok(),
+            }
+        };
+        while let Some(record) = events.try_next() {
+            task.on_event(&mut progress, &record.event);
+        }
+        task.finish(report);
+    });
+}
+
+/// Adds `message` to `history`, dropping the oldest progress line past
+/// [`MAX_HISTORY`].
+fn push_history(history: &mut Vec<Value>, message: Value) {
+    if history.len() >= MAX_HISTORY {
+        history.remove(1);
+    }
+    history.push(message);
+}
+
+/// A message of the agent: `text`, and `data` as a data part.
+fn agent_message(text: &str, data: Option<&Value>) -> Value {
+    let mut parts = vec![json!({"text": text})];
+    if let Some(data) = data {
+        parts.push(json!({"data": data}));
+    }
+    json!({
+        "messageId": crate::jobs::random_id(),
+        "role": "ROLE_AGENT",
+        "parts": parts,
+    })
+}
+
+/// The status message of a task waiting on `request`: what is asked, how to answer,
+/// and the request whole as a data part.
+fn request_message(request: &PersonRequest) -> Value {
+    let deadline = crate::journal::utc_text(request.deadline_ms);
+    let text = match request.kind {
+        RequestKind::Approval => format!(
+            "Approval needed: agent {} calls `{}` with {}. It could touch: {}. Reply `approve`, `always` (approve `{}` for the rest of this task) or `deny REASON`; unanswered, it is denied at {deadline} UTC.",
+            request.path,
+            request.tool,
+            crate::events::bounded(&request.arguments, MAX_LINE),
+            request.touches.join("; "),
+            request.tool,
+        ),
+        RequestKind::Question => format!(
+            "Question from agent {}: {} Reply with the answer (unanswered, the agent goes on without one at {deadline} UTC).",
+            request.path,
+            request.question.as_deref().unwrap_or_default(),
+        ),
+    };
+    let data = serde_json::to_value(request).unwrap_or(Value::Null);
+    agent_message(&text, Some(&json!({"warrenRequest": data})))
+}
+
+/// The answer the client's reply (`text`, or a data part `{"verdict": …, "text": …}`)
+/// gives `request`, or how to reply.
+fn reply(
+    request: &PersonRequest,
+    text: &str,
+    data: Option<&Value>,
+) -> Result<PersonAnswer, String> {
+    let answer = |verdict, text: &str| PersonAnswer {
+        verdict,
+        text: text.trim().to_string(),
+        by: "a2a".into(),
+    };
+    if request.kind == RequestKind::Question {
+        return Ok(answer(Verdict::Answer, text));
+    }
+    if let Some(verdict) = data
+        .and_then(|data| data.get("verdict"))
+        .and_then(Value::as_str)
+    {
+        let reason = data
+            .and_then(|data| data.get("text"))
+            .and_then(Value::as_str);
+        return Ok(answer(Verdict::parse(verdict)?, reason.unwrap_or_default()));
+    }
+    let text = text.trim();
+    let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let verdict = match word.trim_end_matches([',', '.', ':', '!']).to_ascii_lowercase().as_str() {
+        "approve" | "approved" | "yes" | "y" | "ok" => Verdict::Approve,
+        "always" | "approve_tool" => Verdict::ApproveTool,
+        "deny" | "denied" | "no" | "n" => Verdict::Deny,
+        _ => {
+            return Err(format!(
+                "task waits for an approval of `{}` by agent {}: reply `approve`, `always` (approve `{}` for the rest of this task) or `deny REASON`, or send a data part {{\"verdict\": \"approve\" | \"approve_tool\" | \"deny\", \"text\": REASON}}",
+                request.tool, request.path, request.tool
+            ))
+        }
+    };
+    Ok(answer(verdict, rest))
+}
+
+fn verdict_text(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Approve => "approved",
+        Verdict::ApproveTool => "approved for the rest of the task:",
+        Verdict::Deny => "denied",
+        Verdict::Answer => "answered the question of",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(kind: RequestKind) -> PersonRequest {
+        PersonRequest {
+            id: "r1".into(),
+            agent: "a1".into(),
+            path: "root/a1".into(),
+            kind,
+            tool: "write_file".into(),
+            call_id: "c1".into(),
+            arguments: "{}".into(),
+            touches: vec![],
+            rule: vec![],
+            question: Some("why?".into()),
+            deadline_ms: 0,
+        }
+    }
+
+    #[test]
+    fn replies_read_as_verdicts_or_say_how_to_reply() {
+        let approval = request(RequestKind::Approval);
+        assert_eq!(
+            reply(&approval, "Yes.", None).unwrap().verdict,
+            Verdict::Approve
+        );
+        assert_eq!(
+            reply(&approval, "always", None).unwrap().verdict,
+            Verdict::ApproveTool
+        );
+        let denied = reply(&approval, "deny not in this directory", None).unwrap();
+        assert_eq!(
+            (denied.verdict, denied.text.as_str()),
+            (Verdict::Deny, "not in this directory")
+        );
+        let data = json!({"verdict": "deny", "text": "no"});
+        assert_eq!(
+            reply(&approval, "", Some(&data)).unwrap().verdict,
+            Verdict::Deny
+        );
+        let why = reply(&approval, "maybe later", None).unwrap_err();
+        assert!(
+            why.contains("`approve`") && why.contains("write_file"),
+            "{why}"
+        );
+        let question = request(RequestKind::Question);
+        let answered = reply(&question, " because ", None).unwrap();
+        assert_eq!(
+            (answered.verdict, answered.text.as_str()),
+            (Verdict::Answer, "because")
+        );
+    }
+
+    #[test]
+    fn history_keeps_the_first_message_past_its_bound() {
+        let mut history = vec![json!("first")];
+        for n in 0..MAX_HISTORY + 10 {
+            push_history(&mut history, json!(n));
+        }
+        assert_eq!(history.len(), MAX_HISTORY);
+        assert_eq!(history[0], json!("first"));
+        assert_eq!(history.last(), Some(&json!(MAX_HISTORY + 9)));
+    }
+}

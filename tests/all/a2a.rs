@@ -1,0 +1,454 @@
+//! `warren a2a` and a client written by others: the official A2A Python SDK
+//! (`a2a-sdk` 1.3.0, `tests/fixtures/a2a-python/client.py`), which reads a
+//! profile's card, streams a task whose tree spawns a sub-agent to COMPLETED (the
+//! task's id is the run's, and its history and answer agree with `warren show`),
+//! cancels a task, and answers an approval the task reported as INPUT_REQUIRED;
+//! the bearer token, the Origin check and the protocol version guard the server.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{newest, FakeLlm, Reply};
+use crate::support::{root, text, warren, World};
+
+const WARREN: &str = env!("CARGO_BIN_EXE_warren");
+const TOKEN: &str = "a2a-test-token-0123456789";
+
+/// The A2A SDK's Python, in its own virtual environment.
+fn python_a2a() -> std::path::PathBuf {
+    crate::guests::python_venv(
+        "tests/fixtures/a2a-python",
+        "target/a2a-python",
+        "the A2A client tests",
+    )
+}
+
+/// `main` spawns `worker`s and may write `out/` (each write waits for a person).
+fn project(server: &FakeLlm) -> World {
+    let world = World::new();
+    world.config(&format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{url}"
+model = "fake-model"
+stream = false
+max_retries = 0
+
+[profiles.main]
+description = "Answers questions about the project's documents"
+model = "fake"
+tools = ["read_file", "write_file"]
+approval = ["write_file"]
+[profiles.main.capabilities]
+fs = [{{ host = "docs", guest = "/docs", mode = "ro" }}, {{ host = "out", guest = "/out", mode = "rw" }}]
+
+[profiles.worker]
+description = "Answers"
+tools = []
+"#,
+        url = server.base_url,
+    ));
+    world
+}
+
+/// The model: `TASK-TREE` spawns a worker on `TASK-OK` and waits for it, `TASK-OK`
+/// answers `CHILD-DONE`, `HANG` never answers, `TASK-WRITE` writes
+/// `/out/a.txt`; after a tool result the root answers `ROOT-DONE`.
+fn script(server: &FakeLlm) {
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("\"role\":\"tool\"") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        if newest.contains("HANG") {
+            return Some(Reply::Hang);
+        }
+        if newest.contains("TASK-TREE") {
+            let args = json!({"profile": "worker", "task": "TASK-OK", "background": false});
+            return Some(Reply::tool_calls(&[("spawn_agent", args)], (10, 5)));
+        }
+        if newest.contains("TASK-WRITE") {
+            let args = json!({"path": "/out/a.txt", "content": "APPROVED-BY-A2A"});
+            return Some(Reply::tool_calls(&[("write_file", args)], (10, 5)));
+        }
+        newest
+            .contains("TASK-OK")
+            .then(|| Reply::answer("CHILD-DONE", (10, 5)))
+    }));
+}
+
+/// `warren a2a --http 127.0.0.1:0` in `world`, with its stderr collected.
+struct A2aServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl A2aServer {
+    fn start(world: &World, args: &[&str]) -> A2aServer {
+        let mut child = Command::new(WARREN)
+            .args(["a2a", "--http", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(world.dir.path())
+            .env_remove("WARREN_CONFIG")
+            .env("WARREN_MCP_TOKEN", TOKEN)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (found, base) = mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().unwrap());
+        let collected = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                if let Some((_, url)) = line.split_once("serving on ") {
+                    let url = url.split_whitespace().next().unwrap_or_default();
+                    let _ = found.send(url.to_string());
+                }
+                collected.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let base = base
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "warren a2a never said where it listens: {}",
+                    stderr.lock().unwrap()
+                )
+            });
+        A2aServer {
+            child,
+            base,
+            stderr,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for A2aServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `scenario` of the SDK's client against `url` (with the token unless
+/// `token` is `None`, and `env`); its report.
+async fn client(
+    url: &str,
+    scenario: &str,
+    token: Option<&str>,
+    env: &[(&str, &str)],
+) -> (bool, Value) {
+    let mut command = tokio::process::Command::new(python_a2a());
+    command
+        .arg(root().join("tests/fixtures/a2a-python/client.py"))
+        .arg(url)
+        .arg(scenario)
+        .env("A2A_TIMEOUT", "60")
+        .kill_on_drop(true);
+    match token {
+        Some(token) => command.env("A2A_TOKEN", token),
+        None => command.env_remove("A2A_TOKEN"),
+    };
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(180), command.output())
+        .await
+        .unwrap_or_else(|_| panic!("the {scenario} scenario took over 180 s"))
+        .unwrap();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    let report = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (output.status.success(), report)
+}
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&output.stdout), text(&output.stderr)))
+}
+
+#[tokio::test]
+async fn an_sdk_client_streams_a_tree_to_a_completed_task_that_warren_show_agrees_with() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let a2a = A2aServer::start(&world, &["--profile", "main", "--profile", "worker"]);
+    let url = format!("{}/a2a/main", a2a.base);
+    let (ok, report) = client(
+        &url,
+        "stream",
+        Some(TOKEN),
+        &[("A2A_TEXT", "TASK-TREE: ask a worker")],
+    )
+    .await;
+    assert!(ok, "{report}\n{}", a2a.log());
+    assert_eq!(report["card_name"], "main", "{report}");
+    assert_eq!(report["card_streaming"], true, "{report}");
+    assert_eq!(
+        report["card_interfaces"],
+        json!([{"url": url, "binding": "JSONRPC", "version": "1.0"}]),
+        "{report}"
+    );
+    assert_eq!(report["final_state"], "TASK_STATE_COMPLETED", "{report}");
+    assert_eq!(report["artifact_texts"], json!(["ROOT-DONE"]), "{report}");
+    assert_eq!(report["get_task_state"], "TASK_STATE_COMPLETED", "{report}");
+    let kinds = report["event_kinds"].as_array().unwrap();
+    assert_eq!(kinds[0], "task", "{report}");
+    assert!(kinds.contains(&json!("artifact_update")), "{report}");
+    let states: Vec<&str> = report["states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(states.contains(&"TASK_STATE_WORKING"), "{report}");
+
+    // The task is the run: `warren show` names it and lists both agents, and the
+    // stream showed the sub-agent's progress by its id.
+    let task_id = report["task_id"].as_str().unwrap();
+    let shown = json_of(&warren(&world, &["show", task_id, "--json"]));
+    let agents = shown["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2, "{shown}");
+    assert_eq!(agents[0]["text"], "ROOT-DONE", "{shown}");
+    assert_eq!(agents[0]["task"], "TASK-TREE: ask a worker", "{shown}");
+    let child = &agents[1];
+    assert_eq!(
+        (child["profile"].as_str(), child["state"].as_str()),
+        (Some("worker"), Some("ok")),
+        "{shown}"
+    );
+    let child_id = child["id"].as_str().unwrap();
+    let lines: Vec<&str> = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains(child_id) && line.contains("worker")),
+        "no progress of {child_id} in {lines:#?}"
+    );
+
+    // Sent without streaming, the task's history holds the client's message first,
+    // a progress line of each agent `warren show` lists, and the answer last.
+    let (ok, report) = client(
+        &url,
+        "send",
+        Some(TOKEN),
+        &[("A2A_TEXT", "TASK-TREE: again")],
+    )
+    .await;
+    assert!(ok, "{report}\n{}", a2a.log());
+    assert_eq!(report["final_state"], "TASK_STATE_COMPLETED", "{report}");
+    assert_eq!(report["status_text"], "ROOT-DONE", "{report}");
+    let history = report["history"].as_array().unwrap();
+    assert_eq!(
+        history[0],
+        json!({"role": "ROLE_USER", "text": "TASK-TREE: again"}),
+        "{report}"
+    );
+    let shown = json_of(&warren(
+        &world,
+        &["show", report["task_id"].as_str().unwrap(), "--json"],
+    ));
+    for agent in shown["agents"].as_array().unwrap() {
+        let id = agent["id"].as_str().unwrap();
+        assert!(
+            history
+                .iter()
+                .any(|m| m["role"] == "ROLE_AGENT" && m["text"].as_str().unwrap().contains(id)),
+            "agent {id} of `warren show` is not in the task's history: {report}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_sdk_client_cancels_a_task_and_its_tree_stops() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let a2a = A2aServer::start(&world, &[]);
+    let (ok, report) = client(
+        &format!("{}/a2a/main", a2a.base),
+        "cancel",
+        Some(TOKEN),
+        &[],
+    )
+    .await;
+    assert!(ok, "{report}\n{}", a2a.log());
+    let after_send = report["states"]["after_send"].as_str().unwrap();
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"].contains(&after_send),
+        "{report}"
+    );
+    assert_eq!(report["final_state"], "TASK_STATE_CANCELED", "{report}");
+    assert_eq!(
+        report["states"]["cancel_response"], "TASK_STATE_CANCELED",
+        "{report}"
+    );
+    // A second cancel, and an unknown task, are errors the SDK raises.
+    assert!(report["second_cancel_error"].is_string(), "{report}");
+    assert!(report["unknown_task_error"].is_string(), "{report}");
+    let shown = json_of(&warren(
+        &world,
+        &["show", report["task_id"].as_str().unwrap(), "--json"],
+    ));
+    assert_eq!(shown["agents"][0]["state"], "cancelled", "{shown}");
+}
+
+#[tokio::test]
+async fn an_approval_waits_as_input_required_and_the_clients_reply_answers_it() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let a2a = A2aServer::start(&world, &[]);
+    let url = format!("{}/a2a/main", a2a.base);
+
+    let env = [
+        ("A2A_TEXT", "TASK-WRITE the notes"),
+        ("A2A_REPLIES", "approve"),
+    ];
+    let (ok, report) = client(&url, "reply", Some(TOKEN), &env).await;
+    assert!(ok, "{report}\n{}", a2a.log());
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["state"], "TASK_STATE_INPUT_REQUIRED", "{report}");
+    let asked = steps[0]["status_text"].as_str().unwrap();
+    assert!(
+        asked.contains("write_file") && asked.contains("/out/a.txt"),
+        "{asked}"
+    );
+    assert_eq!(steps[1]["state"], "TASK_STATE_COMPLETED", "{report}");
+    assert_eq!(report["artifact_texts"], json!(["ROOT-DONE"]), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
+        "APPROVED-BY-A2A"
+    );
+    // The reply is in the history, after the request.
+    let history = report["history"].as_array().unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|m| m["role"] == "ROLE_USER" && m["text"] == "approve"),
+        "{report}"
+    );
+
+    std::fs::remove_file(world.path("out/a.txt")).unwrap();
+    let env = [
+        ("A2A_TEXT", "TASK-WRITE again"),
+        ("A2A_REPLIES", "deny not today"),
+    ];
+    let (ok, report) = client(&url, "reply", Some(TOKEN), &env).await;
+    assert!(ok, "{report}\n{}", a2a.log());
+    assert_eq!(report["final_state"], "TASK_STATE_COMPLETED", "{report}");
+    assert!(!world.path("out/a.txt").exists(), "a denied write ran");
+    let told = server
+        .requests()
+        .into_iter()
+        .map(|r| newest(&r.body))
+        .any(|newest| newest.contains("not today"));
+    assert!(told, "the model was not told the reason of the denial");
+}
+
+/// A raw JSON-RPC request to `url`.
+async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_token_the_origin_and_the_protocol_version_guard_the_server() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let a2a = A2aServer::start(&world, &[]);
+    let url = format!("{}/a2a/main", a2a.base);
+    let get = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}});
+    let bearer = format!("Bearer {TOKEN}");
+
+    // The card is public (it says how to authenticate); nothing else is.
+    let card = reqwest::get(format!("{}/.well-known/agent-card.json", a2a.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let card: Value = serde_json::from_str(&card).unwrap();
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(post(&url, &[], &get).await.0, 401);
+    assert_eq!(
+        post(
+            &url,
+            &[("authorization", "Bearer wrong-token-0123456789")],
+            &get
+        )
+        .await
+        .0,
+        401
+    );
+    let (ok, report) = client(&url, "send", None, &[]).await;
+    assert!(
+        !ok && report["error"].as_str().unwrap().contains("401"),
+        "{report}"
+    );
+
+    let origin = [
+        ("authorization", bearer.as_str()),
+        ("origin", "http://evil.example"),
+    ];
+    assert_eq!(post(&url, &origin, &get).await.0, 403);
+
+    let (status, body) = post(&url, &[("authorization", &bearer)], &get).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+        -32001,
+        "{body}"
+    );
+    let old = [("authorization", bearer.as_str()), ("a2a-version", "0.3")];
+    let (_, body) = post(&url, &old, &get).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+        -32009,
+        "{body}"
+    );
+    let legacy = json!({"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": {}});
+    let (_, body) = post(&url, &[("authorization", &bearer)], &legacy).await;
+    let error = &serde_json::from_str::<Value>(&body).unwrap()["error"];
+    assert_eq!(error["code"], -32601, "{body}");
+    assert!(
+        error["message"].as_str().unwrap().contains("SendMessage"),
+        "{body}"
+    );
+    assert!(
+        a2a.log()
+            .contains("refused a request without this server's bearer token"),
+        "{}",
+        a2a.log()
+    );
+}
