@@ -452,3 +452,260 @@ async fn the_token_the_origin_and_the_protocol_version_guard_the_server() {
         a2a.log()
     );
 }
+
+/// The SDK's echo agent (`server.py`) on a free port, requiring `token`; its URL.
+struct EchoAgent {
+    child: Child,
+    url: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl EchoAgent {
+    fn start(token: &str) -> EchoAgent {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(python_a2a())
+            .arg(root().join("tests/fixtures/a2a-python/server.py"))
+            .arg(port.to_string())
+            .env("A2A_TOKEN", token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let collected = log.clone();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                collected.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(
+            line.starts_with("listening http://"),
+            "server.py said {line:?}: {}",
+            log.lock().unwrap()
+        );
+        EchoAgent {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+}
+
+impl Drop for EchoAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A project whose `main` may spawn `echo`, the SDK's agent at `url`.
+fn remote_project(server: &FakeLlm, url: &str) -> World {
+    let world = World::new();
+    world.config(&format!(
+        r#"
+[models.fake]
+provider = "openai"
+base_url = "{base}"
+model = "fake-model"
+stream = false
+max_retries = 0
+
+[profiles.main]
+model = "fake"
+tools = ["read_file"]
+
+[profiles.echo]
+description = "Echoes, served by the A2A Python SDK"
+timeout_s = 60
+[profiles.echo.a2a]
+url = "{url}"
+token_env = "ECHO_A2A_TOKEN"
+unsandboxed = true
+"#,
+        base = server.base_url,
+    ));
+    world
+}
+
+#[tokio::test]
+async fn a_parent_spawns_a_remote_a2a_agent_served_by_the_sdk_and_awaits_its_answer() {
+    const ECHO_TOKEN: &str = "echo-token-0123456789abcdef";
+    let echo = EchoAgent::start(ECHO_TOKEN);
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("\"role\":\"tool\"") {
+            let saw = newest.contains("ECHO: hello from warren");
+            return Some(Reply::answer(
+                if saw {
+                    "ROOT-SAW-ECHO"
+                } else {
+                    "ROOT-MISSED-ECHO"
+                },
+                (10, 5),
+            ));
+        }
+        newest.contains("ASK-ECHO").then(|| {
+            let args = json!({"profile": "echo", "task": "hello from warren", "background": false});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let world = remote_project(&server, &echo.url);
+    // Async: the model is served by this test's runtime.
+    let output = tokio::process::Command::new(WARREN)
+        .args(["run", "--json", "ASK-ECHO"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("ECHO_A2A_TOKEN", ECHO_TOKEN)
+        .env("RUST_LOG", "info")
+        .output()
+        .await
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{}\n{stderr}\necho: {}",
+        text(&output.stdout),
+        echo.log.lock().unwrap()
+    );
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let agents = shown["agents"].as_array().unwrap();
+    assert_eq!(agents[0]["text"], "ROOT-SAW-ECHO", "{shown}");
+    let child = &agents[1];
+    assert_eq!(
+        (child["profile"].as_str(), child["state"].as_str()),
+        (Some("echo"), Some("ok")),
+        "{shown}"
+    );
+    assert_eq!(child["text"], "ECHO: hello from warren", "{shown}");
+    // The token went to the agent (it refuses requests without it) and never to a log.
+    assert!(!stderr.contains(ECHO_TOKEN), "{stderr}");
+
+    // Without the token's variable the child fails, saying which variable to set.
+    let output = tokio::process::Command::new(WARREN)
+        .args(["run", "--json", "ASK-ECHO"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env_remove("ECHO_A2A_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "error", "{shown}");
+    assert!(
+        child["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ECHO_A2A_TOKEN"),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_remote_child_cancels_its_a2a_task() {
+    const ECHO_TOKEN: &str = "echo-token-0123456789abcdef";
+    let echo = EchoAgent::start(ECHO_TOKEN);
+    let server = FakeLlm::start().await;
+    let log = echo.log.clone();
+    let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        if newest.contains("Started job")
+            && !cancelled.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            // Once the remote task exists (a blocking wait: warren and the agent are
+            // other processes).
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while !log.lock().unwrap().contains("SendStreamingMessage")
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let id = newest
+                .split("Started job ")
+                .nth(1)?
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()?
+                .to_string();
+            return Some(Reply::tool_calls(
+                &[("cancel_agent", json!({"job_id": id}))],
+                (10, 5),
+            ));
+        }
+        if newest.contains("ASK-HANG") {
+            let args = json!({"profile": "echo", "task": "HANG please"});
+            return Some(Reply::tool_calls(&[("spawn_agent", args)], (10, 5)));
+        }
+        Some(Reply::answer("ROOT-DONE", (10, 5)))
+    }));
+    let world = remote_project(&server, &echo.url);
+    let output = tokio::process::Command::new(WARREN)
+        .args(["run", "--json", "ASK-HANG"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("ECHO_A2A_TOKEN", ECHO_TOKEN)
+        .output()
+        .await
+        .unwrap();
+    let asked: Vec<String> = server.requests().iter().map(|r| newest(&r.body)).collect();
+    assert!(
+        output.status.success(),
+        "{}\n{asked:#?}",
+        text(&output.stderr)
+    );
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    assert_eq!(shown["agents"][1]["state"], "cancelled", "{shown}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !echo.log.lock().unwrap().contains("CancelTask") && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        echo.log.lock().unwrap().contains("CancelTask"),
+        "{}",
+        echo.log.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_remote_profile_must_opt_in_and_may_not_write_what_warren_cannot_enforce() {
+    for (table, says) in [
+        ("url = \"http://127.0.0.1:9\"", "unsandboxed = true"),
+        (
+            "url = \"ftp://x\"\nunsandboxed = true",
+            "http:// or https://",
+        ),
+        (
+            "url = \"http://127.0.0.1:9\"\ntoken_env = \"A B\"\nunsandboxed = true",
+            "token_env",
+        ),
+    ] {
+        let world = World::new();
+        world.config(&format!("[profiles.echo.a2a]\n{table}\n"));
+        let output = warren(&world, &["agents"]);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stdout));
+        assert!(
+            text(&output.stderr).contains(says),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let world = World::new();
+    world.config("[profiles.echo]\ntools = [\"read_file\"]\n[profiles.echo.a2a]\nurl = \"http://127.0.0.1:9\"\nunsandboxed = true\n");
+    let output = warren(&world, &["agents"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("profiles.echo.tools") && stderr.contains("refused"),
+        "{stderr}"
+    );
+}

@@ -18,6 +18,7 @@
 //! is kept), `typed_output` (an answer asked for and checked against an output schema),
 //! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
+mod a2a_child;
 mod approval;
 mod children;
 mod conversation;

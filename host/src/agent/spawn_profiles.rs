@@ -15,11 +15,14 @@ pub(crate) fn spawn_profiles_block<'a>(profiles: impl IntoIterator<Item = &'a Pr
     let mut lines = Vec::new();
     let (mut used, mut unlisted) = (0, 0);
     for profile in profiles {
+        let tools = match &profile.remote {
+            Some(_) => "a remote A2A agent, its tools its own".to_string(),
+            None => format!("tools: {}", profile.tools.describe()),
+        };
         let line = format!(
-            "- {}: {} (tools: {})",
+            "- {}: {} ({tools})",
             profile.name,
             profile.description.as_deref().unwrap_or("no description"),
-            profile.tools.describe()
         );
         if unlisted == 0 && used + line.len() < MAX_SPAWN_PROFILES_BYTES {
             used += line.len() + 1;

@@ -91,6 +91,9 @@ fn print_json(
             "selection": {"allow": row.profile.tools.patterns(), "deny": row.profile.tools.denied()},
             "max_turns": row.profile.limits.max_turns,
             "notes": row.profile.notes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "remote": row.profile.remote.as_ref().map(|remote| json!({
+                "a2a": remote.card_url, "unsandboxed": true,
+            })),
         })).collect::<Vec<_>>(),
         "skipped": files.skipped.iter().map(|s| json!({
             "file": shown(&s.path), "line": s.line, "reason": s.reason,
@@ -122,6 +125,14 @@ fn print_text(
         };
         outln!("{name}")?;
         outln!("  source: {}", row.source)?;
+        if let Some(remote) = &row.profile.remote {
+            outln!(
+                "  remote: A2A agent, card {} — UNSANDBOXED: its tools, files and network are its own, no capability of warren's applies; timeout_s {} s",
+                remote.card_url,
+                row.profile.limits.timeout_s
+            )?;
+            continue;
+        }
         outln!(
             "  model:  {model}   max_turns: {}",
             row.profile.limits.max_turns

@@ -125,6 +125,20 @@ fn check_profiles(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     for profile in config.all_profiles() {
+        if let Some(remote) = &profile.remote {
+            let token = match &remote.token_env {
+                Some(variable) if std::env::var_os(variable).is_some() => {
+                    format!("; its token from {variable} (set)")
+                }
+                Some(variable) => format!("; its token from {variable}, which is NOT set"),
+                None => String::new(),
+            };
+            report.warn(format!(
+                "profile {}: a remote A2A agent (card {}), UNSANDBOXED: its tools, files and network are its own{token}",
+                profile.name, remote.card_url
+            ))?;
+            continue;
+        }
         if let Err(error) = registry.check_profile(&profile, &config.plugin_limits) {
             report.fail(
                 format!("profile {}: {error:#}", profile.name),

@@ -34,6 +34,17 @@ pub(super) struct RawCapabilities {
     limits: PartialCallLimits,
 }
 
+impl RawCapabilities {
+    /// Whether the table grants and limits nothing (or was not written).
+    pub(super) fn is_empty(&self) -> bool {
+        self.fs.is_none()
+            && self.scratch.is_none()
+            && self.env.is_none()
+            && self.net.is_none()
+            && self.limits == PartialCallLimits::default()
+    }
+}
+
 impl<'de> Deserialize<'de> for RawCapabilities {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         /// Reads the table's keys one by one.

@@ -201,6 +201,7 @@ impl<'a> Inherited<'a> {
             output_schema: written.output_schema,
             approval: written.approval,
             source: written.source,
+            remote: None,
             notes: written.notes,
         }
     }

@@ -38,6 +38,7 @@ mod queue;
 mod raw;
 #[cfg(test)]
 mod reference;
+mod remote;
 mod schema_cost;
 mod secrets;
 mod source;
@@ -70,6 +71,7 @@ pub(crate) use self::profile::{Profile, ProfileNote, ProfileSource};
 pub(crate) use self::queue::QueueConfig;
 use self::queue::RawQueue;
 use self::raw::RawConfig;
+pub(crate) use self::remote::RemoteAgent;
 use self::source::Source;
 pub(crate) use self::text_file::read_text;
 pub(crate) use self::tool_selection::glob_match as tool_pattern_matches;

@@ -65,6 +65,9 @@ pub(super) struct RawProfile {
     /// Its own capabilities, over `[defaults.capabilities]`.
     #[serde(default)]
     capabilities: RawCapabilities,
+    /// The remote A2A agent it runs as.
+    #[cfg_attr(test, schemars(with = "Option<super::remote::RawRemote>"))]
+    a2a: Option<Spanned<super::remote::RawRemote>>,
 }
 
 /// `approval` and `approval_timeout_s` as written, the deadline's default filled in.
@@ -89,6 +92,9 @@ pub(super) fn profile(
         if let Some(message) = description_too_long(description.get_ref()) {
             return src.invalid(description.span(), &format!("{key}.description"), message);
         }
+    }
+    if let Some(remote) = &raw.a2a {
+        return remote_profile(src, name, raw, defaults, remote);
     }
     let capabilities = capabilities::resolve(
         src,
@@ -154,6 +160,65 @@ pub(super) fn profile(
         source: ProfileSource::Config,
         notes,
     }))
+}
+
+/// A profile that runs as the remote A2A agent `remote`: it keeps its description
+/// and limits (time, turns, cost); what a remote agent would not obey is refused.
+fn remote_profile(
+    src: &Source<'_>,
+    name: &str,
+    raw: &RawProfile,
+    defaults: &Inherited<'_>,
+    remote: &Spanned<super::remote::RawRemote>,
+) -> Result<Profile, ConfigError> {
+    let key = format!("profiles.{name}");
+    let span = remote.span();
+    let written = [
+        ("tools", raw.tools.is_some()),
+        ("disallowed_tools", raw.disallowed_tools.is_some()),
+        ("model", raw.model.is_some()),
+        ("system_prompt", raw.system_prompt.is_some()),
+        ("system_prompt_file", raw.system_prompt_file.is_some()),
+        ("approval", raw.approval.is_some()),
+        (
+            "output_schema",
+            raw.output_schema.is_some() || raw.output_schema_file.is_some(),
+        ),
+        ("capabilities", !raw.capabilities.is_empty()),
+    ];
+    if let Some((field, _)) = written.iter().find(|(_, given)| *given) {
+        return src.invalid(
+            span,
+            &format!("{key}.{field}"),
+            format!(
+                "a profile with `a2a` runs a remote agent, whose {field} are its own: warren cannot enforce `{field}` there, so it is refused rather than ignored (remove it)"
+            ),
+        );
+    }
+    let remote = match remote.get_ref().resolve(&format!("{key}.a2a")) {
+        Ok(remote) => remote,
+        Err(message) => return src.invalid(span, &format!("{key}.a2a"), message),
+    };
+    let mut profile = defaults.profile(Written {
+        name: name.to_string(),
+        description: raw.description.as_ref().map(|d| d.get_ref().clone()),
+        tools: ToolSelection::new(Vec::new(), Vec::new(), true),
+        capabilities: crate::policy::CapabilitySet::default(),
+        prompt: String::new(),
+        model: None,
+        inherit_model: false,
+        max_turns: raw.max_turns.map(|v| v.0 as u32),
+        max_turns_ceiling: raw.max_turns_ceiling.map(|v| v.0 as u32),
+        timeout_s: raw.timeout_s.map(|v| v.0),
+        max_cost_usd: raw.max_cost_usd.map(|v| v.0),
+        output_schema: None,
+        approval: approval(raw),
+        source: ProfileSource::Config,
+        notes: Vec::new(),
+    });
+    profile.model = None;
+    profile.remote = Some(remote);
+    Ok(profile)
 }
 
 /// The parts of a profile's prompt, in order: its bootstrap files (else the default
