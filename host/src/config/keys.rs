@@ -99,6 +99,7 @@ tables! {
     CAPABILITIES = &["defaults.capabilities", "profiles.*.capabilities"], "What a profile's tools may touch; a profile's table goes over `[defaults.capabilities]` field by field. See [Capabilities and their limits](security.md#capabilities-and-their-limits).";
     FS_GRANT = &["defaults.capabilities.fs[]", "profiles.*.capabilities.fs[]"], "One granted directory, an entry of `fs` (`fs = [{ host = \"docs\", guest = \"/docs\" }]`).";
     PROFILE = &["profiles.*"], "A profile: the tools, capabilities, prompt, model and limits of the agents that run under it.";
+    REMOTE = &["profiles.*.a2a"], "The profile runs a remote A2A agent instead of a model here: a parent spawns, awaits and cancels it as any sub-agent (see [A2A agents as children](a2a.md#remote-a2a-agents-as-children)). Such a profile may set `description`, `timeout_s`, `max_turns` and `max_cost_usd`; `tools`, `disallowed_tools`, `capabilities`, `model`, a prompt, `approval` or an output schema are refused (warren cannot enforce them there), not ignored.";
     QUEUE = &["queue"], "Sub-agents through Redis (optional; see [workers.md](workers.md)).";
     JOURNAL = &["journal"], "Where runs are recorded (see [journal.md](journal.md)).";
     TOP = &[""], "Names for names: tables whose keys are the user's.";
@@ -223,6 +224,9 @@ pub(crate) const KEYS: &[Key] = &[
     key(&PROFILE, "output_schema_file", Absent("none"), "the same, from a JSON file (not with `output_schema`)"),
     key(&PROFILE, "approval", List(&[]), "calls that wait for a person's yes: tool names or `*` patterns, `@writes` (a plugin call under a writable grant), `@network` (under a `net` list), `@spawn`, `@code` (`run_python`, `run_js`), or `\"*\"` (every call); a sub-agent's rule adds its parent's (see [approvals](sub-agents.md#approvals-and-questions))"),
     bounded(&PROFILE, "approval_timeout_s", Int(DEFAULT_APPROVAL_TIMEOUT_S), AgentSeconds::BOUNDS, "how long a call (or an `ask_person` question) waits for an answer; then it is denied (unanswered), saying so to the model"),
+    key(&REMOTE, "url", Required("\"https://agents.example.com/echo\""), "the agent's base URL (its card at `/.well-known/agent-card.json` below it), or the card's own URL (ending `.json`); `http://` or `https://`"),
+    key(&REMOTE, "token_env", Absent("no token is sent"), "the environment variable holding the bearer token sent to the agent; read when a child starts, never logged"),
+    key(&REMOTE, "unsandboxed", Required("true"), "must be `true`: the opt-in, as the agent's tools, files and network are its own and no capability of warren's applies"),
     key(&QUEUE, "redis", Absent("sub-agents run in-process"), "`redis://[user:password@]host:port[/db]` (or `--redis`, `$WARREN_REDIS`)"),
     key(&QUEUE, "name", Str(DEFAULT_QUEUE_NAME), "the BullMQ queue name: keys `bull:NAME:*`"),
     bounded(&QUEUE, "keep_results_s", Int(DEFAULT_KEEP_RESULTS_S), Retention::BOUNDS, "how long finished jobs and their results stay"),

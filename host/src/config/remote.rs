@@ -35,7 +35,7 @@ impl RawRemote {
     pub(super) fn resolve(&self, key: &str) -> Result<RemoteAgent, String> {
         if !self.unsandboxed {
             return Err(format!(
-                "{key}: a remote A2A agent runs outside warren's sandbox (its tools, files and network are its own, and no profile limit narrows them): add `unsandboxed = true` to {key} to opt in"
+                "a remote A2A agent runs outside warren's sandbox (its tools, files and network are its own, and no profile limit narrows them): add `unsandboxed = true` to [{key}] to opt in"
             ));
         }
         let url = self.url.trim();
@@ -55,7 +55,7 @@ impl RawRemote {
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
                 return Err(format!(
-                    "{key}.token_env must name an environment variable (letters, digits, `_`), not `{name}`"
+                    "`token_env` must name an environment variable (letters, digits, `_`), not `{name}`"
                 ));
             }
         }
