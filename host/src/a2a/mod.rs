@@ -20,6 +20,7 @@
 
 mod card;
 mod options;
+mod person;
 mod respond;
 mod rpc;
 mod server;

@@ -43,6 +43,9 @@ pub(super) struct Call<'a> {
     pub(super) traceparent: Option<String>,
 }
 
+/// A subscription to a task's changes.
+type Updates = tokio::sync::broadcast::Receiver<Value>;
+
 /// What a method answers: one result, or a stream of them.
 enum Answer {
     Result(Value),
@@ -163,49 +166,14 @@ impl Call<'_> {
             .filter(|id| !id.is_empty())
         {
             Some(id) => {
-                let task = self
-                    .tasks
-                    .get(&self.owner, id)
-                    .ok_or_else(|| not_found(id))?;
-                let state = task.state();
-                if state.terminal() {
-                    return Err(RpcError(
-                        UNSUPPORTED_OPERATION,
-                        format!("task {id} has ended ({}) and takes no more messages: send one without `taskId` (with `contextId` {}) to start another", state.wire(), task.context_id),
-                    ));
-                }
-                let updates = task.subscribe();
-                let stored = self.stored(message, &task.id, &task.context_id);
-                task.deliver(self.host, stored, &text, data.first().copied())
-                    .await
-                    .map_err(|why| invalid(&why))?;
-                (task, updates)
+                self.to_task(id, message, &text, data.first().copied())
+                    .await?
             }
             None => {
-                self.tasks
-                    .admit(&self.owner)
-                    .map_err(|why| RpcError(INTERNAL_ERROR, why))?;
                 for data in &data {
                     text.push_str(&format!("\n{data}"));
                 }
-                let run = self
-                    .host
-                    .start_served(self.profile, &text, self.traceparent.clone())
-                    .map_err(|error| {
-                        RpcError(INTERNAL_ERROR, format!("the task cannot start: {error}"))
-                    })?;
-                let context_id = message
-                    .get("contextId")
-                    .and_then(Value::as_str)
-                    .filter(|id| !id.is_empty() && id.len() <= 128)
-                    .map_or_else(crate::jobs::random_id, str::to_string);
-                let stored = self.stored(message, run.id(), &context_id);
-                tracing::info!(
-                    task = run.id(),
-                    profile = self.profile,
-                    "A2A: a task started"
-                );
-                self.tasks.start(run, self.owner, context_id, stored)
+                self.new_task(message, &text)?
             }
         };
         if streaming {
@@ -215,6 +183,60 @@ impl Call<'_> {
             task.settled().await;
         }
         Ok(Answer::Result(json!({"task": task.wire(history_length)})))
+    }
+
+    /// A message to task `id` that has not ended, delivered.
+    async fn to_task(
+        &self,
+        id: &str,
+        message: &serde_json::Map<String, Value>,
+        text: &str,
+        data: Option<&Value>,
+    ) -> Result<(std::sync::Arc<Task>, Updates), RpcError> {
+        let task = self
+            .tasks
+            .get(&self.owner, id)
+            .ok_or_else(|| not_found(id))?;
+        let state = task.state();
+        if state.terminal() {
+            return Err(RpcError(
+                UNSUPPORTED_OPERATION,
+                format!("task {id} has ended ({}) and takes no more messages: send one without `taskId` (with `contextId` {}) to start another", state.wire(), task.context_id),
+            ));
+        }
+        let updates = task.subscribe();
+        let stored = self.stored(message, &task.id, &task.context_id);
+        task.deliver(self.host, stored, text, data)
+            .await
+            .map_err(|why| invalid(&why))?;
+        Ok((task, updates))
+    }
+
+    /// A new task on `text`, its first message `message`.
+    fn new_task(
+        &self,
+        message: &serde_json::Map<String, Value>,
+        text: &str,
+    ) -> Result<(std::sync::Arc<Task>, Updates), RpcError> {
+        self.tasks
+            .admit(&self.owner)
+            .map_err(|why| RpcError(INTERNAL_ERROR, why))?;
+        let run = self
+            .host
+            .start_served(self.profile, text, self.traceparent.clone())
+            .map_err(|error| RpcError(INTERNAL_ERROR, format!("the task cannot start: {error}")))?;
+        let context_id = message
+            .get("contextId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty() && id.len() <= 128)
+            .map_or_else(crate::jobs::random_id, str::to_string);
+        let stored = self.stored(message, run.id(), &context_id);
+        tracing::info!(
+            task = run.id(),
+            profile = self.profile,
+            "A2A: a task started"
+        );
+        Ok(self.tasks.start(run, self.owner, context_id, stored))
     }
 
     /// The client's message as a task's history keeps it.

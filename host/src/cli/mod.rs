@@ -37,6 +37,7 @@ mod runs_report;
 mod scaffold;
 mod send;
 mod serve;
+mod server_args;
 mod tools;
 mod ui;
 mod worker;

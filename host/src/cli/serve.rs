@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::args::{A2aArgs, McpArgs, ViewArgs, WorkerArgs};
+use super::args::{ViewArgs, WorkerArgs};
 use super::failure::{load, Failure};
 use super::runs::journal_dir;
+use super::server_args::{A2aArgs, McpArgs};
 use crate::config::Config;
 use crate::host::Host;
 

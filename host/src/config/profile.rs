@@ -53,7 +53,7 @@ pub struct Profile {
     pub(crate) source: ProfileSource,
     /// The remote A2A agent it runs as (`[profiles.NAME.a2a]`): then no model runs
     /// it here and no sandbox holds it.
-    pub(crate) remote: Option<super::RemoteAgent>,
+    pub(crate) remote: Option<super::remote::RemoteAgent>,
     /// What a user should know about the definition: tools with no sandboxed
     /// equivalent, a model name that means nothing here, keys with no meaning.
     pub notes: Vec<ProfileNote>,
