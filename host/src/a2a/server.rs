@@ -183,36 +183,33 @@ impl Server {
         &self,
         request: &hyper::Request<hyper::body::Incoming>,
     ) -> Result<Owner, Box<hyper::Response<BoxBody>>> {
-        if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
-            let origin = String::from_utf8_lossy(origin.as_bytes());
-            if !crate::listener::origin::origin_allowed(&origin, self.local) {
-                tracing::warn!(origin = %crate::events::bounded(&origin, 200), "A2A over HTTP: refused a request from another origin");
-                return Err(Box::new(plain(
-                    hyper::StatusCode::FORBIDDEN,
-                    &format!(
-                        "Origin `{}` is not this server's: warren a2a accepts requests from loopback origins and http://{} only\n",
-                        crate::events::bounded(&origin, 200),
-                        self.local
-                    ),
-                )));
-            }
-        }
-        let HttpAuth::Bearer(tokens) = &self.auth else {
-            return Ok([0; 32]);
-        };
-        let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-        crate::listener::auth::admitted(tokens, authorization.map(|value| value.as_bytes()))
-            .ok_or_else(|| {
-                tracing::warn!("A2A over HTTP: refused a request without this server's bearer token");
-                let mut response = plain(
-                    hyper::StatusCode::UNAUTHORIZED,
-                    "this A2A server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren a2a printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)\n",
-                );
-                response.headers_mut().insert(
-                    hyper::header::WWW_AUTHENTICATE,
-                    hyper::header::HeaderValue::from_static("Bearer realm=\"warren a2a\""),
-                );
-                Box::new(response)
+        use crate::listener::auth::Refused;
+        crate::listener::auth::admit(request.headers(), self.local, &self.auth).map_err(|refused| {
+            Box::new(match refused {
+                Refused::Origin(origin) => {
+                    let origin = crate::events::bounded(&origin, 200);
+                    tracing::warn!(%origin, "A2A over HTTP: refused a request from another origin");
+                    plain(
+                        hyper::StatusCode::FORBIDDEN,
+                        &format!(
+                            "Origin `{origin}` is not this server's: warren a2a accepts requests from loopback origins and http://{} only\n",
+                            self.local
+                        ),
+                    )
+                }
+                Refused::Token => {
+                    tracing::warn!("A2A over HTTP: refused a request without this server's bearer token");
+                    let mut response = plain(
+                        hyper::StatusCode::UNAUTHORIZED,
+                        "this A2A server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren a2a printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)\n",
+                    );
+                    response.headers_mut().insert(
+                        hyper::header::WWW_AUTHENTICATE,
+                        hyper::header::HeaderValue::from_static("Bearer realm=\"warren a2a\""),
+                    );
+                    response
+                }
             })
+        })
     }
 }

@@ -118,11 +118,42 @@ pub(crate) type Owner = [u8; 32];
 
 /// The digest of the token among `tokens` that an `Authorization` header value
 /// carries (every token is compared, in constant time each).
-pub(crate) fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<Owner> {
+fn admitted(tokens: &[BearerToken], authorization: Option<&[u8]>) -> Option<Owner> {
     tokens.iter().fold(None, |found, token| {
         let admits = token.admits(authorization);
         found.or(admits.then_some(token.digest))
     })
+}
+
+/// Why a request was refused before anything was made for it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Its `Origin` (this text) is neither loopback nor the server's own.
+    Origin(String),
+    /// It carries none of the server's tokens.
+    Token,
+}
+
+/// The credential of a request with `headers` to a server listening on `local`
+/// under `auth`: its `Origin` (if any) must be this server's ([`super::origin`]), and
+/// it must carry a token when one is needed. The one check of `warren mcp --http`
+/// and `warren a2a`, which each word the refusal.
+pub(crate) fn admit(
+    headers: &http::HeaderMap,
+    local: std::net::SocketAddr,
+    auth: &HttpAuth,
+) -> Result<Owner, Refused> {
+    if let Some(origin) = headers.get(http::header::ORIGIN) {
+        let origin = String::from_utf8_lossy(origin.as_bytes());
+        if !super::origin::origin_allowed(&origin, local) {
+            return Err(Refused::Origin(origin.into_owned()));
+        }
+    }
+    let HttpAuth::Bearer(tokens) = auth else {
+        return Ok([0; 32]);
+    };
+    let authorization = headers.get(http::header::AUTHORIZATION);
+    admitted(tokens, authorization.map(|value| value.as_bytes())).ok_or(Refused::Token)
 }
 
 #[cfg(test)]

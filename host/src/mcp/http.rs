@@ -290,36 +290,30 @@ impl Gate {
             *response.status_mut() = hyper::StatusCode::NOT_FOUND;
             return Err(Box::new(response));
         }
-        if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
-            let origin = String::from_utf8_lossy(origin.as_bytes());
-            if !crate::listener::origin::origin_allowed(&origin, self.local) {
-                return Err(Box::new(refusal(
+        use crate::listener::auth::Refused;
+        crate::listener::auth::admit(request.headers(), self.local, &self.auth).map_err(|refused| {
+            Box::new(match refused {
+                Refused::Origin(origin) => refusal(
                     hyper::StatusCode::FORBIDDEN,
                     &format!(
                         "Origin `{}` is not this server's: warren mcp accepts requests from loopback origins and http://{} only",
                         crate::events::bounded(&origin, 200),
                         self.local
                     ),
-                )));
-            }
-        }
-        let HttpAuth::Bearer(tokens) = &self.auth else {
-            return Ok([0; 32]);
-        };
-        let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-        crate::listener::auth::admitted(tokens, authorization.map(|value| value.as_bytes())).ok_or_else(
-            || {
-                let mut response = refusal(
-                    hyper::StatusCode::UNAUTHORIZED,
-                    "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
-                );
-                response.headers_mut().insert(
-                    hyper::header::WWW_AUTHENTICATE,
-                    hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
-                );
-                Box::new(response)
-            },
-        )
+                ),
+                Refused::Token => {
+                    let mut response = refusal(
+                        hyper::StatusCode::UNAUTHORIZED,
+                        "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
+                    );
+                    response.headers_mut().insert(
+                        hyper::header::WWW_AUTHENTICATE,
+                        hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
+                    );
+                    response
+                }
+            })
+        })
     }
 
     async fn handle(
