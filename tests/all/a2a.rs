@@ -709,3 +709,81 @@ fn a_remote_profile_must_opt_in_and_may_not_write_what_warren_cannot_enforce() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_large_body_and_tasks_past_the_limit_are_refused_before_any_run() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let a2a = A2aServer::start(&world, &["--max-tasks", "1"]);
+    let url = format!("{}/a2a/main", a2a.base);
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = [("authorization", bearer.as_str())];
+
+    // A body past 1 MiB is refused with 413, and no run is made for it.
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "parts": [{"text": "x".repeat(2 << 20)}]}
+    }});
+    assert_eq!(post(&url, &auth, &huge).await.0, 413);
+
+    // One task per credential: the second is refused, naming the flag.
+    let send = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+            "message": {"role": "ROLE_USER", "parts": [{"text": text}]},
+            "configuration": {"returnImmediately": true}
+        }})
+    };
+    let (_, first) = post(&url, &auth, &send("HANG first")).await;
+    assert!(first.contains("\"task\""), "{first}");
+    let (_, second) = post(&url, &auth, &send("HANG second")).await;
+    let error = &serde_json::from_str::<Value>(&second).unwrap()["error"];
+    assert!(
+        error["message"].as_str().unwrap().contains("--max-tasks 1"),
+        "{second}"
+    );
+    // The refused task never reached a model; the admitted one did.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked: Vec<String> = server.requests().iter().map(|r| newest(&r.body)).collect();
+    assert!(asked.iter().any(|n| n.contains("HANG first")), "{asked:#?}");
+    assert!(
+        !asked.iter().any(|n| n.contains("HANG second")),
+        "{asked:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_remote_agents_card_past_its_bound_fails_the_child_naming_it() {
+    // 2 MiB of card: more than a remote agent's answer may hold.
+    let card: &'static str =
+        Box::leak(format!("{{\"name\": \"{}\"}}", "x".repeat(2 << 20)).into_boxed_str());
+    let (port, _) = crate::support::http_server(card).await;
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("ASK-ECHO") {
+            let args = json!({"profile": "echo", "task": "hello", "background": false});
+            return Some(Reply::tool_calls(&[("spawn_agent", args)], (10, 5)));
+        }
+        Some(Reply::answer("ROOT-DONE", (10, 5)))
+    }));
+    let world = remote_project(&server, &format!("http://127.0.0.1:{port}"));
+    let output = tokio::process::Command::new(WARREN)
+        .args(["run", "--json", "ASK-ECHO"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("ECHO_A2A_TOKEN", "unused-token-0123456789")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "error", "{shown}");
+    assert!(
+        child["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1048576 bytes"),
+        "{shown}"
+    );
+}
