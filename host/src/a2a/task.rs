@@ -113,9 +113,9 @@ impl Tasks {
         table.get(id).filter(|task| &task.owner == owner).cloned()
     }
 
-    /// Makes `run` a task of `owner` in `context_id`, its first message `message`;
-    /// refused when the credential holds as many tasks as it may. Returns the task
-    /// and a subscription to its changes made before any.
+    /// Makes `run` a task of `owner` in `context_id`, its first message `message`
+    /// (the caller asked [`Tasks::admit`] first). Returns the task and a
+    /// subscription to its changes made before any.
     pub(super) fn start(
         &self,
         run: Run,
