@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::fake_llm::{newest, FakeLlm, Reply};
 use crate::support::{root, text, warren, World};
 
-const WARREN: &str = env!("CARGO_BIN_EXE_warren");
+pub(crate) const WARREN: &str = env!("CARGO_BIN_EXE_warren");
 const TOKEN: &str = "a2a-test-token-0123456789";
 
 /// The A2A SDK's Python, in its own virtual environment.
@@ -176,7 +176,7 @@ async fn client(
     (output.status.success(), report)
 }
 
-fn json_of(output: &std::process::Output) -> Value {
+pub(crate) fn json_of(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&output.stdout), text(&output.stderr)))
 }
@@ -245,8 +245,9 @@ async fn an_sdk_client_streams_a_tree_to_a_completed_task_that_warren_show_agree
         "no progress of {child_id} in {lines:#?}"
     );
 
-    // Sent without streaming, the task's history holds the client's message first,
-    // a progress line of each agent `warren show` lists, and the answer last.
+    // Sent without streaming, the task's history is the run's transcript: the
+    // client's message first, then the root's turns and tool results as `warren
+    // show --agent ROOT` prints them.
     let (ok, report) = client(
         &url,
         "send",
@@ -257,25 +258,84 @@ async fn an_sdk_client_streams_a_tree_to_a_completed_task_that_warren_show_agree
     assert!(ok, "{report}\n{}", a2a.log());
     assert_eq!(report["final_state"], "TASK_STATE_COMPLETED", "{report}");
     assert_eq!(report["status_text"], "ROOT-DONE", "{report}");
+    assert_transcript(&world, &report);
+}
+
+/// The history of the task `report` shows is its root agent's transcript, as
+/// `warren show TASK --agent ROOT --json` has it.
+fn assert_transcript(world: &World, report: &Value) {
     let history = report["history"].as_array().unwrap();
-    assert_eq!(
-        history[0],
-        json!({"role": "ROLE_USER", "text": "TASK-TREE: again"}),
-        "{report}"
-    );
-    let shown = json_of(&warren(
-        &world,
-        &["show", report["task_id"].as_str().unwrap(), "--json"],
-    ));
-    for agent in shown["agents"].as_array().unwrap() {
-        let id = agent["id"].as_str().unwrap();
-        assert!(
-            history
-                .iter()
-                .any(|m| m["role"] == "ROLE_AGENT" && m["text"].as_str().unwrap().contains(id)),
-            "agent {id} of `warren show` is not in the task's history: {report}"
-        );
+    let task = report["task_id"].as_str().unwrap();
+    assert_eq!(history[0]["role"], "ROLE_USER", "{report}");
+    let shown = json_of(&warren(world, &["show", task, "--json"]));
+    assert_eq!(history[0]["text"], shown["agents"][0]["task"], "{report}");
+    let root = shown["agents"][0]["id"].as_str().unwrap();
+    let transcript = json_of(&warren(world, &["show", task, "--agent", root, "--json"]));
+    let mut expected: Vec<Value> = Vec::new();
+    for record in transcript["records"].as_array().unwrap() {
+        match record["type"].as_str().unwrap() {
+            "model_response" => {
+                let mut data: Vec<Value> = Vec::new();
+                for call in record["tool_calls"].as_array().into_iter().flatten() {
+                    let arguments: Value =
+                        serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+                    data.push(json!({"toolCall": {"id": call["id"], "name": call["name"], "arguments": arguments}}));
+                }
+                let mut message = json!({"role": "ROLE_AGENT", "text": record["text"]});
+                if !data.is_empty() {
+                    message["data"] = json!(data);
+                }
+                expected.push(message);
+            }
+            "tool_finished" => expected.push(json!({"role": "ROLE_AGENT", "text": "", "data": [
+                {"toolResult": {"callId": record["call_id"], "outcome": record["outcome"], "content": record["content"]}}
+            ]})),
+            _ => {}
+        }
     }
+    expected.retain(|m| m["text"] != "" || m.get("data").is_some());
+    assert!(expected.len() >= 3, "{transcript}");
+    assert_eq!(&history[1..], &expected[..], "the history is not the transcript: {transcript}");
+}
+
+#[tokio::test]
+async fn a_task_outlives_its_server_in_the_journal_and_only_its_credential_reads_it() {
+    let server = FakeLlm::start().await;
+    script(&server);
+    let world = project(&server);
+    let other = "a2a-other-token-9876543210";
+    std::fs::write(world.path("tokens"), format!("{TOKEN}\n{other}\n")).unwrap();
+    let args = ["--profile", "main", "--profile", "worker", "--token-file", "tokens"];
+    let a2a = A2aServer::start(&world, &args);
+    let url = format!("{}/a2a/main", a2a.base);
+    let env = [("A2A_TEXT", "TASK-TREE: remember this")];
+    let (ok, sent) = client(&url, "send", Some(TOKEN), &env).await;
+    assert!(ok, "{sent}\n{}", a2a.log());
+    assert_eq!(sent["final_state"], "TASK_STATE_COMPLETED", "{sent}");
+    let task = sent["task_id"].as_str().unwrap().to_string();
+    // Killed, and started again: the task is read from its run's journal.
+    drop(a2a);
+    let a2a = A2aServer::start(&world, &args);
+    let url = format!("{}/a2a/main", a2a.base);
+    let env = [("A2A_TASK_ID", task.as_str())];
+    let (ok, got) = client(&url, "get", Some(TOKEN), &env).await;
+    assert!(ok, "{got}\n{}", a2a.log());
+    assert_eq!(got["task_id"], task.as_str(), "{got}");
+    assert_eq!(got["state"], "TASK_STATE_COMPLETED", "{got}");
+    assert_eq!(got["artifact_texts"], json!(["ROOT-DONE"]), "{got}");
+    assert_eq!(got["status_text"], "ROOT-DONE", "{got}");
+    assert_eq!(got["history"], sent["history"], "{got}");
+    assert_transcript(&world, &got);
+    for refused in ["send_error", "cancel_error"] {
+        let error = got[refused].as_str().unwrap_or_default();
+        assert!(error.contains("no longer run by this server"), "{refused}: {got}");
+    }
+    // Another credential of the same server does not see it.
+    let (ok, foreign) = client(&url, "get", Some(other), &env).await;
+    assert!(ok, "{foreign}");
+    let error = foreign["get_error"].as_str().unwrap_or_default();
+    assert!(error.contains("no task"), "{foreign}");
+    assert!(foreign.get("state").is_none(), "{foreign}");
 }
 
 #[tokio::test]
@@ -454,14 +514,14 @@ async fn the_token_the_origin_and_the_protocol_version_guard_the_server() {
 }
 
 /// The SDK's echo agent (`server.py`) on a free port, requiring `token`; its URL.
-struct EchoAgent {
+pub(crate) struct EchoAgent {
     child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
+    pub(crate) url: String,
+    pub(crate) log: Arc<Mutex<String>>,
 }
 
 impl EchoAgent {
-    fn start(token: &str) -> EchoAgent {
+    pub(crate) fn start(token: &str) -> EchoAgent {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -507,7 +567,7 @@ impl Drop for EchoAgent {
 }
 
 /// A project whose `main` may spawn `echo`, the SDK's agent at `url`.
-fn remote_project(server: &FakeLlm, url: &str) -> World {
+pub(crate) fn remote_project(server: &FakeLlm, url: &str) -> World {
     let world = World::new();
     world.config(&format!(
         r#"

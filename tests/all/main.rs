@@ -4,6 +4,7 @@
 //! `wasm32-wasip2` on first use; see [`support::guests`].
 
 mod a2a;
+mod a2a_children;
 mod agent_files;
 mod agents;
 mod approvals;

@@ -19,11 +19,13 @@
 //! forgotten after [`A2aLimits::retention`] (their runs stay in the journal).
 
 mod card;
+mod history;
 mod options;
 mod person;
 mod respond;
 mod rpc;
 mod server;
+mod stored;
 mod task;
 
 pub(crate) use self::options::{A2aLimits, A2aOptions};

@@ -97,9 +97,9 @@ impl Call<'_> {
         let answer = match method {
             "SendMessage" => self.send(&params, false).await,
             "SendStreamingMessage" => self.send(&params, true).await,
-            "GetTask" => self.get(&params),
+            "GetTask" => self.get(&params).await,
             "CancelTask" => self.cancel(&params).await,
-            "SubscribeToTask" => self.subscribe(&params),
+            "SubscribeToTask" => self.subscribe(&params).await,
             "ListTasks" | "GetExtendedAgentCard" => Err(RpcError(
                 UNSUPPORTED_OPERATION,
                 format!("`{method}` is not served by warren a2a (`warren runs` lists the runs behind the tasks)"),
@@ -165,10 +165,7 @@ impl Call<'_> {
             .and_then(Value::as_str)
             .filter(|id| !id.is_empty())
         {
-            Some(id) => {
-                self.to_task(id, message, &text, data.first().copied())
-                    .await?
-            }
+            Some(id) => self.to_task(id, &text, data.first().copied()).await?,
             None => {
                 for data in &data {
                     text.push_str(&format!("\n{data}"));
@@ -182,21 +179,19 @@ impl Call<'_> {
         if !immediately {
             task.settled().await;
         }
-        Ok(Answer::Result(json!({"task": task.wire(history_length)})))
+        Ok(Answer::Result(
+            json!({"task": task.wire(history_length).await}),
+        ))
     }
 
     /// A message to task `id` that has not ended, delivered.
     async fn to_task(
         &self,
         id: &str,
-        message: &serde_json::Map<String, Value>,
         text: &str,
         data: Option<&Value>,
     ) -> Result<(std::sync::Arc<Task>, Updates), RpcError> {
-        let task = self
-            .tasks
-            .get(&self.owner, id)
-            .ok_or_else(|| not_found(id))?;
+        let task = self.live(id, UNSUPPORTED_OPERATION, "takes no more messages").await?;
         let state = task.state();
         if state.terminal() {
             return Err(RpcError(
@@ -205,8 +200,7 @@ impl Call<'_> {
             ));
         }
         let updates = task.subscribe();
-        let stored = self.stored(message, &task.id, &task.context_id);
-        task.deliver(self.host, stored, text, data)
+        task.deliver(self.host, text, data)
             .await
             .map_err(|why| invalid(&why))?;
         Ok((task, updates))
@@ -236,7 +230,9 @@ impl Call<'_> {
             profile = self.profile,
             "A2A: a task started"
         );
-        Ok(self.tasks.start(run, self.owner, context_id, stored))
+        Ok(self
+            .tasks
+            .start(run, self.profile, self.owner, context_id, stored))
     }
 
     /// The client's message as a task's history keeps it.
@@ -251,16 +247,24 @@ impl Call<'_> {
         stored
     }
 
-    /// `GetTask`.
-    fn get(&self, params: &Value) -> Result<Answer, RpcError> {
-        let task = self.task(params)?;
-        Ok(Answer::Result(task.wire(history_length(Some(params))?)))
+    /// `GetTask`: a task this server holds, else as its run's journal keeps it.
+    async fn get(&self, params: &Value) -> Result<Answer, RpcError> {
+        let id = task_id(params)?;
+        let history_length = history_length(Some(params))?;
+        if let Some(task) = self.tasks.get(&self.owner, id) {
+            return Ok(Answer::Result(task.wire(history_length).await));
+        }
+        match self.tasks.stored(&self.owner, id, history_length).await {
+            Some(Ok(task)) => Ok(Answer::Result(task)),
+            Some(Err(why)) => Err(RpcError(INTERNAL_ERROR, why)),
+            None => Err(not_found(id)),
+        }
     }
 
     /// `CancelTask`: cancels the tree, and answers once it stopped (or after
     /// [`CANCEL_WAIT`]).
     async fn cancel(&self, params: &Value) -> Result<Answer, RpcError> {
-        let task = self.task(params)?;
+        let task = self.live(task_id(params)?, TASK_NOT_CANCELABLE, "has nothing to cancel").await?;
         let state = task.state();
         if state.terminal() {
             return Err(RpcError(
@@ -283,12 +287,18 @@ impl Call<'_> {
             }
         })
         .await;
-        Ok(Answer::Result(task.wire(None)))
+        Ok(Answer::Result(task.wire(None).await))
     }
 
     /// `SubscribeToTask`: the task's changes from now on, as a stream.
-    fn subscribe(&self, params: &Value) -> Result<Answer, RpcError> {
-        let task = self.task(params)?;
+    async fn subscribe(&self, params: &Value) -> Result<Answer, RpcError> {
+        let task = self
+            .live(
+                task_id(params)?,
+                UNSUPPORTED_OPERATION,
+                "sends no more changes: read it with GetTask",
+            )
+            .await?;
         let state = task.state();
         if state.terminal() {
             return Err(RpcError(
@@ -304,14 +314,37 @@ impl Call<'_> {
         Ok(Answer::Stream(task, updates))
     }
 
-    /// The task `params.id` names.
-    fn task(&self, params: &Value) -> Result<std::sync::Arc<Task>, RpcError> {
-        let id = params
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("`params.id` (the task's id) is missing"))?;
-        self.tasks.get(&self.owner, id).ok_or_else(|| not_found(id))
+    /// Task `id`, held by this server; a task only its journal keeps is refused
+    /// with `code` (it `refusal`).
+    async fn live(
+        &self,
+        id: &str,
+        code: i64,
+        refusal: &str,
+    ) -> Result<std::sync::Arc<Task>, RpcError> {
+        if let Some(task) = self.tasks.get(&self.owner, id) {
+            return Ok(task);
+        }
+        match self.tasks.stored(&self.owner, id, Some(0)).await {
+            Some(Ok(task)) => Err(RpcError(
+                code,
+                format!(
+                    "task {id} is no longer run by this server ({}) and {refusal}",
+                    task.pointer("/status/state").and_then(Value::as_str).unwrap_or("ended")
+                ),
+            )),
+            Some(Err(why)) => Err(RpcError(INTERNAL_ERROR, why)),
+            None => Err(not_found(id)),
+        }
     }
+}
+
+/// The task id `params.id` names.
+fn task_id(params: &Value) -> Result<&str, RpcError> {
+    params
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("`params.id` (the task's id) is missing"))
 }
 
 /// `historyLength` of `holder`, if given.
@@ -332,7 +365,7 @@ fn invalid(why: &str) -> RpcError {
 fn not_found(id: &str) -> RpcError {
     RpcError(
         TASK_NOT_FOUND,
-        format!("no task `{}` of this credential (an ended task is forgotten after --task-retention seconds; its run stays in `warren runs`)", crate::events::bounded(id, 80)),
+        format!("no task `{}` of this credential (a task's run stays in `warren runs`; with journaling off, an ended task is forgotten after --task-retention seconds)", crate::events::bounded(id, 80)),
     )
 }
 
@@ -359,7 +392,7 @@ fn stream(
     tokio::spawn(async move {
         let first = task.state();
         if sender
-            .send(frame(&json!({"task": task.wire(None)})))
+            .send(frame(&json!({"task": task.wire(None).await})))
             .await
             .is_err()
             || first.terminal()

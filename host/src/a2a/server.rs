@@ -55,12 +55,13 @@ pub(crate) async fn serve(
         );
         agents.push((name.clone(), card));
     }
+    let journal_dir = host.config().journal_dir.clone();
     let server = Arc::new(Server {
         host,
         agents,
         auth: options.auth,
         local,
-        tasks: task::Tasks::new(options.limits),
+        tasks: task::Tasks::new(options.limits, journal_dir),
     });
     for (name, _) in &server.agents {
         eprintln!(

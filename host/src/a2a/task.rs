@@ -1,16 +1,19 @@
 //! A2A tasks: each one a run of the host, followed from its events. A task's status
-//! is the latest progress line of any agent of its tree (the earlier ones move into
-//! its history, after the client's messages), `INPUT_REQUIRED` while an agent waits
-//! for an approval or an answer, and its end the root's; its artifact is the root's
-//! answer. Streams get each change as it happens.
+//! is the latest progress line of any agent of its tree, `INPUT_REQUIRED` while an
+//! agent waits for an approval or an answer, and its end the root's; its artifact is
+//! the root's answer; its history is the run's transcript (`super::history`).
+//! Streams get each change as it happens. A task this server no longer holds is
+//! read from its run's journal (`super::stored`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 
+use super::history::Of;
 use super::options::A2aLimits;
 use super::person::{agent_message, reply, request_message, verdict_text};
 use crate::events::{Event, PersonRequest};
@@ -21,9 +24,6 @@ use crate::jobs::{JobId, Tree};
 use crate::listener::auth::Owner;
 use crate::outcome::AgentState;
 
-/// The most messages a task's history keeps: past it, the oldest progress lines
-/// go (the client's first message stays).
-const MAX_HISTORY: usize = 1000;
 /// The longest text of one progress message, in characters.
 const MAX_LINE: usize = 2000;
 /// The longest answer kept as the task's artifact, in characters.
@@ -69,6 +69,8 @@ impl State {
 pub(super) struct Tasks {
     limits: A2aLimits,
     table: Mutex<BTreeMap<String, Arc<Task>>>,
+    /// Where runs are journaled (tasks not held are read from there), when they are.
+    journal_dir: Option<PathBuf>,
 }
 
 /// One task.
@@ -78,6 +80,8 @@ pub(super) struct Task {
     owner: Owner,
     pub(super) tree: Arc<Tree>,
     pub(super) root: JobId,
+    /// The client's first message.
+    first: Value,
     canceller: Canceller,
     view: Mutex<View>,
     /// Bumped on every change: what blocking calls wait on.
@@ -93,18 +97,33 @@ struct View {
     /// the end.
     message: Option<Value>,
     timestamp: SystemTime,
-    history: Vec<Value>,
     artifacts: Vec<Value>,
     /// When it ended.
     ended: Option<Instant>,
 }
 
 impl Tasks {
-    pub(super) fn new(limits: A2aLimits) -> Tasks {
+    pub(super) fn new(limits: A2aLimits, journal_dir: Option<PathBuf>) -> Tasks {
         Tasks {
             limits,
             table: Mutex::default(),
+            journal_dir,
         }
+    }
+
+    /// Task `id` of `owner` as its run's journal keeps it (one this server does not
+    /// hold): `None` when there is none.
+    pub(super) async fn stored(
+        &self,
+        owner: &Owner,
+        id: &str,
+        history_length: Option<usize>,
+    ) -> Option<Result<Value, String>> {
+        let dir = self.journal_dir.clone()?;
+        let (owner, id) = (*owner, id.to_string());
+        tokio::task::spawn_blocking(move || super::stored::load(&dir, &owner, &id, history_length))
+            .await
+            .unwrap_or_else(|e| Some(Err(format!("reading the task failed: {e}"))))
     }
 
     /// Task `id` of `owner`.
@@ -113,30 +132,37 @@ impl Tasks {
         table.get(id).filter(|task| &task.owner == owner).cloned()
     }
 
-    /// Makes `run` a task of `owner` in `context_id`, its first message `message`
-    /// (the caller asked [`Tasks::admit`] first). Returns the task and a
-    /// subscription to its changes made before any.
+    /// Makes `run` of `profile` a task of `owner` in `context_id`, its first
+    /// message `message` (the caller asked [`Tasks::admit`] first), recorded beside
+    /// its journal. Returns the task and a subscription to its changes made before
+    /// any.
     pub(super) fn start(
         &self,
         run: Run,
+        profile: &str,
         owner: Owner,
         context_id: String,
         message: Value,
     ) -> (Arc<Task>, broadcast::Receiver<Value>) {
         let (updates, receiver) = broadcast::channel(STREAM_BACKLOG);
         let id = run.id().to_string();
+        if let Some(journal) = &run.tree.journal {
+            if let Err(error) = super::stored::save(journal.path(), &owner, &context_id, profile, &message) {
+                tracing::warn!(task = %id, %error, "A2A: the task's record beside its journal could not be written; once this server forgets the task, GetTask will not find it");
+            }
+        }
         let task = Arc::new(Task {
             id: id.clone(),
             context_id,
             owner,
             tree: run.tree.clone(),
             root: run.root.clone(),
+            first: message,
             canceller: run.canceller(),
             view: Mutex::new(View {
                 state: State::Submitted,
                 message: None,
                 timestamp: SystemTime::now(),
-                history: vec![message],
                 artifacts: Vec::new(),
                 ended: None,
             }),
@@ -179,16 +205,49 @@ impl Tasks {
 impl Task {
     /// The task as A2A writes it, with the last `history_length` messages of its
     /// history (all when `None`).
-    pub(super) fn wire(&self, history_length: Option<usize>) -> Value {
+    pub(super) async fn wire(&self, history_length: Option<usize>) -> Value {
+        let history = self.history(history_length).await;
         let view = self.view.lock().expect("task poisoned");
-        let skip = history_length.map_or(0, |n| view.history.len().saturating_sub(n));
         json!({
             "id": self.id,
             "contextId": self.context_id,
             "status": self.status(&view),
             "artifacts": view.artifacts,
-            "history": view.history[skip..],
+            "history": history,
         })
+    }
+
+    /// The last `history_length` messages of its history (all when `None`): the
+    /// run's transcript as journaled so far, or only the client's first message
+    /// when the run is not journaled.
+    async fn history(&self, history_length: Option<usize>) -> Vec<Value> {
+        if history_length == Some(0) {
+            return Vec::new();
+        }
+        let Some(journal) = self.tree.journal.clone() else {
+            return vec![self.first.clone()];
+        };
+        journal.written().await;
+        let (path, first) = (journal.path().to_path_buf(), self.first.clone());
+        let (task, context, root) = (self.id.clone(), self.context_id.clone(), self.root.0.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            let of = Of { task: &task, context: &context, root: &root };
+            super::history::read(&path, &of, Some(&first))
+        })
+        .await;
+        let history = match read {
+            Ok(Ok(history)) => history,
+            Ok(Err(error)) => {
+                tracing::warn!(task = %self.id, %error, "A2A: the task's history could not be read from its journal");
+                vec![self.first.clone()]
+            }
+            Err(error) => {
+                tracing::warn!(task = %self.id, %error, "A2A: reading the task's history failed");
+                vec![self.first.clone()]
+            }
+        };
+        let skip = history_length.map_or(0, |n| history.len().saturating_sub(n));
+        history[skip..].to_vec()
     }
 
     /// Its state now.
@@ -222,13 +281,12 @@ impl Task {
         self.canceller.cancel();
     }
 
-    /// Takes in the client's `message` (its text `text`, its data parts `data`) for
+    /// Takes in the client's message (its text `text`, its data parts `data`) for
     /// a task that has not ended: the answer to the request it waits on, else a
     /// message left for the root agent. `Err` says why it was refused.
     pub(super) async fn deliver(
         &self,
         host: &crate::host::Host,
-        message: Value,
         text: &str,
         data: Option<&Value>,
     ) -> Result<String, String> {
@@ -262,7 +320,6 @@ impl Task {
             }
         };
         let mut view = self.view.lock().expect("task poisoned");
-        push_history(&mut view.history, message);
         if view.state == State::InputRequired {
             match self.oldest_request() {
                 Some(next) => {
@@ -311,13 +368,9 @@ impl Task {
         }})
     }
 
-    /// Moves to `state` with `message`, the earlier status message going into the
-    /// history, and tells streams.
+    /// Moves to `state` with `message`, and tells streams.
     fn set_status(&self, view: &mut View, state: State, message: Value) {
-        let message = self.stamped(message);
-        if let Some(earlier) = view.message.replace(message) {
-            push_history(&mut view.history, earlier);
-        }
+        view.message = Some(self.stamped(message));
         view.state = state;
         view.timestamp = SystemTime::now();
         let _ = self.updates.send(self.status_update(view));
@@ -368,12 +421,8 @@ impl Task {
             return;
         };
         let message = agent_message(&crate::events::bounded(&line, MAX_LINE), None);
-        if view.state == State::InputRequired {
-            // The status stays the request; the line is history.
-            let message = self.stamped(message);
-            push_history(&mut view.history, message);
-            self.changed.send_modify(|n| *n += 1);
-        } else {
+        // While a request waits, the status stays the request.
+        if view.state != State::InputRequired {
             self.set_status(&mut view, State::Working, message);
         }
     }
@@ -447,29 +496,4 @@ fn drive(task: Arc<Task>, run: Run) {
         }
         task.finish(report);
     });
-}
-
-/// Adds `message` to `history`, dropping the oldest progress line past
-/// [`MAX_HISTORY`].
-fn push_history(history: &mut Vec<Value>, message: Value) {
-    if history.len() >= MAX_HISTORY {
-        history.remove(1);
-    }
-    history.push(message);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn history_keeps_the_first_message_past_its_bound() {
-        let mut history = vec![json!("first")];
-        for n in 0..MAX_HISTORY + 10 {
-            push_history(&mut history, json!(n));
-        }
-        assert_eq!(history.len(), MAX_HISTORY);
-        assert_eq!(history[0], json!("first"));
-        assert_eq!(history.last(), Some(&json!(MAX_HISTORY + 9)));
-    }
 }

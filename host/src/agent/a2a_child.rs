@@ -2,36 +2,97 @@
 //! model runs it here. Its task goes to the agent as an A2A 1.0 message (JSON-RPC
 //! binding, streamed when its card says it streams), each status the agent reports
 //! is published as the child's text, and its answer (its artifacts' text, else its
-//! last status message) is the child's result. Cancelling the child, or its
-//! `timeout_s` passing, cancels the remote task (`CancelTask`). The bearer token
-//! is read from the environment variable the profile names when the child starts,
-//! and never logged; the child's W3C trace context goes along as `traceparent`.
+//! last status message) is the child's result. The bearer token is read from the
+//! environment variable the profile names when the child starts, and never logged;
+//! the child's W3C trace context goes along as `traceparent`.
+//!
+//! Talking to it is A2A's own:
+//! - a queued message or a follow-up sent while its task works is sent to that task
+//!   (`SendMessage` with its `taskId`); the sender's receipt says so, or that the
+//!   agent refused it;
+//! - an interrupt cancels the remote task (`CancelTask`: A2A has no other way to
+//!   cut an agent short) and sends the message as a new task in the same context;
+//! - a follow-up to a child that finished wakes it: a new task in the same
+//!   context (`contextId`), as A2A continues a conversation;
+//! - a task that waits for input (`INPUT_REQUIRED`) becomes a question for a
+//!   person, asked, journaled and answered as `ask_person`'s are (`warren
+//!   approve`, the web view, an MCP or A2A client); the answer goes to the task,
+//!   and with none the child fails saying so.
+//!
+//! Cancelling the child, or its `timeout_s` passing, cancels the remote task.
 
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use super::a2a_wire::{
+    failed, find_event_end, read_bounded, result, unreachable_agent, Answer, Stop, MAX_READ,
+};
+use super::runtime::Runtime;
 use crate::config::RemoteAgent;
-use crate::events::Event;
-use crate::jobs::Placement;
+use crate::events::{MessageMode, PersonRequest, RequestKind, Verdict};
+use crate::jobs::mailbox::Letter;
+use crate::jobs::{JobId, Placement};
+use crate::journal::{Fact, Record};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::scheduler::{AgentRun, Ended, Start};
 
-/// The largest card, JSON-RPC response or stream event read, in bytes.
-const MAX_READ: usize = 1 << 20;
 /// How often a task that is not streamed is polled.
 const POLL: Duration = Duration::from_millis(250);
 /// How long a `CancelTask` sent on the way out may take.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
-
-/// Why a remote task did not answer: the state it ends the child in, and why.
-type Stop = (AgentState, String);
+/// The longest question put before a person, in characters.
+const MAX_QUESTION: usize = 4000;
 
 /// The run of the child `start` describes, on `remote`.
-pub(super) fn run(start: Start, remote: RemoteAgent) -> AgentRun {
+pub(super) fn run(runtime: Arc<Runtime>, start: Start, remote: RemoteAgent) -> AgentRun {
+    let link = Link {
+        http: reqwest::Client::new(),
+        remote,
+        token: None,
+        endpoint: String::new(),
+        streams: false,
+        traceparent: None,
+        current: Mutex::default(),
+        context: Mutex::default(),
+        tasks: Mutex::new(0),
+        interrupted: Mutex::default(),
+    };
+    let task = start.task.clone();
+    episode(runtime, start, link, Some(task))
+}
+
+/// What a remote child keeps between its runs (a follow-up wakes it): where the
+/// agent is, its token, and the A2A context its tasks share.
+struct Link {
+    http: reqwest::Client,
+    remote: RemoteAgent,
+    /// The bearer token, once read.
+    token: Option<String>,
+    /// The JSON-RPC URL the card names (empty until the card is read).
+    endpoint: String,
+    /// Whether the card says the agent streams.
+    streams: bool,
+    traceparent: Option<String>,
+    /// The remote task now running, once known.
+    current: Mutex<Option<String>>,
+    /// The remote context, once known: later tasks continue it.
+    context: Mutex<Option<String>>,
+    /// Remote tasks sent so far (a message is "read in" the task it went with).
+    tasks: Mutex<u32>,
+    /// The interrupt that cancelled the current task, to send next.
+    interrupted: Mutex<Option<Letter>>,
+}
+
+/// One run of the child: `text` (with `None`, the follow-ups that woke it) sent to
+/// the agent as a new task, followed to its end; it may be woken again after an
+/// answer.
+fn episode(runtime: Arc<Runtime>, start: Start, mut link: Link, text: Option<String>) -> AgentRun {
     Box::pin(async move {
-        let place = start.place;
+        let place = start.place.clone();
         let name = start.role.profile.name.clone();
         let span = tracing::info_span!(
             parent: start.parent_span.as_ref().and_then(tracing::Span::id),
@@ -44,23 +105,28 @@ pub(super) fn run(start: Start, remote: RemoteAgent) -> AgentRun {
             warren.depth = start.role.depth,
             warren.run.id = %place.tree.run_id,
             warren.remote = "a2a",
-            server.address = %remote.card_url,
+            server.address = %link.remote.card_url,
             error.type = tracing::field::Empty,
         );
         let timeout = Duration::from_secs(start.role.limits.timeout_s);
         let began = Instant::now();
         let outcome = async {
-            let mut call = Call {
-                http: reqwest::Client::new(),
-                remote: &remote,
+            link.traceparent = crate::telemetry::traceparent(&tracing::Span::current());
+            let asker = Asker {
+                runtime: &runtime,
                 place: &place,
-                token: None,
-                traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
-                endpoint: String::new(),
-                task_id: None,
+                timeout_s: start.role.profile.approval.timeout_s,
+                profile: &name,
             };
             let ended = tokio::select! {
-                ended = call.run(&start.task) => ended,
+                ended = async {
+                    link.connect().await?;
+                    let text = match text {
+                        Some(text) => text,
+                        None => link.woken_by(&place),
+                    };
+                    link.exchange(&asker, text).await
+                } => ended,
                 () = place.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".into())),
                 () = tokio::time::sleep(timeout) => Err((
                     AgentState::TimedOut,
@@ -68,7 +134,7 @@ pub(super) fn run(start: Start, remote: RemoteAgent) -> AgentRun {
                 )),
             };
             if ended.is_err() {
-                call.cancel_remote().await;
+                link.cancel_remote().await;
             }
             let (state, text, error) = match ended {
                 Ok(text) => (AgentState::Ok, text, None),
@@ -91,30 +157,32 @@ pub(super) fn run(start: Start, remote: RemoteAgent) -> AgentRun {
         }
         .instrument(span)
         .await;
-        Ended {
-            outcome,
-            wake: None,
-        }
+        // An answer may be followed up (a new task in the same context); any other
+        // end is final.
+        let wake: Option<crate::scheduler::Wake> = (outcome.state == AgentState::Ok)
+            .then(|| -> crate::scheduler::Wake {
+                Box::new(move || episode(runtime, start, link, None))
+            });
+        Ended { outcome, wake }
     })
 }
 
-/// One child's conversation with its remote agent.
-struct Call<'a> {
-    http: reqwest::Client,
-    remote: &'a RemoteAgent,
+/// Who asks a person when the remote task waits for input.
+struct Asker<'a> {
+    runtime: &'a Runtime,
     place: &'a Placement,
-    /// The bearer token, once read.
-    token: Option<String>,
-    traceparent: Option<String>,
-    /// The JSON-RPC URL the card names.
-    endpoint: String,
-    /// The remote task's id, once known.
-    task_id: Option<String>,
+    /// `approval_timeout_s` of the child's profile.
+    timeout_s: u64,
+    profile: &'a str,
 }
 
-impl Call<'_> {
-    /// Sends `task` and follows the remote task to its end: its answer.
-    async fn run(&mut self, task: &str) -> Result<String, Stop> {
+impl Link {
+    /// Reads the token and the card (once): the JSON-RPC endpoint, and whether the
+    /// agent streams.
+    async fn connect(&mut self) -> Result<(), Stop> {
+        if !self.endpoint.is_empty() {
+            return Ok(());
+        }
         if let Some(variable) = &self.remote.token_env {
             self.token = Some(std::env::var(variable).map_err(|_| {
                 failed(format!(
@@ -123,57 +191,30 @@ impl Call<'_> {
             })?);
         }
         let card = self.card().await?;
-        let message = json!({
-            "messageId": crate::jobs::random_id(),
-            "role": "ROLE_USER",
-            "parts": [{"text": task}],
-        });
-        let streams = card.pointer("/capabilities/streaming") == Some(&json!(true));
-        let mut answer = Answer::default();
-        if streams {
-            self.stream(&message, &mut answer).await?;
-        } else {
-            let result = self.rpc("SendMessage", json!({"message": message})).await?;
-            answer.take(&result, self.place);
-            self.task_id = answer.task_id.clone();
-        }
-        while answer.state.is_none() {
-            let Some(id) = answer.task_id.clone() else {
-                return Err(failed(
-                    "the remote A2A agent answered with neither a task nor a message".into(),
-                ));
-            };
-            tokio::time::sleep(POLL).await;
-            let task = self.rpc("GetTask", json!({"id": id})).await?;
-            answer.take(&json!({"task": task}), self.place);
-        }
-        answer.end()
+        self.streams = card.pointer("/capabilities/streaming") == Some(&json!(true));
+        Ok(())
     }
 
     /// The agent's card, and from it the JSON-RPC endpoint.
     async fn card(&mut self) -> Result<Value, Stop> {
-        let mut request = self.http.get(&self.remote.card_url);
+        let url = &self.remote.card_url;
+        let mut request = self.http.get(url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
         let response = request
             .send()
             .await
-            .map_err(|e| unreachable_agent(&self.remote.card_url, &e))?;
+            .map_err(|e| unreachable_agent(url, &e))?;
         let status = response.status();
         let body = read_bounded(response).await?;
         if !status.is_success() {
             return Err(failed(format!(
-                "the remote A2A agent's card at {} answered HTTP {status}",
-                self.remote.card_url
+                "the remote A2A agent's card at {url} answered HTTP {status}"
             )));
         }
-        let card: Value = serde_json::from_slice(&body).map_err(|e| {
-            failed(format!(
-                "the card at {} is not JSON: {e}",
-                self.remote.card_url
-            ))
-        })?;
+        let card: Value = serde_json::from_slice(&body)
+            .map_err(|e| failed(format!("the card at {url} is not JSON: {e}")))?;
         let interfaces = card["supportedInterfaces"]
             .as_array()
             .cloned()
@@ -184,19 +225,194 @@ impl Call<'_> {
                     .as_str()
                     .is_none_or(|v| v.starts_with('1'))
         });
-        let Some(url) = jsonrpc.and_then(|i| i["url"].as_str()) else {
+        let Some(endpoint) = jsonrpc.and_then(|i| i["url"].as_str()) else {
             let offered: Vec<String> = interfaces
                 .iter()
                 .map(|i| format!("{} {}", i["protocolBinding"], i["protocolVersion"]))
                 .collect();
             return Err(failed(format!(
-                "the card at {} offers no A2A 1.0 JSON-RPC interface (it offers: {}); warren speaks JSON-RPC",
-                self.remote.card_url,
+                "the card at {url} offers no A2A 1.0 JSON-RPC interface (it offers: {}); warren speaks JSON-RPC",
                 if offered.is_empty() { "none".into() } else { offered.join(", ") }
             )));
         };
-        self.endpoint = url.to_string();
+        self.endpoint = endpoint.to_string();
         Ok(card)
+    }
+
+    /// The text of the follow-ups (and any message left since) that woke the
+    /// child, each delivered with the task they go with.
+    fn woken_by(&self, place: &Placement) -> String {
+        let letters = place.mailbox.take(u32::MAX);
+        let number = *lock(&self.tasks) + 1;
+        let texts: Vec<String> = letters.iter().map(letter_text).collect();
+        for letter in &letters {
+            delivered(place, letter, number, "it is the agent's next task, in the same context");
+        }
+        texts.join("\n\n")
+    }
+
+    /// Sends `text` as a new task and follows it to its answer, forwarding the
+    /// messages left for the child meanwhile; an interrupt's message is the next
+    /// task.
+    async fn exchange(&self, asker: &Asker<'_>, mut text: String) -> Result<String, Stop> {
+        loop {
+            let message = self.message(&text, None);
+            let followed = tokio::select! {
+                followed = self.follow(asker, message) => followed,
+                never = self.forward(asker.place) => match never {},
+            };
+            let interrupt = lock(&self.interrupted).take();
+            match (followed, interrupt) {
+                (Err((AgentState::Cancelled, _)) | Ok(_), Some(letter)) => {
+                    let number = *lock(&self.tasks) + 1;
+                    delivered(asker.place, &letter, number, "it is the agent's next task: its task before was cancelled");
+                    text = letter_text(&letter);
+                }
+                (followed, _) => return followed,
+            }
+        }
+    }
+
+    /// A message of ours: `text`, to task `task` (else a new task), in the context.
+    fn message(&self, text: &str, task: Option<&str>) -> Value {
+        let mut message = json!({
+            "messageId": crate::jobs::random_id(),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+        });
+        if let Some(context) = lock(&self.context).clone() {
+            message["contextId"] = json!(context);
+        }
+        if let Some(task) = task {
+            message["taskId"] = json!(task);
+        }
+        message
+    }
+
+    /// Sends `message` (a new task) and follows the task to its end: its answer.
+    /// Each time it waits for input, a person is asked and the answer sent to it.
+    async fn follow(&self, asker: &Asker<'_>, message: Value) -> Result<String, Stop> {
+        *lock(&self.tasks) += 1;
+        *lock(&self.current) = None;
+        let mut answer = Answer::default();
+        let mut message = message;
+        loop {
+            self.send(&message, &mut answer, asker.place).await?;
+            let Some(asked) = answer.asks() else {
+                return answer.end();
+            };
+            let task = answer.task_id.clone().unwrap_or_default();
+            let reply = self.ask_person(asker, &task, &asked).await?;
+            message = self.message(&reply, Some(&task));
+            answer.go_on();
+        }
+    }
+
+    /// Sends `message` and reads what comes back until the task settles (ends, or
+    /// waits for input).
+    async fn send(&self, message: &Value, answer: &mut Answer, place: &Placement) -> Result<(), Stop> {
+        if self.streams {
+            self.stream(message, answer, place).await?;
+        } else {
+            let result = self.rpc("SendMessage", json!({"message": message})).await?;
+            self.take(answer, &result, place);
+        }
+        while answer.state.is_none() {
+            let Some(id) = answer.task_id.clone() else {
+                return Err(failed(
+                    "the remote A2A agent answered with neither a task nor a message".into(),
+                ));
+            };
+            tokio::time::sleep(POLL).await;
+            let task = self.rpc("GetTask", json!({"id": id})).await?;
+            self.take(answer, &json!({"task": task}), place);
+        }
+        Ok(())
+    }
+
+    /// Takes `result` into `answer`, noting the task and context it names.
+    fn take(&self, answer: &mut Answer, result: &Value, place: &Placement) {
+        answer.take(result, place);
+        if let Some(task) = &answer.task_id {
+            lock(&self.current).get_or_insert_with(|| task.clone());
+        }
+        if let Some(context) = &answer.context_id {
+            lock(&self.context).get_or_insert_with(|| context.clone());
+        }
+    }
+
+    /// The remote task asks `asked`: a person's answer, as a question of this
+    /// child, or why there is none.
+    async fn ask_person(&self, asker: &Asker<'_>, task: &str, asked: &str) -> Result<String, Stop> {
+        let place = asker.place;
+        let number = *lock(&self.tasks);
+        let call_id = format!("{}-{number}", crate::events::bounded(task, 100));
+        let key = format!("{}/a2a/{call_id}/{asked}", place.id);
+        let digest = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+        let question = crate::events::bounded(
+            &format!("(the remote A2A agent `{}` asks) {asked}", asker.profile),
+            MAX_QUESTION,
+        );
+        let request = PersonRequest {
+            id: format!("q{:08x}", digest >> 32),
+            agent: place.id.0.clone(),
+            path: place.tree.path(&place.id),
+            kind: RequestKind::Question,
+            tool: crate::config::ASK_TOOL.into(),
+            call_id,
+            arguments: json!({"question": asked, "a2a_task": task, "card": self.remote.card_url}).to_string(),
+            touches: Vec::new(),
+            rule: Vec::new(),
+            question: Some(question),
+            deadline_ms: crate::events::now_ms() + asker.timeout_s.saturating_mul(1000),
+        };
+        let waiter = super::approval::Waiter {
+            place,
+            scheduler: &asker.runtime.scheduler,
+            timeout_s: asker.timeout_s,
+            profile: asker.profile,
+        };
+        let answer = waiter.wait(request).await;
+        match answer.verdict {
+            Verdict::Answer if !answer.text.trim().is_empty() => Ok(answer.text),
+            _ => Err(failed(format!(
+                "the remote A2A agent asked for input (\"{}\"), and {}",
+                crate::events::bounded(asked, 300),
+                super::approval::unanswered(&answer)
+            ))),
+        }
+    }
+
+    /// Forwards the messages left for the child to its remote task as they come
+    /// (once the task is known); an interrupt cancels the task instead, its message
+    /// kept to be the next one. Never returns.
+    async fn forward(&self, place: &Placement) -> Infallible {
+        loop {
+            place.mailbox.posted().await;
+            let task = loop {
+                if let Some(task) = lock(&self.current).clone() {
+                    break task;
+                }
+                tokio::time::sleep(POLL).await;
+            };
+            let number = *lock(&self.tasks);
+            for letter in place.mailbox.take(u32::MAX) {
+                if letter.mode == MessageMode::Interrupt {
+                    tracing::info!(task = %task, "an interrupt cancels the remote A2A task");
+                    *lock(&self.interrupted) = Some(letter);
+                    self.cancel_task(&task).await;
+                    continue;
+                }
+                let params = json!({
+                    "message": self.message(&letter_text(&letter), Some(&task)),
+                    "configuration": {"returnImmediately": true},
+                });
+                match self.rpc("SendMessage", params).await {
+                    Ok(_) => delivered(place, &letter, number, &format!("sent to the remote A2A agent's task {task}")),
+                    Err((_, why)) => refused(place, &letter, &why),
+                }
+            }
+        }
     }
 
     /// A POST of `method` with `params` to the endpoint, with A2A's headers.
@@ -240,9 +456,9 @@ impl Call<'_> {
         result(response, method)
     }
 
-    /// `SendStreamingMessage`: reads the events until the task ends (or waits for
-    /// input) or the stream closes.
-    async fn stream(&mut self, message: &Value, answer: &mut Answer) -> Result<(), Stop> {
+    /// `SendStreamingMessage`: reads the events until the task settles or the
+    /// stream closes.
+    async fn stream(&self, message: &Value, answer: &mut Answer, place: &Placement) -> Result<(), Stop> {
         let mut response = self
             .post("SendStreamingMessage", json!({"message": message}))
             .header("accept", "text/event-stream")
@@ -281,10 +497,7 @@ impl Call<'_> {
                         "an event of the remote A2A agent's stream is not JSON: {e}"
                     ))
                 })?;
-                answer.take(&result(response, "SendStreamingMessage")?, self.place);
-                if self.task_id.is_none() {
-                    self.task_id = answer.task_id.clone();
-                }
+                self.take(answer, &result(response, "SendStreamingMessage")?, place);
                 if answer.state.is_some() {
                     return Ok(());
                 }
@@ -297,208 +510,76 @@ impl Call<'_> {
         }
     }
 
-    /// Cancels the remote task, if one was made (best effort, bounded).
+    /// Cancels the remote task now running, if one was made (best effort, bounded).
     async fn cancel_remote(&self) {
-        let Some(id) = &self.task_id else {
-            tracing::info!("the remote A2A agent had named no task yet: nothing to cancel there");
-            return;
-        };
+        let current = lock(&self.current).clone();
+        match current {
+            Some(task) => self.cancel_task(&task).await,
+            None => tracing::info!(
+                "the remote A2A agent had named no task yet: nothing to cancel there"
+            ),
+        }
+    }
+
+    /// Cancels remote task `task` (best effort, bounded).
+    async fn cancel_task(&self, task: &str) {
         let sent = tokio::time::timeout(
             CANCEL_WAIT,
-            self.post("CancelTask", json!({"id": id})).send(),
+            self.post("CancelTask", json!({"id": task})).send(),
         )
         .await;
         match sent {
-            Ok(Ok(_)) => tracing::info!(task = %id, "cancelled the remote A2A task"),
-            _ => tracing::warn!(task = %id, "could not cancel the remote A2A task"),
+            Ok(Ok(_)) => tracing::info!(task = %task, "cancelled the remote A2A task"),
+            _ => tracing::warn!(task = %task, "could not cancel the remote A2A task"),
         }
     }
 }
 
-/// What the remote agent said so far.
-#[derive(Default)]
-struct Answer {
-    task_id: Option<String>,
-    /// Its end, once reached: the state and the status message's text.
-    state: Option<(String, String)>,
-    /// Its artifacts' text.
-    artifacts: Vec<String>,
-    /// Its last status message's text.
-    status: String,
+/// A message as the remote agent reads it: who sent it, and its text.
+fn letter_text(letter: &Letter) -> String {
+    format!("Message from {}: {}", letter.from, letter.text)
 }
 
-impl Answer {
-    /// Takes in one result (`{"task"}`, `{"statusUpdate"}`, `{"artifactUpdate"}`,
-    /// `{"message"}`), publishing the status text as the child's.
-    fn take(&mut self, result: &Value, place: &Placement) {
-        if let Some(message) = result.get("message") {
-            self.status = texts(&message["parts"]);
-            self.state = Some(("TASK_STATE_COMPLETED".into(), self.status.clone()));
-            return;
-        }
-        if let Some(update) = result.get("artifactUpdate") {
-            let text = texts(&update["artifact"]["parts"]);
-            match (update["append"].as_bool(), self.artifacts.last_mut()) {
-                (Some(true), Some(last)) => last.push_str(&text),
-                _ => self.artifacts.push(text),
-            }
-            return;
-        }
-        let (status, id) = match (result.get("task"), result.get("statusUpdate")) {
-            (Some(task), _) => {
-                let artifacts: Vec<String> = task["artifacts"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|a| texts(&a["parts"]))
-                    .collect();
-                if !artifacts.is_empty() {
-                    self.artifacts = artifacts;
-                }
-                (&task["status"], task["id"].as_str())
-            }
-            (None, Some(update)) => (&update["status"], update["taskId"].as_str()),
-            (None, None) => return,
-        };
-        if self.task_id.is_none() {
-            self.task_id = id.map(str::to_string);
-        }
-        let text = texts(&status["message"]["parts"]);
-        if !text.is_empty() && text != self.status {
-            place.tree.events.publish(Event::TextDelta {
-                agent: place.id.to_string(),
-                text: format!("{text}\n"),
-            });
-            self.status = text;
-        }
-        let state = status["state"].as_str().unwrap_or_default();
-        let settled = [
-            "TASK_STATE_COMPLETED",
-            "TASK_STATE_FAILED",
-            "TASK_STATE_CANCELED",
-            "TASK_STATE_REJECTED",
-            "TASK_STATE_INPUT_REQUIRED",
-            "TASK_STATE_AUTH_REQUIRED",
-        ];
-        if settled.contains(&state) {
-            self.state = Some((state.to_string(), self.status.clone()));
-        }
-    }
-
-    /// The child's answer, or why there is none.
-    fn end(self) -> Result<String, Stop> {
-        let (state, status) = self.state.unwrap_or_default();
-        match state.as_str() {
-            "TASK_STATE_COMPLETED" => Ok(match self.artifacts.iter().any(|a| !a.is_empty()) {
-                true => self.artifacts.join("\n"),
-                false => status,
-            }),
-            "TASK_STATE_CANCELED" => Err((AgentState::Cancelled, format!("the remote A2A agent cancelled its task: {status}"))),
-            "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" => Err(failed(format!(
-                "the remote A2A agent asks for input ({state}), which warren does not relay to a remote agent: {status}"
-            ))),
-            _ => Err(failed(format!("the remote A2A agent's task ended {state}: {status}"))),
-        }
+/// `letter` reached the remote agent with its task `number` (`how`): journaled, and
+/// its sender told.
+fn delivered(place: &Placement, letter: &Letter, number: u32, how: &str) {
+    let tree = &place.tree;
+    tree.happened(Fact::Recorded(Record::MessageDelivered {
+        agent: place.id.0.clone(),
+        seq: letter.seq,
+        turn: number,
+    }));
+    if let Some(sender) = letter.sender.clone().and_then(|id| tree.job(&JobId(id))) {
+        let receipt = format!(
+            "Your message #{} to {} ({}) was delivered: {how}.",
+            letter.seq,
+            place.id,
+            letter.mode.as_str()
+        );
+        sender.mailbox.receipt(letter.seq, receipt);
     }
 }
 
-/// The text parts of `parts`, joined.
-fn texts(parts: &Value) -> String {
-    let texts: Vec<&str> = parts
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|part| part["text"].as_str())
-        .collect();
-    texts.join("\n")
-}
-
-/// The result of JSON-RPC `response`, or its error.
-fn result(mut response: Value, method: &str) -> Result<Value, Stop> {
-    if let Some(error) = response.get("error") {
-        return Err(failed(format!(
-            "the remote A2A agent refused {method}: {} ({})",
-            crate::events::bounded(error["message"].as_str().unwrap_or_default(), 500),
-            error["code"]
-        )));
-    }
-    Ok(response["result"].take())
-}
-
-/// Where the first event of `buffer` ends (after its blank line).
-fn find_event_end(buffer: &[u8]) -> Option<usize> {
-    let lf = buffer
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|at| at + 2);
-    let crlf = buffer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|at| at + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// A response's body, at most [`MAX_READ`] bytes.
-async fn read_bounded(mut response: reqwest::Response) -> Result<Vec<u8>, Stop> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| failed(format!("reading the remote A2A agent's answer failed: {e}")))?
+/// The remote agent refused `letter` (`why`): its sender is told.
+fn refused(place: &Placement, letter: &Letter, why: &str) {
+    tracing::warn!(agent = %place.id, seq = letter.seq, why, "the remote A2A agent refused a message");
+    if let Some(sender) = letter
+        .sender
+        .clone()
+        .and_then(|id| place.tree.job(&JobId(id)))
     {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_READ {
-            return Err(failed(format!(
-                "the remote A2A agent's answer passed {MAX_READ} bytes"
-            )));
-        }
+        let receipt = format!(
+            "Your message #{} to {} ({}) was not delivered: {why}",
+            letter.seq,
+            place.id,
+            letter.mode.as_str()
+        );
+        sender.mailbox.receipt(letter.seq, receipt);
     }
-    Ok(body)
 }
 
-fn failed(why: String) -> Stop {
-    (AgentState::Error, why)
-}
-
-fn unreachable_agent(url: &str, error: &reqwest::Error) -> Stop {
-    failed(format!(
-        "cannot reach the remote A2A agent at {url}: {error}"
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_end_at_a_blank_line_of_either_kind() {
-        assert_eq!(find_event_end(b"data: {}\n\ndata: x"), Some(10));
-        assert_eq!(find_event_end(b"data: {}\r\n\r\n"), Some(12));
-        assert_eq!(find_event_end(b"data: {}\n"), None);
-    }
-
-    #[test]
-    fn an_answer_is_the_artifacts_else_the_status() {
-        let mut answer = Answer {
-            state: Some(("TASK_STATE_COMPLETED".into(), "done".into())),
-            ..Answer::default()
-        };
-        assert_eq!(answer.end().unwrap(), "done");
-        answer = Answer {
-            state: Some(("TASK_STATE_COMPLETED".into(), "done".into())),
-            artifacts: vec!["ECHO: hi".into()],
-            ..Answer::default()
-        };
-        assert_eq!(answer.end().unwrap(), "ECHO: hi");
-        let failed = Answer {
-            state: Some(("TASK_STATE_INPUT_REQUIRED".into(), "which one?".into())),
-            ..Answer::default()
-        };
-        let (state, why) = failed.end().unwrap_err();
-        assert_eq!(state, AgentState::Error);
-        assert!(why.contains("which one?"), "{why}");
-    }
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -150,10 +150,34 @@ impl Agent {
         request
     }
 
+    /// Asks a person `request` and waits for the answer without a slot.
+    async fn wait_for_person(&self, request: PersonRequest) -> PersonAnswer {
+        let waiter = Waiter {
+            place: &self.place,
+            scheduler: &self.runtime.scheduler,
+            timeout_s: self.profile.approval.timeout_s,
+            profile: &self.profile.name,
+        };
+        waiter.wait(request).await
+    }
+}
+
+/// An agent that waits for a person: its job, the scheduler that lends its slot
+/// out meanwhile, and its profile's deadline.
+pub(super) struct Waiter<'a> {
+    pub(super) place: &'a crate::jobs::Placement,
+    pub(super) scheduler: &'a crate::scheduler::Scheduler,
+    /// `approval_timeout_s` of its profile.
+    pub(super) timeout_s: u64,
+    /// Its profile's name.
+    pub(super) profile: &'a str,
+}
+
+impl Waiter<'_> {
     /// Asks a person `request` and waits for the answer without a slot: journaled
     /// first (a resumed run's recorded request is asked again as it was, and one
     /// recorded answered is answered so), its answer journaled before it is acted on.
-    async fn wait_for_person(&self, request: PersonRequest) -> PersonAnswer {
+    pub(super) async fn wait(&self, request: PersonRequest) -> PersonAnswer {
         let tree = &self.place.tree;
         let recorded = tree.mode.recorded_request(&request.id);
         let (request, journaling) = match recorded {
@@ -161,7 +185,7 @@ impl Agent {
             Some((asked, None)) => (asked, Journaling::Not),
             None => (request, Journaling::Durably),
         };
-        let (id, timeout_s) = (request.id.clone(), self.profile.approval.timeout_s);
+        let (id, timeout_s) = (request.id.clone(), self.timeout_s);
         let deadline = request.deadline_ms;
         tracing::info!(agent = %self.place.id, request = %id, tool = %request.tool, "waiting for a person");
         // On disk and announced first: whoever is asked has the event to show.
@@ -184,7 +208,7 @@ impl Agent {
                     }
                 };
                 let cancel = self.place.cancel.clone();
-                let waited = self.runtime.scheduler.aside(&self.place, async {
+                let waited = self.scheduler.aside(self.place, async {
                     tokio::select! {
                         answer = wait => Some(answer),
                         () = cancel.cancelled() => None,
@@ -195,7 +219,7 @@ impl Agent {
                     None => return refused("the agent was cancelled while it waited".into(), "cancel"),
                     Some(Some(answer)) => answer,
                     Some(None) => refused(
-                        format!("nobody answered within {timeout_s} s (approval_timeout_s of profile `{}`)", self.profile.name),
+                        format!("nobody answered within {timeout_s} s (approval_timeout_s of profile `{}`)", self.profile),
                         "deadline",
                     ),
                 }
@@ -243,7 +267,7 @@ fn denial(answer: &PersonAnswer) -> String {
 }
 
 /// What the model is told of a question nobody answered, in [`denial`]'s words.
-fn unanswered(answer: &PersonAnswer) -> String {
+pub(super) fn unanswered(answer: &PersonAnswer) -> String {
     match answer.by.as_str() {
         by @ ("policy" | "deadline" | "limit" | "cancel") => format!(
             "no answer ({by}): this question needs a person, and none answered: {}",

@@ -19,6 +19,7 @@
 //! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
 mod a2a_child;
+mod a2a_wire;
 mod approval;
 mod children;
 mod conversation;

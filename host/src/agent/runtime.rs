@@ -30,7 +30,7 @@ impl Launch for Runtime {
     fn launch(self: Arc<Self>, start: Start) -> AgentRun {
         // A remote A2A agent runs there: no model, no sandbox here.
         if let Some(remote) = start.role.profile.remote.clone() {
-            return super::a2a_child::run(start, remote);
+            return super::a2a_child::run(self, start, remote);
         }
         let task = start.task.clone();
         Agent::new(self, start).start_run(task)

@@ -198,6 +198,12 @@ impl Journal {
         self.send_and_wait(Some(&record), true).await;
     }
 
+    /// Waits until every record sent so far is written (not synced): a reader of
+    /// the file sees them.
+    pub(crate) async fn written(&self) {
+        self.send_and_wait(None, false).await;
+    }
+
     /// Waits until every record sent so far is on disk.
     pub(crate) async fn flush(&self) {
         self.send_and_wait(None, true).await;

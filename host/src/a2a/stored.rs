@@ -1,0 +1,144 @@
+//! A task as its run's journal keeps it: what `GetTask` answers for a task this
+//! server no longer holds (forgotten after `--task-retention`, or started before
+//! `warren a2a` was restarted). Beside the run's journal, `a2a-task.json` (0600)
+//! names the credential that started the task (its digest), its context and the
+//! client's first message; written when the task starts, before the client hears
+//! of it. The task's state, answer and history come from the journal.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::history::{self, Of};
+use super::person::agent_message;
+use crate::listener::auth::Owner;
+
+/// The file beside a run's journal that makes the run an A2A task.
+const TASK_FILE: &str = "a2a-task.json";
+/// The largest such file read, in bytes.
+const MAX_TASK_FILE: u64 = 1 << 20;
+
+/// What makes a run an A2A task.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskFile {
+    /// The SHA-256 of the bearer token that started it, hex.
+    owner: String,
+    context_id: String,
+    /// The profile served.
+    profile: String,
+    /// The client's first message, as the history keeps it.
+    first: Value,
+}
+
+/// Records that the run journaled at `journal` is a task of `owner`.
+pub(super) fn save(
+    journal: &Path,
+    owner: &Owner,
+    context_id: &str,
+    profile: &str,
+    first: &Value,
+) -> std::io::Result<()> {
+    let file = TaskFile {
+        owner: hex::encode(owner),
+        context_id: context_id.to_string(),
+        profile: profile.to_string(),
+        first: first.clone(),
+    };
+    let path = journal.with_file_name(TASK_FILE);
+    let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
+    crate::journal::file::write_owner_only(&path, &bytes)
+}
+
+/// Task `id` of `owner` in journal directory `dir` as A2A writes it, with the last
+/// `history_length` messages of its history: `None` when no such task of `owner`
+/// was journaled there; `Err` when it was, and cannot be read.
+pub(super) fn load(
+    dir: &Path,
+    owner: &Owner,
+    id: &str,
+    history_length: Option<usize>,
+) -> Option<Result<Value, String>> {
+    if !crate::journal::check::is_valid_id(id) {
+        return None;
+    }
+    let run_dir: PathBuf = dir.join(id);
+    let file = read_task_file(&run_dir.join(TASK_FILE))?;
+    if file.owner != hex::encode(owner) {
+        return None;
+    }
+    Some(wire(&run_dir, id, &file, history_length))
+}
+
+/// The task file at `path`, if one is there and reads.
+fn read_task_file(path: &Path) -> Option<TaskFile> {
+    use std::io::Read as _;
+    let opened = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    opened.take(MAX_TASK_FILE).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The task in `run_dir`.
+fn wire(
+    run_dir: &Path,
+    id: &str,
+    file: &TaskFile,
+    history_length: Option<usize>,
+) -> Result<Value, String> {
+    let journal = run_dir.join(crate::journal::file::JOURNAL_FILE);
+    let run = crate::journal::read::run(&journal)
+        .map_err(|e| format!("task {id}'s journal cannot be read: {e}"))?;
+    let root = run
+        .agents
+        .first()
+        .ok_or_else(|| format!("task {id}'s journal names no agent"))?;
+    let (state, said) = match (run.finished, root.state.as_str()) {
+        (true, "ok") => ("TASK_STATE_COMPLETED", root.text.clone()),
+        (true, "cancelled") => ("TASK_STATE_CANCELED", "cancelled".to_string()),
+        (true, state) => (
+            "TASK_STATE_FAILED",
+            match &root.error {
+                Some(error) => format!("{state}: {error}"),
+                None => state.to_string(),
+            },
+        ),
+        (false, _) => (
+            "TASK_STATE_FAILED",
+            format!("the process that ran this task stopped before it ended; `warren resume {id}` continues its run (as a run, not as this task)"),
+        ),
+    };
+    let of = Of {
+        task: id,
+        context: &file.context_id,
+        root: &root.id,
+    };
+    let mut message = agent_message(&said, None);
+    message["taskId"] = json!(id);
+    message["contextId"] = json!(file.context_id);
+    let artifacts = match state {
+        "TASK_STATE_COMPLETED" => {
+            json!([{"artifactId": "answer", "name": "answer", "parts": [{"text": root.text}]}])
+        }
+        _ => json!([]),
+    };
+    let history = match history_length {
+        Some(0) => Vec::new(),
+        _ => history::read(&journal, &of, Some(&file.first))
+            .map_err(|e| format!("task {id}'s journal cannot be read: {e}"))?,
+    };
+    let skip = history_length.map_or(0, |n| history.len().saturating_sub(n));
+    Ok(json!({
+        "id": id,
+        "contextId": file.context_id,
+        "status": {
+            "state": state,
+            "message": message,
+            "timestamp": crate::journal::iso8601(std::time::UNIX_EPOCH + std::time::Duration::from_millis(run.last_ms)),
+        },
+        "artifacts": artifacts,
+        "history": history[skip..],
+        "metadata": {"warrenProfile": file.profile},
+    }))
+}

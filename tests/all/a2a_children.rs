@@ -1,0 +1,183 @@
+//! Talking to a remote A2A child served by the official Python SDK
+//! (`tests/fixtures/a2a-python/server.py`): a question its task asks
+//! (`INPUT_REQUIRED`) goes to a person through `warren approve` and the answer to
+//! the task; a follow-up wakes the finished child as a new task in the same A2A
+//! context, and its parent awaits it as any child.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::a2a::{json_of, remote_project, EchoAgent, WARREN};
+use crate::fake_llm::{newest, FakeLlm, Reply};
+use crate::support::{text, warren, World};
+
+const ECHO_TOKEN: &str = "echo-token-0123456789abcdef";
+
+/// `warren run ARGS` in `world` with the echo agent's token, not waited for.
+fn start_run(world: &World, args: &[&str]) -> tokio::process::Child {
+    tokio::process::Command::new(WARREN)
+        .arg("run")
+        .args(args)
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("ECHO_A2A_TOKEN", ECHO_TOKEN)
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// The one run journaled in `world`, once there is one.
+async fn only_run(world: &World) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs: Vec<String> = std::fs::read_dir(world.path(".warren/runs"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.path().is_dir())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        if let [run] = runs.as_slice() {
+            return run.clone();
+        }
+        assert!(Instant::now() < deadline, "no run journaled: {runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The requests of `run` waiting for a person, once one waits.
+async fn pending(world: &World, run: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = warren(world, &["approve", run, "--json"]);
+        if listed.status.success() {
+            let requests: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+            if !requests.is_empty() {
+                return requests;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing waited: {}",
+            text(&listed.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() {
+    let echo = EchoAgent::start(ECHO_TOKEN);
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("\"role\":\"tool\"") {
+            let saw = newest.contains("ECHO: you chose blue");
+            return Some(Reply::answer(
+                if saw { "ROOT-SAW-CHOICE" } else { "ROOT-MISSED-CHOICE" },
+                (10, 5),
+            ));
+        }
+        newest.contains("ASK-ECHO").then(|| {
+            let args = json!({"profile": "echo", "task": "ASK me something", "background": false});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let world = remote_project(&server, &echo.url);
+    let run = start_run(&world, &["--approve", "ask", "ASK-ECHO"]);
+    let id = only_run(&world).await;
+    let request = pending(&world, &id).await.remove(0);
+    assert_eq!(request["kind"], "question", "{request}");
+    let question = request["question"].as_str().unwrap();
+    assert!(
+        question.contains("Which colour?") && question.contains("echo"),
+        "{request}"
+    );
+    let answered = warren(
+        &world,
+        &["approve", &id, request["id"].as_str().unwrap(), "--answer", "blue"],
+    );
+    assert!(answered.status.success(), "{}", text(&answered.stderr));
+    let output = tokio::time::timeout(Duration::from_secs(120), run.wait_with_output())
+        .await
+        .expect("the run did not end")
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}\necho: {}", echo.log.lock().unwrap());
+    assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-CHOICE", "{stderr}");
+    let shown = json_of(&warren(&world, &["show", &id, "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "ok", "{shown}");
+    assert_eq!(child["text"], "ECHO: you chose blue", "{shown}");
+    // The question and its answer are journaled as the child's.
+    let transcript = text(&warren(&world, &["show", &id, "--agent", child["id"].as_str().unwrap(), "--json"]).stdout);
+    assert!(transcript.contains("input_requested") && transcript.contains("input_answered"), "{transcript}");
+
+    // Unanswered (the run denies every request), the child fails saying so.
+    let output = start_run(&world, &["--approve", "deny", "ASK-ECHO"]).wait_with_output().await.unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "error", "{shown}");
+    let error = child["error"].as_str().unwrap_or_default();
+    assert!(error.contains("asked for input") && error.contains("Which colour?"), "{shown}");
+}
+
+/// The job id in the newest tool result `[ID: OK]`, of a finished child.
+fn finished_job(body: &Value) -> Option<String> {
+    let text = newest(body);
+    let (before, _) = text.split_once(": OK]")?;
+    Some(before.rsplit('[').next()?.to_string())
+}
+
+#[tokio::test]
+async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context() {
+    let echo = EchoAgent::start(ECHO_TOKEN);
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("second words (task 2 of this context)") {
+            return Some(Reply::answer("ROOT-SAW-CONTEXT", (10, 5)));
+        }
+        // The follow-up's answer; its receipt may come in a message after it.
+        let all = body["messages"].to_string();
+        if all.contains("resumed job") && !all.contains(r#""name":"await_agents""#) {
+            let id = all.split("resumed job ").nth(1)?.split(',').next()?.to_string();
+            return Some(Reply::tool_calls(
+                &[("await_agents", json!({"job_ids": [id]}))],
+                (10, 5),
+            ));
+        }
+        if newest.contains("ECHO: first words") {
+            let id = finished_job(body)?;
+            let follow = json!({"job_id": id, "message": "second words", "mode": "follow_up"});
+            return Some(Reply::tool_calls(&[("message_agent", follow)], (10, 5)));
+        }
+        newest.contains("TWICE-ECHO").then(|| {
+            let args = json!({"profile": "echo", "task": "first words", "background": false});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let world = remote_project(&server, &echo.url);
+    let output = start_run(&world, &["TWICE-ECHO"]).wait_with_output().await.unwrap();
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}\necho: {}", echo.log.lock().unwrap());
+    assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-CONTEXT", "{stderr}");
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "ok", "{shown}");
+    let answer = child["text"].as_str().unwrap();
+    assert!(
+        answer.starts_with("ECHO: Message from ") && answer.ends_with("second words (task 2 of this context)"),
+        "{shown}"
+    );
+    // The parent's follow-up got a receipt saying it woke the child.
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(last.contains("message_agent"), "{last}");
+}
