@@ -181,3 +181,47 @@ async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context(
     let last = server.requests().last().unwrap().body.to_string();
     assert!(last.contains("message_agent"), "{last}");
 }
+
+#[tokio::test]
+async fn an_interrupt_cancels_the_remote_task_and_its_message_is_the_next_task() {
+    let echo = EchoAgent::start(ECHO_TOKEN);
+    let server = FakeLlm::start().await;
+    server.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        let all = body["messages"].to_string();
+        if all.contains("say hi instead (task 2 of this context)") {
+            return Some(Reply::answer("ROOT-SAW-INTERRUPT", (10, 5)));
+        }
+        let id = || {
+            let id = all.split("Started job ").nth(1)?;
+            id.split(|c: char| !c.is_ascii_alphanumeric()).next().map(str::to_string)
+        };
+        if all.contains("Message #1 to job") && !all.contains(r#""name":"await_agents""#) {
+            return Some(Reply::tool_calls(&[("await_agents", json!({"job_ids": [id()?]}))], (10, 5)));
+        }
+        if newest.contains("Started job") {
+            let cut = json!({"job_id": id()?, "message": "say hi instead", "mode": "interrupt"});
+            return Some(Reply::tool_calls(&[("message_agent", cut)], (10, 5)));
+        }
+        newest.contains("INTERRUPT-ECHO").then(|| {
+            let args = json!({"profile": "echo", "task": "HANG until told", "background": true});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let world = remote_project(&server, &echo.url);
+    let output = start_run(&world, &["INTERRUPT-ECHO"]).wait_with_output().await.unwrap();
+    let stderr = text(&output.stderr);
+    let log = echo.log.lock().unwrap().clone();
+    assert!(output.status.success(), "{stderr}\necho: {log}");
+    assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-INTERRUPT", "{stderr}");
+    // The hanging task was cancelled there, and the message went as a new task.
+    assert!(log.contains("method=CancelTask"), "{log}");
+    assert_eq!(log.matches("method=SendStreamingMessage").count(), 2, "{log}");
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    let child = &shown["agents"][1];
+    assert_eq!(child["state"], "ok", "{shown}");
+    assert!(
+        child["text"].as_str().unwrap().ends_with("say hi instead (task 2 of this context)"),
+        "{shown}"
+    );
+}

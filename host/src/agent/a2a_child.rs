@@ -44,6 +44,9 @@ use crate::scheduler::{AgentRun, Ended, Start};
 const POLL: Duration = Duration::from_millis(250);
 /// How long a `CancelTask` sent on the way out may take.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
+/// How long a message forwarded to the running remote task may wait for the
+/// agent to take it (an agent may hold it until its current step ends).
+const FORWARD_WAIT: Duration = Duration::from_secs(30);
 /// The longest question put before a person, in characters.
 const MAX_QUESTION: usize = 4000;
 
@@ -407,9 +410,13 @@ impl Link {
                     "message": self.message(&letter_text(&letter), Some(&task)),
                     "configuration": {"returnImmediately": true},
                 });
-                match self.rpc("SendMessage", params).await {
-                    Ok(_) => delivered(place, &letter, number, &format!("sent to the remote A2A agent's task {task}")),
-                    Err((_, why)) => refused(place, &letter, &why),
+                match tokio::time::timeout(FORWARD_WAIT, self.rpc("SendMessage", params)).await {
+                    Ok(Ok(_)) => delivered(place, &letter, number, &format!("sent to the remote A2A agent's task {task}")),
+                    Ok(Err((_, why))) => refused(place, &letter, &why),
+                    Err(_) => refused(place, &letter, &format!(
+                        "sent to the remote A2A agent's task {task}, which did not take it within {} s (it may still read it once its current step ends)",
+                        FORWARD_WAIT.as_secs()
+                    )),
                 }
             }
         }
