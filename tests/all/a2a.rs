@@ -16,7 +16,7 @@ use crate::fake_llm::{newest, FakeLlm, Reply};
 use crate::support::{root, text, warren, World};
 
 pub(crate) const WARREN: &str = env!("CARGO_BIN_EXE_warren");
-const TOKEN: &str = "a2a-test-token-0123456789";
+pub(crate) const TOKEN: &str = "a2a-test-token-0123456789";
 
 /// The A2A SDK's Python, in its own virtual environment.
 fn python_a2a() -> std::path::PathBuf {
@@ -28,7 +28,7 @@ fn python_a2a() -> std::path::PathBuf {
 }
 
 /// `main` spawns `worker`s and may write `out/` (each write waits for a person).
-fn project(server: &FakeLlm) -> World {
+pub(crate) fn project(server: &FakeLlm) -> World {
     let world = World::new();
     world.config(&format!(
         r#"
@@ -59,7 +59,7 @@ tools = []
 /// The model: `TASK-TREE` spawns a worker on `TASK-OK` and waits for it, `TASK-OK`
 /// answers `CHILD-DONE`, `HANG` never answers, `TASK-WRITE` writes
 /// `/out/a.txt`; after a tool result the root answers `ROOT-DONE`.
-fn script(server: &FakeLlm) {
+pub(crate) fn script(server: &FakeLlm) {
     server.respond_with(Arc::new(|body: &Value| {
         let newest = newest(body);
         if newest.contains("\"role\":\"tool\"") {
@@ -83,15 +83,20 @@ fn script(server: &FakeLlm) {
 }
 
 /// `warren a2a --http 127.0.0.1:0` in `world`, with its stderr collected.
-struct A2aServer {
+pub(crate) struct A2aServer {
     child: Child,
     /// `http://127.0.0.1:PORT`.
-    base: String,
+    pub(crate) base: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl A2aServer {
-    fn start(world: &World, args: &[&str]) -> A2aServer {
+    pub(crate) fn start(world: &World, args: &[&str]) -> A2aServer {
+        A2aServer::start_with(world, args, &[])
+    }
+
+    /// With `env` set besides.
+    pub(crate) fn start_with(world: &World, args: &[&str], env: &[(&str, &str)]) -> A2aServer {
         let mut child = Command::new(WARREN)
             .args(["a2a", "--http", "127.0.0.1:0"])
             .args(args)
@@ -99,6 +104,7 @@ impl A2aServer {
             .env_remove("WARREN_CONFIG")
             .env("WARREN_MCP_TOKEN", TOKEN)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -132,7 +138,7 @@ impl A2aServer {
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -522,6 +528,11 @@ pub(crate) struct EchoAgent {
 
 impl EchoAgent {
     pub(crate) fn start(token: &str) -> EchoAgent {
+        EchoAgent::start_with(token, None)
+    }
+
+    /// With `wire`: every request and response is appended to that file.
+    pub(crate) fn start_with(token: &str, wire: Option<&std::path::Path>) -> EchoAgent {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -531,6 +542,7 @@ impl EchoAgent {
             .arg(root().join("tests/fixtures/a2a-python/server.py"))
             .arg(port.to_string())
             .env("A2A_TOKEN", token)
+            .envs(wire.map(|path| ("A2A_WIRE_LOG", path)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -2,14 +2,17 @@
 //! (`tests/fixtures/a2a-python/server.py`): a question its task asks
 //! (`INPUT_REQUIRED`) goes to a person through `warren approve` and the answer to
 //! the task; a follow-up wakes the finished child as a new task in the same A2A
-//! context, and its parent awaits it as any child.
+//! context, and its parent awaits it as any child; an interrupt cancels the
+//! remote task and sends its message as the next. W3C trace context crosses A2A
+//! both ways: a client's `traceparent` joins a `warren a2a` task to its trace, and
+//! a remote child's requests carry the child's span.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::a2a::{json_of, remote_project, EchoAgent, WARREN};
+use crate::a2a::{json_of, remote_project, A2aServer, EchoAgent, TOKEN, WARREN};
 use crate::fake_llm::{newest, FakeLlm, Reply};
 use crate::support::{text, warren, World};
 
@@ -224,4 +227,106 @@ async fn an_interrupt_cancels_the_remote_task_and_its_message_is_the_next_task()
         child["text"].as_str().unwrap().ends_with("say hi instead (task 2 of this context)"),
         "{shown}"
     );
+}
+
+/// The spans an OTLP/HTTP receiver got, once `ready` says they are all there.
+async fn spans_when(receiver: &FakeLlm, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut spans = Vec::new();
+    for _ in 0..150 {
+        spans = receiver.otlp_spans();
+        if ready(&spans) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    spans
+}
+
+fn named<'a>(spans: &'a [Value], trace: &str, name: &str) -> Option<&'a Value> {
+    spans
+        .iter()
+        .filter(|s| s["traceId"] == trace)
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_context_crosses_a2a_both_ways() {
+    let receiver = FakeLlm::start().await;
+    receiver.respond_with(Arc::new(|_: &Value| Some(Reply::json(json!({})))));
+    let endpoint = receiver.base_url.trim_end_matches("/v1").to_string();
+    let otel = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
+
+    // In: a client's traceparent makes the task's root agent a child of its span.
+    let model = FakeLlm::start().await;
+    crate::a2a::script(&model);
+    let world = crate::a2a::project(&model);
+    let a2a = A2aServer::start_with(&world, &[], &otel);
+    let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "TASK-TREE traced"}]},
+    }});
+    let answer = reqwest::Client::new()
+        .post(format!("{}/a2a/main", a2a.base))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("traceparent", format!("00-{trace}-{parent}-01"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let said = answer.text().await.unwrap();
+    assert!(said.contains("TASK_STATE_COMPLETED"), "{said}\n{}", a2a.log());
+    let spans = spans_when(&receiver, |spans| {
+        named(spans, trace, "invoke_agent main").is_some()
+            && named(spans, trace, "invoke_agent worker").is_some()
+            && named(spans, trace, "chat").is_some()
+    })
+    .await;
+    let root = named(&spans, trace, "invoke_agent main")
+        .unwrap_or_else(|| panic!("the task's root is not in the client's trace: {spans:#?}"));
+    assert_eq!(root["parentSpanId"], parent, "{root:#}");
+    assert!(named(&spans, trace, "invoke_agent worker").is_some(), "{spans:#?}");
+    drop(a2a);
+
+    // Out: a remote child's requests carry its own span as their parent.
+    let wire = world.path("echo-wire.log");
+    let echo = EchoAgent::start_with(ECHO_TOKEN, Some(&wire));
+    let model = FakeLlm::start().await;
+    model.respond_with(Arc::new(|body: &Value| {
+        let newest = newest(body);
+        if newest.contains("\"role\":\"tool\"") {
+            return Some(Reply::answer("ROOT-DONE", (10, 5)));
+        }
+        newest.contains("ASK-ECHO").then(|| {
+            let args = json!({"profile": "echo", "task": "traced hello", "background": false});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let world = remote_project(&model, &echo.url);
+    let output = tokio::process::Command::new(WARREN)
+        .args(["run", "ASK-ECHO"])
+        .current_dir(world.dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("ECHO_A2A_TOKEN", ECHO_TOKEN)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let logged = std::fs::read_to_string(&wire).unwrap();
+    let sent = logged
+        .lines()
+        .find_map(|line| line.strip_prefix("traceparent: "))
+        .unwrap_or_else(|| panic!("no traceparent reached the remote agent: {logged}"))
+        .to_string();
+    let parts: Vec<&str> = sent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{sent}");
+    let (trace, span) = (parts[1].to_string(), parts[2].to_string());
+    let spans = spans_when(&receiver, |spans| named(spans, &trace, "invoke_agent echo").is_some()).await;
+    let child = named(&spans, &trace, "invoke_agent echo")
+        .unwrap_or_else(|| panic!("no span of the remote child in trace {trace}: {spans:#?}"));
+    assert_eq!(child["spanId"], span.as_str(), "{child:#}");
+    assert_eq!(child["attributes"].to_string().contains("warren.remote"), true, "{child:#}");
+    assert!(named(&spans, &trace, "invoke_agent main").is_some(), "{spans:#?}");
 }
