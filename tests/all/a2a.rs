@@ -342,6 +342,24 @@ async fn a_task_outlives_its_server_in_the_journal_and_only_its_credential_reads
     let error = foreign["get_error"].as_str().unwrap_or_default();
     assert!(error.contains("no task"), "{foreign}");
     assert!(foreign.get("state").is_none(), "{foreign}");
+
+    // ListTasks: the journaled task and one of this server, newest first, a page
+    // at a time; filtered by state; none for the other credential.
+    let (ok, second) = client(&url, "send", Some(TOKEN), &[("A2A_TEXT", "TASK-TREE: and again")]).await;
+    assert!(ok, "{second}");
+    let (ok, listed) = client(&url, "list", Some(TOKEN), &[]).await;
+    assert!(ok, "{listed}\n{}", a2a.log());
+    let pages = listed["pages"].as_array().unwrap();
+    let ids: Vec<&Value> = pages.iter().map(|p| &p["ids"][0]).collect();
+    assert_eq!(ids, [&second["task_id"], &json!(task)], "{listed}");
+    assert!(pages.iter().all(|p| p["total"] == 2 && p["history"] == json!([0])), "{listed}");
+    let completed = listed["completed"].as_array().unwrap();
+    assert_eq!(completed.len(), 2, "{listed}");
+    assert!(completed.iter().all(|t| t["artifact_texts"] == json!(["ROOT-DONE"])), "{listed}");
+    assert!(completed.iter().all(|t| t["history"].as_array().unwrap().len() == 2), "{listed}");
+    let (ok, foreign) = client(&url, "list", Some(other), &[]).await;
+    assert!(ok, "{foreign}");
+    assert_eq!(foreign["pages"], json!([{"ids": [], "states": [], "total": 0, "history": []}]), "{foreign}");
 }
 
 #[tokio::test]

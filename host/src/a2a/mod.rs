@@ -20,6 +20,7 @@
 
 mod card;
 mod history;
+mod listing;
 mod options;
 mod person;
 mod respond;

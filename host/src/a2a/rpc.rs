@@ -1,5 +1,6 @@
 //! A2A 1.0's JSON-RPC binding: `SendMessage`, `SendStreamingMessage` (Server-Sent
-//! Events), `GetTask`, `CancelTask` and `SubscribeToTask`, with A2A's error codes.
+//! Events), `GetTask`, `ListTasks`, `CancelTask` and `SubscribeToTask`, with A2A's
+//! error codes.
 //! A request names its protocol version in the `A2A-Version` header (missing: 1.0,
 //! as warren speaks no other).
 
@@ -100,9 +101,13 @@ impl Call<'_> {
             "GetTask" => self.get(&params).await,
             "CancelTask" => self.cancel(&params).await,
             "SubscribeToTask" => self.subscribe(&params).await,
-            "ListTasks" | "GetExtendedAgentCard" => Err(RpcError(
+            "ListTasks" => super::listing::list(self.tasks, &self.owner, &params)
+                .await
+                .map(Answer::Result)
+                .map_err(|why| invalid(&why)),
+            "GetExtendedAgentCard" => Err(RpcError(
                 UNSUPPORTED_OPERATION,
-                format!("`{method}` is not served by warren a2a (`warren runs` lists the runs behind the tasks)"),
+                "`GetExtendedAgentCard` is not served by warren a2a: its public card is the whole card".into(),
             )),
             method if method.contains("PushNotificationConfig") => Err(RpcError(
                 PUSH_NOT_SUPPORTED,
@@ -110,11 +115,11 @@ impl Call<'_> {
             )),
             "message/send" | "message/stream" | "tasks/get" | "tasks/cancel" | "tasks/resubscribe" => Err(RpcError(
                 METHOD_NOT_FOUND,
-                format!("`{method}` is A2A 0.3's name: warren a2a speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask)"),
+                format!("`{method}` is A2A 0.3's name: warren a2a speaks A2A 1.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask)"),
             )),
             other => Err(RpcError(
                 METHOD_NOT_FOUND,
-                format!("no method `{}`: warren a2a serves SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask", crate::events::bounded(other, 80)),
+                format!("no method `{}`: warren a2a serves SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask", crate::events::bounded(other, 80)),
             )),
         };
         match answer {

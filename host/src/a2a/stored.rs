@@ -71,6 +71,31 @@ pub(super) fn load(
     Some(wire(&run_dir, id, &file, history_length))
 }
 
+/// The tasks of `owner` journaled in `dir`, at most `max`, newest first: when
+/// each started, its id and its context.
+pub(super) fn owned(dir: &Path, owner: &Owner, max: usize) -> Vec<(std::time::SystemTime, String, String)> {
+    let owner = hex::encode(owner);
+    let mut found: Vec<(std::time::SystemTime, String, String)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let id = entry.file_name().to_str()?.to_string();
+            let path = entry.path().join(TASK_FILE);
+            let started = std::fs::symlink_metadata(&path).ok()?.modified().ok()?;
+            Some((started, id, path))
+        })
+        .filter(|(_, id, _)| crate::journal::check::is_valid_id(id))
+        .filter_map(|(started, id, path)| {
+            let file = read_task_file(&path)?;
+            (file.owner == owner).then_some((started, id, file.context_id))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.truncate(max);
+    found
+}
+
 /// The task file at `path`, if one is there and reads.
 fn read_task_file(path: &Path) -> Option<TaskFile> {
     use std::io::Read as _;

@@ -82,6 +82,7 @@ pub(super) struct Task {
     pub(super) root: JobId,
     /// The client's first message.
     first: Value,
+    started: SystemTime,
     canceller: Canceller,
     view: Mutex<View>,
     /// Bumped on every change: what blocking calls wait on.
@@ -158,6 +159,7 @@ impl Tasks {
             tree: run.tree.clone(),
             root: run.root.clone(),
             first: message,
+            started: SystemTime::now(),
             canceller: run.canceller(),
             view: Mutex::new(View {
                 state: State::Submitted,
@@ -175,6 +177,28 @@ impl Tasks {
             .insert(id, task.clone());
         drive(task.clone(), run);
         (task, receiver)
+    }
+
+    /// The tasks of `owner` this server holds.
+    pub(super) fn held(&self, owner: &Owner) -> Vec<Arc<Task>> {
+        let table = self.table.lock().expect("tasks poisoned");
+        table.values().filter(|task| &task.owner == owner).cloned().collect()
+    }
+
+    /// The tasks of `owner` journaled (held or not), at most `max`, newest first:
+    /// when each started, its id and its context.
+    pub(super) async fn journaled(
+        &self,
+        owner: &Owner,
+        max: usize,
+    ) -> Vec<(SystemTime, String, String)> {
+        let Some(dir) = self.journal_dir.clone() else {
+            return Vec::new();
+        };
+        let owner = *owner;
+        tokio::task::spawn_blocking(move || super::stored::owned(&dir, &owner, max))
+            .await
+            .unwrap_or_default()
     }
 
     /// Whether `owner` may start another task, after forgetting ended tasks past
@@ -248,6 +272,11 @@ impl Task {
         };
         let skip = history_length.map_or(0, |n| history.len().saturating_sub(n));
         history[skip..].to_vec()
+    }
+
+    /// When it started.
+    pub(super) fn started(&self) -> SystemTime {
+        self.started
     }
 
     /// Its state now.
