@@ -301,7 +301,11 @@ fn assert_transcript(world: &World, report: &Value) {
     }
     expected.retain(|m| m["text"] != "" || m.get("data").is_some());
     assert!(expected.len() >= 3, "{transcript}");
-    assert_eq!(&history[1..], &expected[..], "the history is not the transcript: {transcript}");
+    assert_eq!(
+        &history[1..],
+        &expected[..],
+        "the history is not the transcript: {transcript}"
+    );
 }
 
 #[tokio::test]
@@ -311,7 +315,14 @@ async fn a_task_outlives_its_server_in_the_journal_and_only_its_credential_reads
     let world = project(&server);
     let other = "a2a-other-token-9876543210";
     std::fs::write(world.path("tokens"), format!("{TOKEN}\n{other}\n")).unwrap();
-    let args = ["--profile", "main", "--profile", "worker", "--token-file", "tokens"];
+    let args = [
+        "--profile",
+        "main",
+        "--profile",
+        "worker",
+        "--token-file",
+        "tokens",
+    ];
     let a2a = A2aServer::start(&world, &args);
     let url = format!("{}/a2a/main", a2a.base);
     let env = [("A2A_TEXT", "TASK-TREE: remember this")];
@@ -334,7 +345,10 @@ async fn a_task_outlives_its_server_in_the_journal_and_only_its_credential_reads
     assert_transcript(&world, &got);
     for refused in ["send_error", "cancel_error"] {
         let error = got[refused].as_str().unwrap_or_default();
-        assert!(error.contains("no longer run by this server"), "{refused}: {got}");
+        assert!(
+            error.contains("no longer run by this server"),
+            "{refused}: {got}"
+        );
     }
     // Another credential of the same server does not see it.
     let (ok, foreign) = client(&url, "get", Some(other), &env).await;
@@ -345,21 +359,46 @@ async fn a_task_outlives_its_server_in_the_journal_and_only_its_credential_reads
 
     // ListTasks: the journaled task and one of this server, newest first, a page
     // at a time; filtered by state; none for the other credential.
-    let (ok, second) = client(&url, "send", Some(TOKEN), &[("A2A_TEXT", "TASK-TREE: and again")]).await;
+    let (ok, second) = client(
+        &url,
+        "send",
+        Some(TOKEN),
+        &[("A2A_TEXT", "TASK-TREE: and again")],
+    )
+    .await;
     assert!(ok, "{second}");
     let (ok, listed) = client(&url, "list", Some(TOKEN), &[]).await;
     assert!(ok, "{listed}\n{}", a2a.log());
     let pages = listed["pages"].as_array().unwrap();
     let ids: Vec<&Value> = pages.iter().map(|p| &p["ids"][0]).collect();
     assert_eq!(ids, [&second["task_id"], &json!(task)], "{listed}");
-    assert!(pages.iter().all(|p| p["total"] == 2 && p["history"] == json!([0])), "{listed}");
+    assert!(
+        pages
+            .iter()
+            .all(|p| p["total"] == 2 && p["history"] == json!([0])),
+        "{listed}"
+    );
     let completed = listed["completed"].as_array().unwrap();
     assert_eq!(completed.len(), 2, "{listed}");
-    assert!(completed.iter().all(|t| t["artifact_texts"] == json!(["ROOT-DONE"])), "{listed}");
-    assert!(completed.iter().all(|t| t["history"].as_array().unwrap().len() == 2), "{listed}");
+    assert!(
+        completed
+            .iter()
+            .all(|t| t["artifact_texts"] == json!(["ROOT-DONE"])),
+        "{listed}"
+    );
+    assert!(
+        completed
+            .iter()
+            .all(|t| t["history"].as_array().unwrap().len() == 2),
+        "{listed}"
+    );
     let (ok, foreign) = client(&url, "list", Some(other), &[]).await;
     assert!(ok, "{foreign}");
-    assert_eq!(foreign["pages"], json!([{"ids": [], "states": [], "total": 0, "history": []}]), "{foreign}");
+    assert_eq!(
+        foreign["pages"],
+        json!([{"ids": [], "states": [], "total": 0, "history": []}]),
+        "{foreign}"
+    );
 }
 
 #[tokio::test]

@@ -83,7 +83,11 @@ async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() 
         if newest.contains("\"role\":\"tool\"") {
             let saw = newest.contains("ECHO: you chose blue");
             return Some(Reply::answer(
-                if saw { "ROOT-SAW-CHOICE" } else { "ROOT-MISSED-CHOICE" },
+                if saw {
+                    "ROOT-SAW-CHOICE"
+                } else {
+                    "ROOT-MISSED-CHOICE"
+                },
                 (10, 5),
             ));
         }
@@ -104,7 +108,13 @@ async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() 
     );
     let answered = warren(
         &world,
-        &["approve", &id, request["id"].as_str().unwrap(), "--answer", "blue"],
+        &[
+            "approve",
+            &id,
+            request["id"].as_str().unwrap(),
+            "--answer",
+            "blue",
+        ],
     );
     assert!(answered.status.success(), "{}", text(&answered.stderr));
     let output = tokio::time::timeout(Duration::from_secs(120), run.wait_with_output())
@@ -112,24 +122,49 @@ async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() 
         .expect("the run did not end")
         .unwrap();
     let stderr = text(&output.stderr);
-    assert!(output.status.success(), "{stderr}\necho: {}", echo.log.lock().unwrap());
+    assert!(
+        output.status.success(),
+        "{stderr}\necho: {}",
+        echo.log.lock().unwrap()
+    );
     assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-CHOICE", "{stderr}");
     let shown = json_of(&warren(&world, &["show", &id, "--json"]));
     let child = &shown["agents"][1];
     assert_eq!(child["state"], "ok", "{shown}");
     assert_eq!(child["text"], "ECHO: you chose blue", "{shown}");
     // The question and its answer are journaled as the child's.
-    let transcript = text(&warren(&world, &["show", &id, "--agent", child["id"].as_str().unwrap(), "--json"]).stdout);
-    assert!(transcript.contains("input_requested") && transcript.contains("input_answered"), "{transcript}");
+    let transcript = text(
+        &warren(
+            &world,
+            &[
+                "show",
+                &id,
+                "--agent",
+                child["id"].as_str().unwrap(),
+                "--json",
+            ],
+        )
+        .stdout,
+    );
+    assert!(
+        transcript.contains("input_requested") && transcript.contains("input_answered"),
+        "{transcript}"
+    );
 
     // Unanswered (the run denies every request), the child fails saying so.
-    let output = start_run(&world, &["--approve", "deny", "ASK-ECHO"]).wait_with_output().await.unwrap();
+    let output = start_run(&world, &["--approve", "deny", "ASK-ECHO"])
+        .wait_with_output()
+        .await
+        .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
     let shown = json_of(&warren(&world, &["show", "last", "--json"]));
     let child = &shown["agents"][1];
     assert_eq!(child["state"], "error", "{shown}");
     let error = child["error"].as_str().unwrap_or_default();
-    assert!(error.contains("asked for input") && error.contains("Which colour?"), "{shown}");
+    assert!(
+        error.contains("asked for input") && error.contains("Which colour?"),
+        "{shown}"
+    );
 }
 
 /// The job id in the newest tool result `[ID: OK]`, of a finished child.
@@ -151,7 +186,12 @@ async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context(
         // The follow-up's answer; its receipt may come in a message after it.
         let all = body["messages"].to_string();
         if all.contains("resumed job") && !all.contains(r#""name":"await_agents""#) {
-            let id = all.split("resumed job ").nth(1)?.split(',').next()?.to_string();
+            let id = all
+                .split("resumed job ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .to_string();
             return Some(Reply::tool_calls(
                 &[("await_agents", json!({"job_ids": [id]}))],
                 (10, 5),
@@ -168,16 +208,24 @@ async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context(
         })
     }));
     let world = remote_project(&server, &echo.url);
-    let output = start_run(&world, &["TWICE-ECHO"]).wait_with_output().await.unwrap();
+    let output = start_run(&world, &["TWICE-ECHO"])
+        .wait_with_output()
+        .await
+        .unwrap();
     let stderr = text(&output.stderr);
-    assert!(output.status.success(), "{stderr}\necho: {}", echo.log.lock().unwrap());
+    assert!(
+        output.status.success(),
+        "{stderr}\necho: {}",
+        echo.log.lock().unwrap()
+    );
     assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-CONTEXT", "{stderr}");
     let shown = json_of(&warren(&world, &["show", "last", "--json"]));
     let child = &shown["agents"][1];
     assert_eq!(child["state"], "ok", "{shown}");
     let answer = child["text"].as_str().unwrap();
     assert!(
-        answer.starts_with("ECHO: Message from ") && answer.ends_with("second words (task 2 of this context)"),
+        answer.starts_with("ECHO: Message from ")
+            && answer.ends_with("second words (task 2 of this context)"),
         "{shown}"
     );
     // The parent's follow-up got a receipt saying it woke the child.
@@ -197,10 +245,15 @@ async fn an_interrupt_cancels_the_remote_task_and_its_message_is_the_next_task()
         }
         let id = || {
             let id = all.split("Started job ").nth(1)?;
-            id.split(|c: char| !c.is_ascii_alphanumeric()).next().map(str::to_string)
+            id.split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .map(str::to_string)
         };
         if all.contains("Message #1 to job") && !all.contains(r#""name":"await_agents""#) {
-            return Some(Reply::tool_calls(&[("await_agents", json!({"job_ids": [id()?]}))], (10, 5)));
+            return Some(Reply::tool_calls(
+                &[("await_agents", json!({"job_ids": [id()?]}))],
+                (10, 5),
+            ));
         }
         if newest.contains("Started job") {
             let cut = json!({"job_id": id()?, "message": "say hi instead", "mode": "interrupt"});
@@ -212,19 +265,33 @@ async fn an_interrupt_cancels_the_remote_task_and_its_message_is_the_next_task()
         })
     }));
     let world = remote_project(&server, &echo.url);
-    let output = start_run(&world, &["INTERRUPT-ECHO"]).wait_with_output().await.unwrap();
+    let output = start_run(&world, &["INTERRUPT-ECHO"])
+        .wait_with_output()
+        .await
+        .unwrap();
     let stderr = text(&output.stderr);
     let log = echo.log.lock().unwrap().clone();
     assert!(output.status.success(), "{stderr}\necho: {log}");
-    assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-INTERRUPT", "{stderr}");
+    assert_eq!(
+        text(&output.stdout).trim(),
+        "ROOT-SAW-INTERRUPT",
+        "{stderr}"
+    );
     // The hanging task was cancelled there, and the message went as a new task.
     assert!(log.contains("method=CancelTask"), "{log}");
-    assert_eq!(log.matches("method=SendStreamingMessage").count(), 2, "{log}");
+    assert_eq!(
+        log.matches("method=SendStreamingMessage").count(),
+        2,
+        "{log}"
+    );
     let shown = json_of(&warren(&world, &["show", "last", "--json"]));
     let child = &shown["agents"][1];
     assert_eq!(child["state"], "ok", "{shown}");
     assert!(
-        child["text"].as_str().unwrap().ends_with("say hi instead (task 2 of this context)"),
+        child["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("say hi instead (task 2 of this context)"),
         "{shown}"
     );
 }
@@ -276,7 +343,11 @@ async fn trace_context_crosses_a2a_both_ways() {
         .await
         .unwrap();
     let said = answer.text().await.unwrap();
-    assert!(said.contains("TASK_STATE_COMPLETED"), "{said}\n{}", a2a.log());
+    assert!(
+        said.contains("TASK_STATE_COMPLETED"),
+        "{said}\n{}",
+        a2a.log()
+    );
     let spans = spans_when(&receiver, |spans| {
         named(spans, trace, "invoke_agent main").is_some()
             && named(spans, trace, "invoke_agent worker").is_some()
@@ -286,7 +357,10 @@ async fn trace_context_crosses_a2a_both_ways() {
     let root = named(&spans, trace, "invoke_agent main")
         .unwrap_or_else(|| panic!("the task's root is not in the client's trace: {spans:#?}"));
     assert_eq!(root["parentSpanId"], parent, "{root:#}");
-    assert!(named(&spans, trace, "invoke_agent worker").is_some(), "{spans:#?}");
+    assert!(
+        named(&spans, trace, "invoke_agent worker").is_some(),
+        "{spans:#?}"
+    );
     drop(a2a);
 
     // Out: a remote child's requests carry its own span as their parent.
@@ -323,10 +397,19 @@ async fn trace_context_crosses_a2a_both_ways() {
     let parts: Vec<&str> = sent.split('-').collect();
     assert_eq!(parts.len(), 4, "{sent}");
     let (trace, span) = (parts[1].to_string(), parts[2].to_string());
-    let spans = spans_when(&receiver, |spans| named(spans, &trace, "invoke_agent echo").is_some()).await;
+    let spans = spans_when(&receiver, |spans| {
+        named(spans, &trace, "invoke_agent echo").is_some()
+    })
+    .await;
     let child = named(&spans, &trace, "invoke_agent echo")
         .unwrap_or_else(|| panic!("no span of the remote child in trace {trace}: {spans:#?}"));
     assert_eq!(child["spanId"], span.as_str(), "{child:#}");
-    assert_eq!(child["attributes"].to_string().contains("warren.remote"), true, "{child:#}");
-    assert!(named(&spans, &trace, "invoke_agent main").is_some(), "{spans:#?}");
+    assert!(
+        child["attributes"].to_string().contains("warren.remote"),
+        "{child:#}"
+    );
+    assert!(
+        named(&spans, &trace, "invoke_agent main").is_some(),
+        "{spans:#?}"
+    );
 }

@@ -95,10 +95,16 @@ fn message(record: &Record, of: &Of<'_>, number: usize, first: Option<&Value>) -
             }}})],
         ),
         Record::MessageSent {
-            from, mode, text: said, ..
+            from,
+            mode,
+            text: said,
+            ..
         } if mine => (
             "ROLE_USER",
-            vec![text(&format!("Message from {from} ({}): {said}", mode.as_str()))],
+            vec![text(&format!(
+                "Message from {from} ({}): {said}",
+                mode.as_str()
+            ))],
         ),
         Record::InputRequested(request) => {
             let mut message = request_message(request);

@@ -27,8 +27,20 @@ enum Entry {
     Journaled,
 }
 
-/// The page of `owner`'s tasks `params` asks for, or why the request is wrong.
-pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result<Value, String> {
+/// What a `ListTasks` request asks for.
+struct Query<'a> {
+    page_size: usize,
+    offset: usize,
+    history: usize,
+    artifacts: bool,
+    context: Option<&'a str>,
+    status: Option<&'a str>,
+    /// `statusTimestampAfter`, to the second.
+    after: Option<String>,
+}
+
+/// The query `params` make, or why they are wrong.
+fn query(params: &Value) -> Result<Query<'_>, String> {
     let page_size = match params.get("pageSize").and_then(Value::as_u64) {
         None | Some(0) => DEFAULT_PAGE,
         Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
@@ -44,7 +56,10 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
         .and_then(Value::as_u64)
         .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let artifacts = params.get("includeArtifacts") == Some(&json!(true));
-    let context = params.get("contextId").and_then(Value::as_str).filter(|c| !c.is_empty());
+    let context = params
+        .get("contextId")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty());
     let status = params
         .get("status")
         .and_then(Value::as_str)
@@ -53,7 +68,28 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
         .get("statusTimestampAfter")
         .and_then(Value::as_str)
         .map(second_of);
+    Ok(Query {
+        page_size,
+        offset,
+        history,
+        artifacts,
+        context,
+        status,
+        after,
+    })
+}
 
+/// The page of `owner`'s tasks `params` asks for, or why the request is wrong.
+pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result<Value, String> {
+    let Query {
+        page_size,
+        offset,
+        history,
+        artifacts,
+        context,
+        status,
+        after,
+    } = query(params)?;
     // Newest first, each task once; filtered by context before anything is read.
     let mut entries: BTreeMap<String, (SystemTime, Entry)> = BTreeMap::new();
     for (started, id, task_context) in tasks.journaled(owner, MAX_LISTED).await {
@@ -87,7 +123,10 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
             continue;
         }
         let stamp = wire.pointer("/status/timestamp").and_then(Value::as_str);
-        if after.as_deref().is_some_and(|a| stamp.map(second_of).as_deref() <= Some(a)) {
+        if after
+            .as_deref()
+            .is_some_and(|a| stamp.map(second_of).as_deref() <= Some(a))
+        {
             continue;
         }
         matching.push(wire);

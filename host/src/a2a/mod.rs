@@ -16,7 +16,8 @@
 //! `warren mcp --http`); a request from a browser page of another origin is refused
 //! (`listener::origin`). The bounds: the listener's connections and header time,
 //! `server::MAX_BODY` per request, [`A2aLimits::max_tasks`] per credential, finished tasks
-//! forgotten after [`A2aLimits::retention`] (their runs stay in the journal).
+//! forgotten after [`A2aLimits::retention`] (then read from their runs' journals,
+//! `stored`, as after a restart).
 
 mod card;
 mod history;

@@ -196,7 +196,9 @@ impl Call<'_> {
         text: &str,
         data: Option<&Value>,
     ) -> Result<(std::sync::Arc<Task>, Updates), RpcError> {
-        let task = self.live(id, UNSUPPORTED_OPERATION, "takes no more messages").await?;
+        let task = self
+            .live(id, UNSUPPORTED_OPERATION, "takes no more messages")
+            .await?;
         let state = task.state();
         if state.terminal() {
             return Err(RpcError(
@@ -269,7 +271,13 @@ impl Call<'_> {
     /// `CancelTask`: cancels the tree, and answers once it stopped (or after
     /// [`CANCEL_WAIT`]).
     async fn cancel(&self, params: &Value) -> Result<Answer, RpcError> {
-        let task = self.live(task_id(params)?, TASK_NOT_CANCELABLE, "has nothing to cancel").await?;
+        let task = self
+            .live(
+                task_id(params)?,
+                TASK_NOT_CANCELABLE,
+                "has nothing to cancel",
+            )
+            .await?;
         let state = task.state();
         if state.terminal() {
             return Err(RpcError(
@@ -335,7 +343,9 @@ impl Call<'_> {
                 code,
                 format!(
                     "task {id} is no longer run by this server ({}) and {refusal}",
-                    task.pointer("/status/state").and_then(Value::as_str).unwrap_or("ended")
+                    task.pointer("/status/state")
+                        .and_then(Value::as_str)
+                        .unwrap_or("ended")
                 ),
             )),
             Some(Err(why)) => Err(RpcError(INTERNAL_ERROR, why)),

@@ -73,7 +73,11 @@ pub(super) fn load(
 
 /// The tasks of `owner` journaled in `dir`, at most `max`, newest first: when
 /// each started, its id and its context.
-pub(super) fn owned(dir: &Path, owner: &Owner, max: usize) -> Vec<(std::time::SystemTime, String, String)> {
+pub(super) fn owned(
+    dir: &Path,
+    owner: &Owner,
+    max: usize,
+) -> Vec<(std::time::SystemTime, String, String)> {
     let owner = hex::encode(owner);
     let mut found: Vec<(std::time::SystemTime, String, String)> = std::fs::read_dir(dir)
         .into_iter()

@@ -6,8 +6,8 @@
 //! read from its run's journal (`super::stored`).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use serde_json::{json, Value};
@@ -148,7 +148,9 @@ impl Tasks {
         let (updates, receiver) = broadcast::channel(STREAM_BACKLOG);
         let id = run.id().to_string();
         if let Some(journal) = &run.tree.journal {
-            if let Err(error) = super::stored::save(journal.path(), &owner, &context_id, profile, &message) {
+            if let Err(error) =
+                super::stored::save(journal.path(), &owner, &context_id, profile, &message)
+            {
                 tracing::warn!(task = %id, %error, "A2A: the task's record beside its journal could not be written; once this server forgets the task, GetTask will not find it");
             }
         }
@@ -182,7 +184,11 @@ impl Tasks {
     /// The tasks of `owner` this server holds.
     pub(super) fn held(&self, owner: &Owner) -> Vec<Arc<Task>> {
         let table = self.table.lock().expect("tasks poisoned");
-        table.values().filter(|task| &task.owner == owner).cloned().collect()
+        table
+            .values()
+            .filter(|task| &task.owner == owner)
+            .cloned()
+            .collect()
     }
 
     /// The tasks of `owner` journaled (held or not), at most `max`, newest first:
@@ -253,9 +259,17 @@ impl Task {
         };
         journal.written().await;
         let (path, first) = (journal.path().to_path_buf(), self.first.clone());
-        let (task, context, root) = (self.id.clone(), self.context_id.clone(), self.root.0.clone());
+        let (task, context, root) = (
+            self.id.clone(),
+            self.context_id.clone(),
+            self.root.0.clone(),
+        );
         let read = tokio::task::spawn_blocking(move || {
-            let of = Of { task: &task, context: &context, root: &root };
+            let of = Of {
+                task: &task,
+                context: &context,
+                root: &root,
+            };
             super::history::read(&path, &of, Some(&first))
         })
         .await;

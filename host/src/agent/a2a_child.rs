@@ -28,17 +28,16 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use super::a2a_talk::{delivered, letter_text, refused, Asker};
 use super::a2a_wire::{
     failed, find_event_end, read_bounded, result, unreachable_agent, Answer, Stop, MAX_READ,
 };
-use super::runtime::Runtime;
 use crate::config::RemoteAgent;
-use crate::events::{MessageMode, PersonRequest, RequestKind, Verdict};
+use crate::events::MessageMode;
 use crate::jobs::mailbox::Letter;
-use crate::jobs::{JobId, Placement};
-use crate::journal::{Fact, Record};
+use crate::jobs::Placement;
 use crate::outcome::{AgentOutcome, AgentState};
-use crate::scheduler::{AgentRun, Ended, Start};
+use crate::scheduler::{AgentRun, Ended, Scheduler, Start};
 
 /// How often a task that is not streamed is polled.
 const POLL: Duration = Duration::from_millis(250);
@@ -47,11 +46,13 @@ const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// How long a message forwarded to the running remote task may wait for the
 /// agent to take it (an agent may hold it until its current step ends).
 const FORWARD_WAIT: Duration = Duration::from_secs(30);
-/// The longest question put before a person, in characters.
-const MAX_QUESTION: usize = 4000;
+
+/// What a remote child runs with besides its job: the scheduler (that lends its
+/// slot out while a person is asked).
+pub(super) type Host = Arc<dyn AsRef<Scheduler> + Send + Sync>;
 
 /// The run of the child `start` describes, on `remote`.
-pub(super) fn run(runtime: Arc<Runtime>, start: Start, remote: RemoteAgent) -> AgentRun {
+pub(super) fn run(host: Host, start: Start, remote: RemoteAgent) -> AgentRun {
     let link = Link {
         http: reqwest::Client::new(),
         remote,
@@ -65,7 +66,7 @@ pub(super) fn run(runtime: Arc<Runtime>, start: Start, remote: RemoteAgent) -> A
         interrupted: Mutex::default(),
     };
     let task = start.task.clone();
-    episode(runtime, start, link, Some(task))
+    episode(host, start, link, Some(task))
 }
 
 /// What a remote child keeps between its runs (a follow-up wakes it): where the
@@ -93,7 +94,7 @@ struct Link {
 /// One run of the child: `text` (with `None`, the follow-ups that woke it) sent to
 /// the agent as a new task, followed to its end; it may be woken again after an
 /// answer.
-fn episode(runtime: Arc<Runtime>, start: Start, mut link: Link, text: Option<String>) -> AgentRun {
+fn episode(host: Host, start: Start, mut link: Link, text: Option<String>) -> AgentRun {
     Box::pin(async move {
         let place = start.place.clone();
         let name = start.role.profile.name.clone();
@@ -116,7 +117,7 @@ fn episode(runtime: Arc<Runtime>, start: Start, mut link: Link, text: Option<Str
         let outcome = async {
             link.traceparent = crate::telemetry::traceparent(&tracing::Span::current());
             let asker = Asker {
-                runtime: &runtime,
+                scheduler: (*host).as_ref(),
                 place: &place,
                 timeout_s: start.role.profile.approval.timeout_s,
                 profile: &name,
@@ -162,21 +163,12 @@ fn episode(runtime: Arc<Runtime>, start: Start, mut link: Link, text: Option<Str
         .await;
         // An answer may be followed up (a new task in the same context); any other
         // end is final.
-        let wake: Option<crate::scheduler::Wake> = (outcome.state == AgentState::Ok)
-            .then(|| -> crate::scheduler::Wake {
-                Box::new(move || episode(runtime, start, link, None))
+        let wake: Option<crate::scheduler::Wake> =
+            (outcome.state == AgentState::Ok).then(|| -> crate::scheduler::Wake {
+                Box::new(move || episode(host, start, link, None))
             });
         Ended { outcome, wake }
     })
-}
-
-/// Who asks a person when the remote task waits for input.
-struct Asker<'a> {
-    runtime: &'a Runtime,
-    place: &'a Placement,
-    /// `approval_timeout_s` of the child's profile.
-    timeout_s: u64,
-    profile: &'a str,
 }
 
 impl Link {
@@ -249,7 +241,12 @@ impl Link {
         let number = *lock(&self.tasks) + 1;
         let texts: Vec<String> = letters.iter().map(letter_text).collect();
         for letter in &letters {
-            delivered(place, letter, number, "it is the agent's next task, in the same context");
+            delivered(
+                place,
+                letter,
+                number,
+                "it is the agent's next task, in the same context",
+            );
         }
         texts.join("\n\n")
     }
@@ -268,7 +265,12 @@ impl Link {
             match (followed, interrupt) {
                 (Err((AgentState::Cancelled, _)) | Ok(_), Some(letter)) => {
                     let number = *lock(&self.tasks) + 1;
-                    delivered(asker.place, &letter, number, "it is the agent's next task: its task before was cancelled");
+                    delivered(
+                        asker.place,
+                        &letter,
+                        number,
+                        "it is the agent's next task: its task before was cancelled",
+                    );
                     text = letter_text(&letter);
                 }
                 (followed, _) => return followed,
@@ -305,7 +307,10 @@ impl Link {
                 return answer.end();
             };
             let task = answer.task_id.clone().unwrap_or_default();
-            let reply = self.ask_person(asker, &task, &asked).await?;
+            let number = *lock(&self.tasks);
+            let reply = asker
+                .ask(&self.remote.card_url, number, &task, &asked)
+                .await?;
             message = self.message(&reply, Some(&task));
             answer.go_on();
         }
@@ -313,7 +318,12 @@ impl Link {
 
     /// Sends `message` and reads what comes back until the task settles (ends, or
     /// waits for input).
-    async fn send(&self, message: &Value, answer: &mut Answer, place: &Placement) -> Result<(), Stop> {
+    async fn send(
+        &self,
+        message: &Value,
+        answer: &mut Answer,
+        place: &Placement,
+    ) -> Result<(), Stop> {
         if self.streams {
             self.stream(message, answer, place).await?;
         } else {
@@ -341,48 +351,6 @@ impl Link {
         }
         if let Some(context) = &answer.context_id {
             lock(&self.context).get_or_insert_with(|| context.clone());
-        }
-    }
-
-    /// The remote task asks `asked`: a person's answer, as a question of this
-    /// child, or why there is none.
-    async fn ask_person(&self, asker: &Asker<'_>, task: &str, asked: &str) -> Result<String, Stop> {
-        let place = asker.place;
-        let number = *lock(&self.tasks);
-        let call_id = format!("{}-{number}", crate::events::bounded(task, 100));
-        let key = format!("{}/a2a/{call_id}/{asked}", place.id);
-        let digest = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-        let question = crate::events::bounded(
-            &format!("(the remote A2A agent `{}` asks) {asked}", asker.profile),
-            MAX_QUESTION,
-        );
-        let request = PersonRequest {
-            id: format!("q{:08x}", digest >> 32),
-            agent: place.id.0.clone(),
-            path: place.tree.path(&place.id),
-            kind: RequestKind::Question,
-            tool: crate::config::ASK_TOOL.into(),
-            call_id,
-            arguments: json!({"question": asked, "a2a_task": task, "card": self.remote.card_url}).to_string(),
-            touches: Vec::new(),
-            rule: Vec::new(),
-            question: Some(question),
-            deadline_ms: crate::events::now_ms() + asker.timeout_s.saturating_mul(1000),
-        };
-        let waiter = super::approval::Waiter {
-            place,
-            scheduler: &asker.runtime.scheduler,
-            timeout_s: asker.timeout_s,
-            profile: asker.profile,
-        };
-        let answer = waiter.wait(request).await;
-        match answer.verdict {
-            Verdict::Answer if !answer.text.trim().is_empty() => Ok(answer.text),
-            _ => Err(failed(format!(
-                "the remote A2A agent asked for input (\"{}\"), and {}",
-                crate::events::bounded(asked, 300),
-                super::approval::unanswered(&answer)
-            ))),
         }
     }
 
@@ -465,7 +433,12 @@ impl Link {
 
     /// `SendStreamingMessage`: reads the events until the task settles or the
     /// stream closes.
-    async fn stream(&self, message: &Value, answer: &mut Answer, place: &Placement) -> Result<(), Stop> {
+    async fn stream(
+        &self,
+        message: &Value,
+        answer: &mut Answer,
+        place: &Placement,
+    ) -> Result<(), Stop> {
         let mut response = self
             .post("SendStreamingMessage", json!({"message": message}))
             .header("accept", "text/event-stream")
@@ -539,49 +512,6 @@ impl Link {
             Ok(Ok(_)) => tracing::info!(task = %task, "cancelled the remote A2A task"),
             _ => tracing::warn!(task = %task, "could not cancel the remote A2A task"),
         }
-    }
-}
-
-/// A message as the remote agent reads it: who sent it, and its text.
-fn letter_text(letter: &Letter) -> String {
-    format!("Message from {}: {}", letter.from, letter.text)
-}
-
-/// `letter` reached the remote agent with its task `number` (`how`): journaled, and
-/// its sender told.
-fn delivered(place: &Placement, letter: &Letter, number: u32, how: &str) {
-    let tree = &place.tree;
-    tree.happened(Fact::Recorded(Record::MessageDelivered {
-        agent: place.id.0.clone(),
-        seq: letter.seq,
-        turn: number,
-    }));
-    if let Some(sender) = letter.sender.clone().and_then(|id| tree.job(&JobId(id))) {
-        let receipt = format!(
-            "Your message #{} to {} ({}) was delivered: {how}.",
-            letter.seq,
-            place.id,
-            letter.mode.as_str()
-        );
-        sender.mailbox.receipt(letter.seq, receipt);
-    }
-}
-
-/// The remote agent refused `letter` (`why`): its sender is told.
-fn refused(place: &Placement, letter: &Letter, why: &str) {
-    tracing::warn!(agent = %place.id, seq = letter.seq, why, "the remote A2A agent refused a message");
-    if let Some(sender) = letter
-        .sender
-        .clone()
-        .and_then(|id| place.tree.job(&JobId(id)))
-    {
-        let receipt = format!(
-            "Your message #{} to {} ({}) was not delivered: {why}",
-            letter.seq,
-            place.id,
-            letter.mode.as_str()
-        );
-        sender.mailbox.receipt(letter.seq, receipt);
     }
 }
 

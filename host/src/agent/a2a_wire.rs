@@ -57,7 +57,11 @@ impl Answer {
                 if !artifacts.is_empty() {
                     self.artifacts = artifacts;
                 }
-                (&task["status"], task["id"].as_str(), task["contextId"].as_str())
+                (
+                    &task["status"],
+                    task["id"].as_str(),
+                    task["contextId"].as_str(),
+                )
             }
             (None, Some(update)) => (
                 &update["status"],
@@ -115,11 +119,16 @@ impl Answer {
                 true => self.artifacts.join("\n"),
                 false => status,
             }),
-            "TASK_STATE_CANCELED" => Err((AgentState::Cancelled, format!("the remote A2A agent cancelled its task: {status}"))),
+            "TASK_STATE_CANCELED" => Err((
+                AgentState::Cancelled,
+                format!("the remote A2A agent cancelled its task: {status}"),
+            )),
             "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" => Err(failed(format!(
                 "the remote A2A agent asks for input ({state}), and none was given: {status}"
             ))),
-            _ => Err(failed(format!("the remote A2A agent's task ended {state}: {status}"))),
+            _ => Err(failed(format!(
+                "the remote A2A agent's task ended {state}: {status}"
+            ))),
         }
     }
 }

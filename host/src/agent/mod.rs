@@ -19,12 +19,14 @@
 //! `line_diff` (the bounded line diffs of replays and `warren diff`).
 
 mod a2a_child;
+mod a2a_talk;
 mod a2a_wire;
 mod approval;
 mod children;
 mod conversation;
 mod inbox;
 mod line_diff;
+mod person_wait;
 mod replay;
 mod runtime;
 mod spans;

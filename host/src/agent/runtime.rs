@@ -26,6 +26,12 @@ pub(crate) struct Runtime {
     pub(crate) scheduler: Scheduler,
 }
 
+impl AsRef<crate::scheduler::Scheduler> for Runtime {
+    fn as_ref(&self) -> &crate::scheduler::Scheduler {
+        &self.scheduler
+    }
+}
+
 impl Launch for Runtime {
     fn launch(self: Arc<Self>, start: Start) -> AgentRun {
         // A remote A2A agent runs there: no model, no sandbox here.
