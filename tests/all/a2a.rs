@@ -635,6 +635,31 @@ impl Drop for EchoAgent {
     }
 }
 
+/// The model: a task holding `trigger` spawns `echo` on `task` and waits; given a
+/// result that holds `expect` the root answers `yes`, else `ROOT-MISSED`.
+pub(crate) fn echo_script(
+    trigger: &'static str,
+    task: &'static str,
+    expect: &'static str,
+    yes: &'static str,
+) -> crate::fake_llm::Responder {
+    Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        if newest.contains("\"role\":\"tool\"") {
+            let said = if newest.contains(expect) {
+                yes
+            } else {
+                "ROOT-MISSED"
+            };
+            return Some(Reply::answer(said, (10, 5)));
+        }
+        newest.contains(trigger).then(|| {
+            let args = json!({"profile": "echo", "task": task, "background": false});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    })
+}
+
 /// A project whose `main` may spawn `echo`, the SDK's agent at `url`.
 pub(crate) fn remote_project(server: &FakeLlm, url: &str) -> World {
     let world = World::new();
@@ -669,24 +694,12 @@ async fn a_parent_spawns_a_remote_a2a_agent_served_by_the_sdk_and_awaits_its_ans
     const ECHO_TOKEN: &str = "echo-token-0123456789abcdef";
     let echo = EchoAgent::start(ECHO_TOKEN);
     let server = FakeLlm::start().await;
-    server.respond_with(Arc::new(|body: &Value| {
-        let newest = newest(body);
-        if newest.contains("\"role\":\"tool\"") {
-            let saw = newest.contains("ECHO: hello from warren");
-            return Some(Reply::answer(
-                if saw {
-                    "ROOT-SAW-ECHO"
-                } else {
-                    "ROOT-MISSED-ECHO"
-                },
-                (10, 5),
-            ));
-        }
-        newest.contains("ASK-ECHO").then(|| {
-            let args = json!({"profile": "echo", "task": "hello from warren", "background": false});
-            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
-        })
-    }));
+    server.respond_with(echo_script(
+        "ASK-ECHO",
+        "hello from warren",
+        "ECHO: hello from warren",
+        "ROOT-SAW-ECHO",
+    ));
     let world = remote_project(&server, &echo.url);
     // Async: the model is served by this test's runtime.
     let output = tokio::process::Command::new(WARREN)

@@ -8,12 +8,14 @@
 //! a remote child's requests carry the child's span.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::a2a::{json_of, remote_project, A2aServer, EchoAgent, TOKEN, WARREN};
+use crate::a2a::{echo_script, json_of, remote_project, A2aServer, EchoAgent, TOKEN, WARREN};
+use crate::approvals::{only_run, pending};
 use crate::fake_llm::{newest, FakeLlm, Reply};
+use crate::messages::finished_job;
 use crate::support::{text, warren, World};
 
 const ECHO_TOKEN: &str = "echo-token-0123456789abcdef";
@@ -35,67 +37,16 @@ fn start_run(world: &World, args: &[&str]) -> tokio::process::Child {
         .unwrap()
 }
 
-/// The one run journaled in `world`, once there is one.
-async fn only_run(world: &World) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let runs: Vec<String> = std::fs::read_dir(world.path(".warren/runs"))
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter(|entry| entry.path().is_dir())
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .collect();
-        if let [run] = runs.as_slice() {
-            return run.clone();
-        }
-        assert!(Instant::now() < deadline, "no run journaled: {runs:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The requests of `run` waiting for a person, once one waits.
-async fn pending(world: &World, run: &str) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let listed = warren(world, &["approve", run, "--json"]);
-        if listed.status.success() {
-            let requests: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap_or_default();
-            if !requests.is_empty() {
-                return requests;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing waited: {}",
-            text(&listed.stderr)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() {
     let echo = EchoAgent::start(ECHO_TOKEN);
     let server = FakeLlm::start().await;
-    server.respond_with(Arc::new(|body: &Value| {
-        let newest = newest(body);
-        if newest.contains("\"role\":\"tool\"") {
-            let saw = newest.contains("ECHO: you chose blue");
-            return Some(Reply::answer(
-                if saw {
-                    "ROOT-SAW-CHOICE"
-                } else {
-                    "ROOT-MISSED-CHOICE"
-                },
-                (10, 5),
-            ));
-        }
-        newest.contains("ASK-ECHO").then(|| {
-            let args = json!({"profile": "echo", "task": "ASK me something", "background": false});
-            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
-        })
-    }));
+    server.respond_with(echo_script(
+        "ASK-ECHO",
+        "ASK me something",
+        "ECHO: you chose blue",
+        "ROOT-SAW-CHOICE",
+    ));
     let world = remote_project(&server, &echo.url);
     let run = start_run(&world, &["--approve", "ask", "ASK-ECHO"]);
     let id = only_run(&world).await;
@@ -167,13 +118,6 @@ async fn a_remote_agents_question_goes_to_a_person_and_the_answer_to_its_task() 
     );
 }
 
-/// The job id in the newest tool result `[ID: OK]`, of a finished child.
-fn finished_job(body: &Value) -> Option<String> {
-    let text = newest(body);
-    let (before, _) = text.split_once(": OK]")?;
-    Some(before.rsplit('[').next()?.to_string())
-}
-
 #[tokio::test]
 async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context() {
     let echo = EchoAgent::start(ECHO_TOKEN);
@@ -208,25 +152,12 @@ async fn a_follow_up_wakes_a_finished_remote_child_as_a_new_task_in_its_context(
         })
     }));
     let world = remote_project(&server, &echo.url);
-    let output = start_run(&world, &["TWICE-ECHO"])
-        .wait_with_output()
-        .await
-        .unwrap();
-    let stderr = text(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{stderr}\necho: {}",
-        echo.log.lock().unwrap()
-    );
-    assert_eq!(text(&output.stdout).trim(), "ROOT-SAW-CONTEXT", "{stderr}");
-    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
-    let child = &shown["agents"][1];
-    assert_eq!(child["state"], "ok", "{shown}");
+    let child = ran(&world, &echo, "TWICE-ECHO", "ROOT-SAW-CONTEXT").await;
     let answer = child["text"].as_str().unwrap();
     assert!(
         answer.starts_with("ECHO: Message from ")
             && answer.ends_with("second words (task 2 of this context)"),
-        "{shown}"
+        "{child}"
     );
     // The parent's follow-up got a receipt saying it woke the child.
     let last = server.requests().last().unwrap().body.to_string();
@@ -265,35 +196,34 @@ async fn an_interrupt_cancels_the_remote_task_and_its_message_is_the_next_task()
         })
     }));
     let world = remote_project(&server, &echo.url);
-    let output = start_run(&world, &["INTERRUPT-ECHO"])
-        .wait_with_output()
-        .await
-        .unwrap();
-    let stderr = text(&output.stderr);
-    let log = echo.log.lock().unwrap().clone();
-    assert!(output.status.success(), "{stderr}\necho: {log}");
-    assert_eq!(
-        text(&output.stdout).trim(),
-        "ROOT-SAW-INTERRUPT",
-        "{stderr}"
-    );
+    let child = ran(&world, &echo, "INTERRUPT-ECHO", "ROOT-SAW-INTERRUPT").await;
     // The hanging task was cancelled there, and the message went as a new task.
+    let log = echo.log.lock().unwrap().clone();
     assert!(log.contains("method=CancelTask"), "{log}");
     assert_eq!(
         log.matches("method=SendStreamingMessage").count(),
         2,
         "{log}"
     );
-    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
-    let child = &shown["agents"][1];
-    assert_eq!(child["state"], "ok", "{shown}");
+    let answer = child["text"].as_str().unwrap();
     assert!(
-        child["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("say hi instead (task 2 of this context)"),
-        "{shown}"
+        answer.ends_with("say hi instead (task 2 of this context)"),
+        "{child}"
     );
+}
+
+/// Runs `warren run TASK` in `world` to its end, which must be `said`; the
+/// remote child as `warren show` has it (it ended ok).
+async fn ran(world: &World, echo: &EchoAgent, task: &str, said: &str) -> Value {
+    let output = start_run(world, &[task]).wait_with_output().await.unwrap();
+    let stderr = text(&output.stderr);
+    let log = echo.log.lock().unwrap().clone();
+    assert!(output.status.success(), "{stderr}\necho: {log}");
+    assert_eq!(text(&output.stdout).trim(), said, "{stderr}");
+    let shown = json_of(&warren(world, &["show", "last", "--json"]));
+    let child = shown["agents"][1].clone();
+    assert_eq!(child["state"], "ok", "{shown}");
+    child
 }
 
 /// The spans an OTLP/HTTP receiver got, once `ready` says they are all there.
@@ -367,16 +297,12 @@ async fn trace_context_crosses_a2a_both_ways() {
     let wire = world.path("echo-wire.log");
     let echo = EchoAgent::start_with(ECHO_TOKEN, Some(&wire));
     let model = FakeLlm::start().await;
-    model.respond_with(Arc::new(|body: &Value| {
-        let newest = newest(body);
-        if newest.contains("\"role\":\"tool\"") {
-            return Some(Reply::answer("ROOT-DONE", (10, 5)));
-        }
-        newest.contains("ASK-ECHO").then(|| {
-            let args = json!({"profile": "echo", "task": "traced hello", "background": false});
-            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
-        })
-    }));
+    model.respond_with(echo_script(
+        "ASK-ECHO",
+        "traced hello",
+        "ECHO: traced hello",
+        "ROOT-DONE",
+    ));
     let world = remote_project(&model, &echo.url);
     let output = tokio::process::Command::new(WARREN)
         .args(["run", "ASK-ECHO"])

@@ -160,7 +160,7 @@ fn approve(world: &World, args: &[&str]) -> std::process::Output {
 }
 
 /// The one run in `world`'s journal directory, once there is one.
-async fn only_run(world: &World) -> String {
+pub(crate) async fn only_run(world: &World) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let runs: Vec<String> = std::fs::read_dir(world.path(".warren/runs"))
@@ -179,7 +179,7 @@ async fn only_run(world: &World) -> String {
 }
 
 /// The requests `warren approve RUN --json` lists, once at least one waits.
-async fn pending(world: &World, run: &str) -> Vec<Value> {
+pub(crate) async fn pending(world: &World, run: &str) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let listed = approve(world, &[run, "--json"]);

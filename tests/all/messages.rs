@@ -634,7 +634,7 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
 }
 
 /// The id in the newest `[ID: OK]` result block of `body`'s messages.
-fn finished_job(body: &Value) -> Option<String> {
+pub(crate) fn finished_job(body: &Value) -> Option<String> {
     let text = newest(body);
     let (before, _) = text.split_once(": OK]")?;
     Some(before.rsplit('[').next()?.to_string())

@@ -81,15 +81,8 @@ fn query(params: &Value) -> Result<Query<'_>, String> {
 
 /// The page of `owner`'s tasks `params` asks for, or why the request is wrong.
 pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result<Value, String> {
-    let Query {
-        page_size,
-        offset,
-        history,
-        artifacts,
-        context,
-        status,
-        after,
-    } = query(params)?;
+    let asked = query(params)?;
+    let (page_size, offset, context) = (asked.page_size, asked.offset, asked.context);
     // Newest first, each task once; filtered by context before anything is read.
     let mut entries: BTreeMap<String, (SystemTime, Entry)> = BTreeMap::new();
     for (started, id, task_context) in tasks.journaled(owner, MAX_LISTED).await {
@@ -108,8 +101,8 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
     let mut matching = Vec::new();
     for (id, (_, entry)) in ordered {
         let wire = match entry {
-            Entry::Held(task) => task.wire(Some(history)).await,
-            Entry::Journaled => match tasks.stored(owner, &id, Some(history)).await {
+            Entry::Held(task) => task.wire(Some(asked.history)).await,
+            Entry::Journaled => match tasks.stored(owner, &id, Some(asked.history)).await {
                 Some(Ok(wire)) => wire,
                 Some(Err(why)) => {
                     tracing::warn!(task = %id, why, "A2A: a journaled task is left out of ListTasks");
@@ -119,11 +112,12 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
             },
         };
         let state = wire.pointer("/status/state").and_then(Value::as_str);
-        if status.is_some_and(|s| state != Some(s)) {
+        if asked.status.is_some_and(|s| state != Some(s)) {
             continue;
         }
         let stamp = wire.pointer("/status/timestamp").and_then(Value::as_str);
-        if after
+        if asked
+            .after
             .as_deref()
             .is_some_and(|a| stamp.map(second_of).as_deref() <= Some(a))
         {
@@ -133,7 +127,7 @@ pub(super) async fn list(tasks: &Tasks, owner: &Owner, params: &Value) -> Result
     }
     let total = matching.len();
     let mut page: Vec<Value> = matching.into_iter().skip(offset).take(page_size).collect();
-    if !artifacts {
+    if !asked.artifacts {
         for task in &mut page {
             task["artifacts"] = json!([]);
         }

@@ -87,27 +87,24 @@ pub(super) fn delivered(place: &Placement, letter: &Letter, number: u32, how: &s
         seq: letter.seq,
         turn: number,
     }));
-    if let Some(sender) = letter.sender.clone().and_then(|id| tree.job(&JobId(id))) {
-        let receipt = format!(
-            "Your message #{} to {} ({}) was delivered: {how}.",
-            letter.seq,
-            place.id,
-            letter.mode.as_str()
-        );
-        sender.mailbox.receipt(letter.seq, receipt);
-    }
+    tell_sender(place, letter, &format!("was delivered: {how}."));
 }
 
 /// The remote agent refused `letter` (`why`): its sender is told.
 pub(super) fn refused(place: &Placement, letter: &Letter, why: &str) {
     tracing::warn!(agent = %place.id, seq = letter.seq, why, "the remote A2A agent refused a message");
-    if let Some(sender) = letter
+    tell_sender(place, letter, &format!("was not delivered: {why}"));
+}
+
+/// Leaves `letter`'s sender (an agent) the receipt that the message `what`.
+fn tell_sender(place: &Placement, letter: &Letter, what: &str) {
+    let sender = letter
         .sender
         .clone()
-        .and_then(|id| place.tree.job(&JobId(id)))
-    {
+        .and_then(|id| place.tree.job(&JobId(id)));
+    if let Some(sender) = sender {
         let receipt = format!(
-            "Your message #{} to {} ({}) was not delivered: {why}",
+            "Your message #{} to {} ({}) {what}",
             letter.seq,
             place.id,
             letter.mode.as_str()
