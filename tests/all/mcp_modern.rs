@@ -55,13 +55,17 @@ fs = [{{ host = "out", guest = "/out", mode = "rw" }}]
     world
 }
 
-/// The model: `TASK-OK` answers, `TASK-HANG` never does, `TASK-WRITE` writes
-/// `/out/a.txt` and then says what its call returned.
+/// The model: `TASK-OK` answers, `TASK-HANG` never does (until a message
+/// `TELL-NOW` cuts in), `TASK-WRITE` writes `/out/a.txt` and then says what its
+/// call returned.
 fn script(server: &FakeLlm) {
     server.respond_with(std::sync::Arc::new(|body: &Value| {
         let newest = newest(body);
         if newest.contains("\"role\":\"tool\"") {
             return Some(Reply::answer("WRITER-DONE", (10, 5)));
+        }
+        if newest.contains("TELL-NOW") {
+            return Some(Reply::answer("TOLD-AND-ANSWERED", (10, 5)));
         }
         if newest.contains("TASK-HANG") {
             return Some(Reply::Hang);
@@ -234,6 +238,26 @@ fn check_tasks(world: &World, report: &Value) {
     assert_eq!(
         std::fs::read_to_string(world.path("out/a.txt")).unwrap(),
         "APPROVED-BY-TASKS-UPDATE"
+    );
+    // A message in tasks/update's `_meta` reached the hanging agent, which answered
+    // it; one with a mode that is not one was refused, naming the field.
+    let messaged = &report["messaged"];
+    assert_eq!(
+        messaged["statuses"].as_array().unwrap().last().unwrap(),
+        "completed",
+        "{report}"
+    );
+    assert!(
+        messaged["text"]
+            .as_str()
+            .unwrap()
+            .contains("TOLD-AND-ANSWERED"),
+        "{report}"
+    );
+    let bad = report["bad_message"].as_str().unwrap_or_default();
+    assert!(
+        bad.contains("warren/message") && bad.contains("mode"),
+        "{report}"
     );
     assert_eq!(report["foreground"]["type"], "CallToolResult", "{report}");
     assert!(report["foreground"]["text"]

@@ -267,6 +267,32 @@ impl Session {
         Ok(Answer { text, structured })
     }
 
+    /// Leaves `text` from a person (`from`) for agent `to` of the session's tree,
+    /// delivered as `mode` says (`warren send`'s receipt).
+    pub(crate) async fn message(
+        &self,
+        from: &str,
+        to: &JobId,
+        text: String,
+        mode: crate::events::MessageMode,
+    ) -> crate::scheduler::Receipt {
+        let from = crate::scheduler::Sender::Person(from);
+        let scheduler = &self.root.runtime.scheduler;
+        scheduler
+            .message_from(&self.tree, from, to, text, mode)
+            .await
+    }
+
+    /// The session's first agent: the one a task's `spawn_agent` started.
+    pub(crate) fn first_agent(&self) -> Option<JobId> {
+        let root = &self.root.place.id;
+        self.tree
+            .children(root)
+            .into_iter()
+            .next()
+            .map(|job| job.id)
+    }
+
     /// Spawn tool `name`, done by the scheduler for the session's root; `reported`
     /// gets the jobs its answer reports, as it reports them.
     async fn spawn_tool(

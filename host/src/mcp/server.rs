@@ -351,9 +351,13 @@ impl ServerHandler for WarrenServer {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        super::task_extension::update(self.served_tasks()?, self.owner, request)
+        let message = context
+            .meta
+            .get(super::task_extension::MESSAGE_META)
+            .cloned();
+        super::task_extension::update(self.served_tasks()?, self.owner, request, message).await
     }
 
     async fn cancel_task(

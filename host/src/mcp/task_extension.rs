@@ -93,17 +93,25 @@ pub(super) fn get(tasks: &Tasks, owner: Owner, id: &str) -> Result<GetTaskResult
     )))
 }
 
+/// The `_meta` key of a `tasks/update` that leaves a message for an agent of the
+/// task (warren's own: the extension carries none): `{"text", "mode", "agent"}`.
+pub(super) const MESSAGE_META: &str = "warren/message";
+
 /// `tasks/update`: answers to the task's input requests, each by the id
-/// `tasks/get` gave it.
-pub(super) fn update(
+/// `tasks/get` gave it, and `message` (its `_meta`'s [`MESSAGE_META`]) for its agent.
+pub(super) async fn update(
     tasks: &Tasks,
     owner: Owner,
     update: UpdateTaskParams,
+    message: Option<Value>,
 ) -> Result<(), ErrorData> {
     let snapshot = tasks.snapshot(owner, &update.task_id).map_err(rpc_error)?;
     let Some(session) = &snapshot.tree else {
         return Err(ErrorData::invalid_params(
-            format!("task `{}` has ended: it waits for no input", update.task_id),
+            format!(
+                "task `{}` has ended: it waits for no input and takes no message",
+                update.task_id
+            ),
             None,
         ));
     };
@@ -135,6 +143,52 @@ pub(super) fn update(
             .answer(&request.id, answer)
             .map_err(|why| ErrorData::invalid_params(why, None))?;
     }
+    if let Some(message) = &message {
+        leave_message(session, &update.task_id, message).await?;
+    }
+    Ok(())
+}
+
+/// Leaves `message` (`{"text", "mode", "agent"}`) for an agent of task `id`'s
+/// tree (its first agent, unless `agent` names another): an error says why not.
+async fn leave_message(
+    session: &crate::host::Session,
+    id: &str,
+    message: &Value,
+) -> Result<(), ErrorData> {
+    let field = |name: &str| format!("`_meta.\"{MESSAGE_META}\".{name}`");
+    let invalid = |why: String| ErrorData::invalid_params(why, None);
+    let text = message["text"]
+        .as_str()
+        .filter(|text| !text.trim().is_empty())
+        .ok_or_else(|| {
+            invalid(format!(
+                "{} (a non-empty string) is required",
+                field("text")
+            ))
+        })?;
+    let mode = crate::events::MessageMode::parse(message["mode"].as_str())
+        .map_err(|why| invalid(format!("{}: {why}", field("mode"))))?;
+    let agent = match message["agent"].as_str() {
+        Some(agent) => crate::jobs::JobId(agent.to_string()),
+        None => session
+            .first_agent()
+            .ok_or_else(|| invalid(format!("task `{id}` has no agent yet")))?,
+    };
+    if session.tree().job(&agent).is_none() {
+        return Err(invalid(format!(
+            "{}: task `{id}` has no agent `{}`",
+            field("agent"),
+            crate::events::bounded(&agent.0, 40)
+        )));
+    }
+    let receipt = session
+        .message("mcp client", &agent, text.to_string(), mode)
+        .await;
+    if let crate::scheduler::Receipt::Rejected(why) = &receipt {
+        return Err(invalid(format!("the message was rejected: {why}")));
+    }
+    tracing::info!(task = id, receipt = %receipt.sentence(&agent), "MCP: tasks/update left a message");
     Ok(())
 }
 
