@@ -258,10 +258,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
         };
         let Some(queue) = &self.queue else { return };
         let mut name = data.name;
+        let mut kind = SPAN_KIND_INTERNAL;
         let mut attributes = Vec::new();
         for (key, value) in data.attributes {
             if key == "otel.name" {
                 name = value["stringValue"].as_str().unwrap_or(&name).to_string();
+            } else if key == "otel.kind" {
+                kind = span_kind(value["stringValue"].as_str().unwrap_or_default());
             } else {
                 attributes.retain(|a: &Value| a["key"] != key.as_str());
                 attributes.push(json!({"key": key, "value": value}));
@@ -272,7 +275,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
             "traceId": format!("{:032x}", data.trace_id),
             "spanId": format!("{:016x}", data.span_id),
             "name": name,
-            "kind": 1,
+            "kind": kind,
             "startTimeUnixNano": data.start_ns.to_string(),
             "endTimeUnixNano": now_ns().to_string(),
             "attributes": attributes,
@@ -285,6 +288,21 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
         if queue.len() < MAX_QUEUED_SPANS {
             queue.push(record);
         }
+    }
+}
+
+/// OTLP's `SPAN_KIND_INTERNAL`: work inside warren.
+const SPAN_KIND_INTERNAL: u8 = 1;
+
+/// The OTLP span kind a span's `otel.kind` field names (`client` for a call to
+/// a model or a remote agent, `server` for a request served), else internal.
+fn span_kind(kind: &str) -> u8 {
+    match kind {
+        "server" => 2,
+        "client" => 3,
+        "producer" => 4,
+        "consumer" => 5,
+        _ => SPAN_KIND_INTERNAL,
     }
 }
 

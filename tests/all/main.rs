@@ -33,6 +33,7 @@ mod mcp_modern;
 mod mcp_tasks;
 mod messages;
 mod newcomer;
+mod otlp;
 mod plugins;
 mod producers;
 mod providers;

@@ -102,6 +102,7 @@ fn episode(host: Host, start: Start, mut link: Link, text: Option<String>) -> Ag
             parent: start.parent_span.as_ref().and_then(tracing::Span::id),
             "invoke_agent",
             otel.name = format!("invoke_agent {name}"),
+            otel.kind = "client",
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = %name,
             gen_ai.agent.id = %place.id,

@@ -495,6 +495,7 @@ impl Agent {
         let chat_span = info_span!(
             "chat",
             otel.name = format!("chat {}", provider.model()),
+            otel.kind = "client",
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = provider.provider_name(),
             gen_ai.request.model = provider.model(),

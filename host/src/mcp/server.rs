@@ -172,13 +172,17 @@ impl WarrenServer {
             Some(traceparent) => tracing::info_span!(
                 parent: None,
                 super::logging::CALL_SPAN,
+                otel.kind = "server",
                 mcp.session = self.id,
                 tool = %name,
                 warren.traceparent = traceparent
             ),
-            None => {
-                tracing::info_span!(super::logging::CALL_SPAN, mcp.session = self.id, tool = %name)
-            }
+            None => tracing::info_span!(
+                super::logging::CALL_SPAN,
+                otel.kind = "server",
+                mcp.session = self.id,
+                tool = %name
+            ),
         };
         let call = self.session.call_watched(name, &arguments, watch);
         let report = async {
