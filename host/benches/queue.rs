@@ -12,90 +12,17 @@
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
+#[path = "support/cluster.rs"]
+mod cluster;
 #[path = "support/runs.rs"]
 mod runs;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cluster::{Redis, Worker};
+
 use warren::{Config, Host};
-
-/// A `redis-server` without persistence on a free port; killed when dropped.
-struct Redis {
-    url: String,
-    server: Child,
-}
-
-impl Redis {
-    fn start() -> anyhow::Result<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let server = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                anyhow::anyhow!("cannot start redis-server ({e}): install it with `apt-get install redis-server`")
-            })?;
-        let redis = Redis {
-            url: format!("redis://127.0.0.1:{port}"),
-            server,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            anyhow::ensure!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(redis)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
-}
-
-/// A `warren worker` process; killed when dropped.
-struct Worker(Child);
-
-impl Worker {
-    fn start(dir: &Path, redis: &Redis, name: &str, concurrency: usize) -> anyhow::Result<Worker> {
-        let log = dir.join(format!("{name}.log"));
-        let worker = Worker(
-            Command::new(env!("CARGO_BIN_EXE_warren"))
-                .args(["worker", "--redis", &redis.url, "--name", name])
-                .args(["--concurrency", &concurrency.to_string()])
-                .current_dir(dir)
-                .env_remove("WARREN_CONFIG")
-                .env("RUST_LOG", "warn,warren=info")
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log)?)
-                .spawn()?,
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !std::fs::read_to_string(&log)?.contains("taking jobs") {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "worker {name} did not start: {}",
-                std::fs::read_to_string(&log)?
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(worker)
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `warren.toml` for `dir`: the fixture plugin, the scripted model, profiles `main`
 /// and `worker`, and the queue when `redis` is given.

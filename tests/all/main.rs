@@ -46,6 +46,7 @@ mod shape;
 mod support;
 mod surface;
 mod tools;
+mod tree_script;
 mod typed;
 mod typed_bounds;
 mod typed_results;

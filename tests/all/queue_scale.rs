@@ -2,13 +2,13 @@
 //! 100 grandchildren each) on two `warren worker`s of the default width, through a
 //! real `redis-server`, against the scripted model.
 
-use std::fmt::Write as _;
 use std::process::Command;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::queue::{Redis, Worker};
+use crate::tree_script::{tree_script, tree_script_with};
 
 /// `warren.toml` of the tree: profiles `main`, `lead`, `leaf`, the scripted model,
 /// and `queue` (a `[queue]` table's keys, if any).
@@ -49,49 +49,6 @@ fn shown(dir: &Path, run: &str) -> (String, usize) {
         .filter(|l| l.trim_start().starts_with("✓ "))
         .count();
     (shown.lines().next().unwrap_or_default().to_string(), ok)
-}
-
-/// The script of a root spawning `children` `lead`s, each spawning `grandchildren`
-/// `leaf`s; every agent waits for its own and answers.
-fn tree_script(children: usize, grandchildren: usize) -> String {
-    tree_script_with(children, grandchildren, 1, 0)
-}
-
-/// [`tree_script`] with every lead's and leaf's turns `copies` times (for retries),
-/// and each leaf answering after `leaf_ms`.
-fn tree_script_with(children: usize, grandchildren: usize, copies: usize, leaf_ms: u64) -> String {
-    let spawns = |profile: &str, n: usize, task: &str| {
-        (0..n)
-            .map(|i| format!("  {{ name = \"spawn_agent\", arguments = {{ profile = \"{profile}\", task = \"{task} {i}\" }} }},\n"))
-            .collect::<String>()
-    };
-    let waits = |profile: &str, answer: &str| {
-        format!(
-            "[[turns]]\nprofile = \"{profile}\"\nwhen = \"Started job\"\ntool_calls = [{{ name = \"await_agents\", arguments = {{ job_ids = \"*\" }} }}]\n\n\
-             [[turns]]\nprofile = \"{profile}\"\nwhen = \"OK]\"\ntext = \"{answer}\"\n\n\
-             [[turns]]\nprofile = \"{profile}\"\nwhen = \"still running\"\ntext = \"{answer}\"\n\n"
-        )
-    };
-    let mut script = format!(
-        "[[turns]]\nprofile = \"main\"\ntool_calls = [\n{}]\n\n{}",
-        spawns("lead", children, "LEAD"),
-        waits("main", "all done")
-    );
-    for _ in 0..children * copies {
-        let _ = write!(
-            script,
-            "[[turns]]\nprofile = \"lead\"\nwhen = \"LEAD\"\ntool_calls = [\n{}]\n\n{}",
-            spawns("leaf", grandchildren, "LEAF"),
-            waits("lead", "lead done")
-        );
-    }
-    for _ in 0..children * grandchildren * copies {
-        let _ = write!(
-            script,
-            "[[turns]]\nprofile = \"leaf\"\nwhen = \"LEAF\"\ndelay_ms = {leaf_ms}\ntext = \"leaf done\"\n\n"
-        );
-    }
-    script
 }
 
 /// Polls Redis every 20 ms until `ready` holds for the count of completed jobs; fails
