@@ -9,11 +9,12 @@
 //!
 //! Run with: `cargo bench --bench queue` (needs `redis-server` on PATH).
 
+#[allow(dead_code)] // the queue bench measures in-process; tree_10k uses the rest
+#[path = "support/cluster.rs"]
+mod cluster;
 #[allow(dead_code)] // the bench uses only the fixture, not the bundled plugins
 #[path = "../../tests/all/guests.rs"]
 mod guests;
-#[path = "support/cluster.rs"]
-mod cluster;
 #[path = "support/runs.rs"]
 mod runs;
 

@@ -12,7 +12,12 @@ pub(crate) fn tree_script(children: usize, grandchildren: usize) -> String {
 
 /// [`tree_script`] with every lead's and leaf's turns `copies` times (for retries),
 /// and each leaf answering after `leaf_ms`.
-pub(crate) fn tree_script_with(children: usize, grandchildren: usize, copies: usize, leaf_ms: u64) -> String {
+pub(crate) fn tree_script_with(
+    children: usize,
+    grandchildren: usize,
+    copies: usize,
+    leaf_ms: u64,
+) -> String {
     let spawns = |profile: &str, n: usize, task: &str| {
         (0..n)
             .map(|i| format!("  {{ name = \"spawn_agent\", arguments = {{ profile = \"{profile}\", task = \"{task} {i}\" }} }},\n"))
@@ -46,4 +51,3 @@ pub(crate) fn tree_script_with(children: usize, grandchildren: usize, copies: us
     }
     script
 }
-

@@ -121,7 +121,6 @@ impl Drop for Worker {
     }
 }
 
-
 /// What a process has used: CPU (user and system) and its peak resident memory.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Used {
@@ -138,6 +137,7 @@ impl Used {
         let fields: Vec<&str> = after.split_whitespace().collect();
         let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
         // SAFETY: sysconf has no preconditions.
+        #[allow(unsafe_code)]
         let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
         let peak_rss_kib = status
@@ -154,16 +154,22 @@ impl Used {
     /// Waits for `child` to exit: its exit status and what it used, whole.
     pub(crate) fn wait(child: &mut Child) -> anyhow::Result<(std::process::ExitStatus, Used)> {
         let mut status = 0;
-        // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
         // SAFETY: `child` is our child; wait4 reaps it and fills `usage`.
-        let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+        #[allow(unsafe_code)]
+        let (pid, usage) = unsafe {
+            let pid = libc::wait4(child.id() as i32, &mut status, 0, usage.as_mut_ptr());
+            (pid, usage.assume_init())
+        };
         anyhow::ensure!(pid > 0, "wait4 failed: {}", std::io::Error::last_os_error());
         let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
         let used = Used {
             cpu: time(usage.ru_utime) + time(usage.ru_stime),
             peak_rss_kib: usage.ru_maxrss as u64,
         };
-        Ok((std::os::unix::process::ExitStatusExt::from_raw(status), used))
+        Ok((
+            std::os::unix::process::ExitStatusExt::from_raw(status),
+            used,
+        ))
     }
 }
