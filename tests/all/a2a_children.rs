@@ -339,3 +339,90 @@ async fn trace_context_crosses_a2a_both_ways() {
         "{spans:#?}"
     );
 }
+
+/// A queued message to a remote child whose task works goes to that task: here the
+/// remote agent is another warren (`warren a2a`), which leaves it for its root at
+/// its next turn; the sender's receipt says it was sent.
+#[tokio::test]
+async fn a_queued_message_reaches_the_running_remote_task() {
+    let server = FakeLlm::start().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let opened = gate.clone();
+    server.respond_with(Arc::new(move |body: &Value| {
+        let newest = newest(body);
+        let all = body["messages"].to_string();
+        // The parent, once the remote answered.
+        if all.contains("REMOTE-SAW-EXTRA") {
+            return Some(Reply::answer("ROOT-SAW-REMOTE", (10, 5)));
+        }
+        // The remote root: its task holds until the message was sent, then reads a
+        // file; the message is in its next request.
+        if newest.contains("EXTRA-INFO") {
+            return Some(Reply::answer("REMOTE-SAW-EXTRA", (10, 5)));
+        }
+        if newest.contains("SLOW-TASK") {
+            let read =
+                Reply::tool_calls(&[("read_file", json!({"path": "/docs/none.txt"}))], (10, 5));
+            let later = Reply::Delayed(Duration::from_secs(1), Box::new(read));
+            return Some(Reply::Gated(opened.clone(), Box::new(later)));
+        }
+        if newest.contains("\"role\":\"tool\"") && all.contains("/docs/none.txt") {
+            return Some(Reply::answer("REMOTE-MISSED-EXTRA", (10, 5)));
+        }
+        // The parent: spawn, message, await.
+        let id = || {
+            let id = all.split("Started job ").nth(1)?;
+            id.split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .map(str::to_string)
+        };
+        if all.contains("Message #1 to job") && !all.contains(r#""name":"await_agents""#) {
+            return Some(Reply::tool_calls(
+                &[("await_agents", json!({"job_ids": [id()?]}))],
+                (10, 5),
+            ));
+        }
+        if newest.contains("Started job") {
+            opened.add_permits(1);
+            let note = json!({"job_id": id()?, "message": "EXTRA-INFO", "mode": "queue"});
+            return Some(Reply::tool_calls(&[("message_agent", note)], (10, 5)));
+        }
+        newest.contains("ASK-REMOTE").then(|| {
+            let args = json!({"profile": "echo", "task": "SLOW-TASK", "background": true});
+            Reply::tool_calls(&[("spawn_agent", args)], (10, 5))
+        })
+    }));
+    let remote_world = crate::a2a::project(&server);
+    let remote = A2aServer::start_with(
+        &remote_world,
+        &["--profile", "main"],
+        &[("WARREN_MCP_TOKEN", ECHO_TOKEN)],
+    );
+    let world = remote_project(&server, &format!("{}/a2a/main", remote.base));
+    let output = start_run(&world, &["ASK-REMOTE"])
+        .wait_with_output()
+        .await
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{stderr}\nremote: {}",
+        remote.log()
+    );
+    assert_eq!(
+        text(&output.stdout).trim(),
+        "ROOT-SAW-REMOTE",
+        "{stderr}\nremote: {}",
+        remote.log()
+    );
+    let shown = json_of(&warren(&world, &["show", "last", "--json"]));
+    assert_eq!(shown["agents"][1]["text"], "REMOTE-SAW-EXTRA", "{shown}");
+    let receipts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .filter(|all| all.contains("was delivered: sent to the remote A2A agent's task"))
+        .collect();
+    assert!(!receipts.is_empty(), "no receipt said the message was sent");
+    drop(gate);
+}

@@ -21,6 +21,7 @@
 //!
 //! Cancelling the child, or its `timeout_s` passing, cancels the remote task.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ use super::a2a_wire::{
 };
 use crate::config::RemoteAgent;
 use crate::events::MessageMode;
-use crate::jobs::mailbox::Letter;
+use crate::jobs::mailbox::{Letter, Room};
 use crate::jobs::Placement;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::scheduler::{AgentRun, Ended, Scheduler, Start};
@@ -64,6 +65,8 @@ pub(super) fn run(host: Host, start: Start, remote: RemoteAgent) -> AgentRun {
         context: Mutex::default(),
         tasks: Mutex::new(0),
         interrupted: Mutex::default(),
+        pending: Mutex::default(),
+        in_flight: Mutex::default(),
     };
     let task = start.task.clone();
     episode(host, start, link, Some(task))
@@ -89,6 +92,10 @@ struct Link {
     tasks: Mutex<u32>,
     /// The interrupt that cancelled the current task, to send next.
     interrupted: Mutex<Option<Letter>>,
+    /// Letters taken from the mailbox, not yet passed on.
+    pending: Mutex<VecDeque<Letter>>,
+    /// The letter being passed on now.
+    in_flight: Mutex<Option<Letter>>,
 }
 
 /// One run of the child: `text` (with `None`, the follow-ups that woke it) sent to
@@ -253,29 +260,52 @@ impl Link {
     }
 
     /// Sends `text` as a new task and follows it to its answer, forwarding the
-    /// messages left for the child meanwhile; an interrupt's message is the next
-    /// task.
+    /// messages left for the child meanwhile. An interrupt's message is the next
+    /// task, and so are the letters a follow-up among those left when the task
+    /// answered (the child does not finish before it reads a follow-up); other
+    /// letters left go back to the mailbox, undelivered when the child rests.
     async fn exchange(&self, asker: &Asker<'_>, mut text: String) -> Result<String, Stop> {
+        let place = asker.place;
         loop {
             let message = self.message(&text, None);
             let followed = tokio::select! {
                 followed = self.follow(asker, message) => followed,
-                never = self.forward(asker.place) => match never {},
+                never = self.forward(place) => match never {},
             };
-            let interrupt = lock(&self.interrupted).take();
-            match (followed, interrupt) {
-                (Err((AgentState::Cancelled, _)) | Ok(_), Some(letter)) => {
-                    let number = *lock(&self.tasks) + 1;
-                    delivered(
-                        asker.place,
-                        &letter,
-                        number,
-                        "it is the agent's next task: its task before was cancelled",
-                    );
-                    text = letter_text(&letter);
-                }
-                (followed, _) => return followed,
+            if let Some(letter) = lock(&self.in_flight).take() {
+                refused(place, &letter, "the remote task ended while this message was being sent to it: it may or may not have read it");
             }
+            let mut left: Vec<Letter> = lock(&self.pending).drain(..).collect();
+            left.extend(place.mailbox.take(u32::MAX));
+            let interrupt = lock(&self.interrupted).take();
+            let next = match (&followed, interrupt) {
+                (Err((AgentState::Cancelled, _)) | Ok(_), Some(letter)) => {
+                    std::iter::once(letter).chain(left).collect()
+                }
+                (Ok(_), None) if left.iter().any(|l| l.mode == MessageMode::FollowUp) => left,
+                _ => {
+                    for letter in left {
+                        if let Err(why) = place.mailbox.post(letter, Room::UNBOUNDED, || {}) {
+                            tracing::warn!(
+                                why,
+                                "a letter the remote child did not pass on could not be kept"
+                            );
+                        }
+                    }
+                    return followed;
+                }
+            };
+            let number = *lock(&self.tasks) + 1;
+            for letter in &next {
+                delivered(
+                    place,
+                    letter,
+                    number,
+                    "it is the agent's next task, in the same context",
+                );
+            }
+            let texts: Vec<String> = next.iter().map(letter_text).collect();
+            text = texts.join("\n\n");
         }
     }
 
@@ -368,7 +398,11 @@ impl Link {
                 tokio::time::sleep(POLL).await;
             };
             let number = *lock(&self.tasks);
-            for letter in place.mailbox.take(u32::MAX) {
+            lock(&self.pending).extend(place.mailbox.take(u32::MAX));
+            loop {
+                let Some(letter) = lock(&self.pending).pop_front() else {
+                    break;
+                };
                 if letter.mode == MessageMode::Interrupt {
                     tracing::info!(task = %task, "an interrupt cancels the remote A2A task");
                     *lock(&self.interrupted) = Some(letter);
@@ -379,7 +413,13 @@ impl Link {
                     "message": self.message(&letter_text(&letter), Some(&task)),
                     "configuration": {"returnImmediately": true},
                 });
-                match tokio::time::timeout(FORWARD_WAIT, self.rpc("SendMessage", params)).await {
+                *lock(&self.in_flight) = Some(letter);
+                let sent =
+                    tokio::time::timeout(FORWARD_WAIT, self.rpc("SendMessage", params)).await;
+                let Some(letter) = lock(&self.in_flight).take() else {
+                    continue;
+                };
+                match sent {
                     Ok(Ok(_)) => delivered(place, &letter, number, &format!("sent to the remote A2A agent's task {task}")),
                     Ok(Err((_, why))) => refused(place, &letter, &why),
                     Err(_) => refused(place, &letter, &format!(
