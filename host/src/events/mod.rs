@@ -26,6 +26,11 @@ const BUS_CAPACITY: usize = 8192;
 /// are the calls that forward progress, which read as events come, and a server
 /// holds many sessions.
 const SESSION_BUS_CAPACITY: usize = 256;
+/// The same for a worker's queue job ([`EventBus::for_queue_job`]): its one
+/// subscriber forwards its events to the parent in batches as they come, and a
+/// worker makes one bus per job (a buffer of [`BUS_CAPACITY`] took a tenth of a
+/// worker's CPU per job to allocate, at 10,000 jobs).
+const QUEUE_JOB_BUS_CAPACITY: usize = 1024;
 /// Longest arguments or result excerpt carried in an event.
 const SUMMARY_CHARS: usize = 200;
 /// Longest answer carried by an `agent_finished` event (and recorded on an agent's
@@ -382,6 +387,12 @@ impl EventBus {
     /// The bus of a session's tree: a smaller buffer (see [`SESSION_BUS_CAPACITY`]).
     pub(crate) fn for_session(run: &str) -> EventBus {
         EventBus::with_capacity(run, SESSION_BUS_CAPACITY)
+    }
+
+    /// The bus of a worker's queue job: a smaller buffer (see
+    /// [`QUEUE_JOB_BUS_CAPACITY`]).
+    pub(crate) fn for_queue_job(run: &str) -> EventBus {
+        EventBus::with_capacity(run, QUEUE_JOB_BUS_CAPACITY)
     }
 
     fn with_capacity(run: &str, capacity: usize) -> EventBus {

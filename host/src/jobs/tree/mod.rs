@@ -88,7 +88,10 @@ impl Tree {
         journal: Option<Arc<Journal>>,
     ) -> Arc<Tree> {
         let run_id = run_id.unwrap_or_else(random_id);
-        let events = EventBus::new(&run_id);
+        let events = match queue_job {
+            Some(_) => EventBus::for_queue_job(&run_id),
+            None => EventBus::new(&run_id),
+        };
         Tree::build(limits, queue_job, run_id, journal, events)
     }
 
