@@ -8,9 +8,11 @@
 //!
 //! For each it prints the wall time, children per second, the host's CPU per child
 //! and peak RSS, each worker's, Redis's memory per job and after the run, and the
-//! journal's bytes per agent; then, in the same run, BullMQ's own throughput on this
-//! Redis (`tests/fixtures/bullmq-client/noop_bench.mjs`: 20,000 no-op jobs, four
-//! workers) as the ratio the queue path is measured against.
+//! journal's bytes per agent; then how long `warren show` and `warren runs` take on
+//! the 10,101-agent run, and `warren resume` of one killed (SIGKILL) part way; then,
+//! in the same run, BullMQ's own throughput on this Redis
+//! (`tests/fixtures/bullmq-client/noop_bench.mjs`: 20,000 no-op jobs, four workers)
+//! as the ratio the queue path is measured against.
 //!
 //! Run with: `cargo bench --bench tree_10k` (needs `redis-server`, and `node`/`npm`
 //! for BullMQ's figure; scripts/install-deps installs them).
@@ -114,6 +116,80 @@ fn run_tree(redis: &Redis, workers: usize) -> anyhow::Result<Figures> {
     })
 }
 
+/// `warren ARGS` in `dir`, to its end: how long it took (it must succeed).
+fn timed(dir: &Path, args: &[&str]) -> anyhow::Result<Duration> {
+    let began = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .output()?;
+    let took = began.elapsed();
+    anyhow::ensure!(
+        output.status.success(),
+        "warren {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(took)
+}
+
+/// The views on a 10,101-agent run, in-process: `warren show` and `warren runs` of
+/// a finished one, and `warren resume` of one killed when about a third of its
+/// agents were journaled. Prints the figures.
+fn views() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    write_project(dir.path())?;
+    std::fs::write(
+        dir.path().join("script.toml"),
+        tree_script::resumable_tree_script(WIDTH, WIDTH),
+    )?;
+    timed(
+        dir.path(),
+        &["run", "TREE-GO", "--quiet", "--run-id", "big"],
+    )?;
+    let show = timed(dir.path(), &["show", "big"])?;
+    let runs = timed(dir.path(), &["runs"])?;
+    let mut victim = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "TREE-GO", "--quiet", "--run-id", "killed"])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let journal = dir.path().join(".warren/runs/killed/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // About a third of a finished run's journal (1 KiB per agent).
+    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < (AGENTS as u64 * 1024) / 3 {
+        anyhow::ensure!(Instant::now() < deadline, "the run to kill never got going");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    victim.kill()?;
+    victim.wait()?;
+    let at = std::fs::metadata(&journal)?.len();
+    let resume = timed(dir.path(), &["resume", "killed", "--quiet"])?;
+    let shown = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["show", "killed"])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()?;
+    let header = String::from_utf8_lossy(&shown.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    println!(
+        "views       warren show {:>5.0} ms  warren runs {:>5.0} ms  warren resume of a run killed at {} KiB of journal {:>5.0} ms to its end ({header})",
+        ms(show),
+        ms(runs),
+        at / 1024,
+        ms(resume),
+    );
+    Ok(())
+}
+
 /// BullMQ's no-op throughput with four workers on `redis`, in jobs per second.
 fn bullmq_noop(redis: &Redis) -> anyhow::Result<f64> {
     let client = guests::root().join("tests/fixtures/bullmq-client");
@@ -183,6 +259,7 @@ fn main() -> anyhow::Result<()> {
             figures.redis_after / 1024,
         );
     }
+    views()?;
     redis.command("FLUSHALL")?;
     match bullmq_noop(&redis) {
         Ok(noop) => println!(

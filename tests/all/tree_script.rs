@@ -51,3 +51,15 @@ pub(crate) fn tree_script_with(
     }
     script
 }
+
+/// [`tree_script`] for a run that may be resumed: the root spawns only when its
+/// newest message is its task, `TREE-GO` (the script starts afresh in a resumed
+/// process, whose root has its recorded spawns and must not take the turn again).
+#[allow(dead_code)] // used by the 10,000-agent bench only
+pub(crate) fn resumable_tree_script(children: usize, grandchildren: usize) -> String {
+    tree_script(children, grandchildren).replacen(
+        "[[turns]]\nprofile = \"main\"\ntool_calls",
+        "[[turns]]\nprofile = \"main\"\nwhen = \"TREE-GO\"\ntool_calls",
+        1,
+    )
+}
