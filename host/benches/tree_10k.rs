@@ -9,7 +9,8 @@
 //! For each it prints the wall time, children per second, the host's CPU per child
 //! and peak RSS, each worker's, Redis's memory per job and after the run, and the
 //! journal's bytes per agent; then how long `warren show` and `warren runs` take on
-//! the 10,101-agent run, and `warren resume` of one killed (SIGKILL) part way; then,
+//! the 10,101-agent run, and `warren resume` of one killed (SIGKILL) part way, and
+//! the tree on two workers with one killed (SIGKILL) part way; then,
 //! in the same run, BullMQ's own throughput on this Redis
 //! (`tests/fixtures/bullmq-client/noop_bench.mjs`: 20,000 no-op jobs, four workers)
 //! as the ratio the queue path is measured against.
@@ -190,6 +191,70 @@ fn views() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Two workers, one killed with SIGKILL a third of the way through the tree (short
+/// locks, three attempts, as `tests/all/queue_scale.rs` kills one at 111 agents):
+/// the tree must complete, and `warren show` count as many agents ok as Redis
+/// completed jobs (and the root). Prints the figures.
+fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    write_project(dir.path())?;
+    let config = dir.path().join("warren.toml");
+    let text = std::fs::read_to_string(&config)?.replace(
+        "[queue]\n",
+        "[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\nattempts = 3\n",
+    );
+    std::fs::write(&config, text)?;
+    std::fs::write(
+        dir.path().join("script.toml"),
+        tree_script::tree_script_with(WIDTH, WIDTH, 3, 0),
+    )?;
+    redis.command("FLUSHALL")?;
+    let mut first = Worker::start(dir.path(), redis, "w1", WORKER_WIDTH)?;
+    let second = Worker::start(dir.path(), redis, "w2", WORKER_WIDTH)?;
+    let began = Instant::now();
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["run", "go", "--quiet", "--run-id", "killed", "--redis", &redis.url])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let completed = || -> anyhow::Result<usize> {
+        let reply = redis.command("ZCARD bull:warren:completed")?;
+        Ok(reply.trim().trim_start_matches(':').parse()?)
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while completed()? < CHILDREN / 3 {
+        anyhow::ensure!(Instant::now() < deadline, "the tree never got a third of the way");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let at = completed()?;
+    first.0.kill()?;
+    first.0.wait()?;
+    let status = parent.wait()?;
+    let wall = began.elapsed();
+    anyhow::ensure!(status.success(), "the tree did not complete after a worker was killed");
+    let done = completed()?;
+    drop(second);
+    let shown = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["show", "killed"])
+        .current_dir(dir.path())
+        .env_remove("WARREN_CONFIG")
+        .output()?;
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let ok = shown
+        .lines()
+        .filter(|line| line.trim_start().starts_with("✓ "))
+        .count();
+    println!(
+        "worker kill w1 SIGKILLed at {at} jobs completed; the tree completed in {:>6.0} ms; Redis completed {done} jobs, `warren show` counts {ok} agents ok ({})",
+        ms(wall),
+        if ok == done + 1 { "they agree, with the root" } else { "THEY DISAGREE" }
+    );
+    Ok(())
+}
+
 /// BullMQ's no-op throughput with four workers on `redis`, in jobs per second.
 fn bullmq_noop(redis: &Redis) -> anyhow::Result<f64> {
     let client = guests::root().join("tests/fixtures/bullmq-client");
@@ -260,6 +325,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     views()?;
+    worker_killed(&redis)?;
     redis.command("FLUSHALL")?;
     match bullmq_noop(&redis) {
         Ok(noop) => println!(
