@@ -86,6 +86,19 @@ fn main() {
     };
     interpreters.python();
     interpreters.javascript();
+    // Each built-in's SHA-256 (its name in the compile cache and in a run's journal),
+    // so a process need not read tens of megabytes of embedded interpreter to learn it.
+    for name in ["files", "http", "run-python", "run-js"] {
+        let wasm = out_dir.join(format!("{name}.wasm"));
+        let bytes =
+            std::fs::read(&wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()));
+        let digest: String = <sha2::Sha256 as sha2::Digest>::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::write(out_dir.join(format!("{name}.wasm.sha256")), digest)
+            .expect("writing a built-in's digest into OUT_DIR");
+    }
 }
 
 /// Builds the code-running tools, each only when its sources are newer than what

@@ -213,7 +213,9 @@ fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
     let second = Worker::start(dir.path(), redis, "w2", WORKER_WIDTH)?;
     let began = Instant::now();
     let mut parent = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["run", "go", "--quiet", "--run-id", "killed", "--redis", &redis.url])
+        .args([
+            "run", "go", "--quiet", "--run-id", "killed", "--redis", &redis.url,
+        ])
         .current_dir(dir.path())
         .env_remove("WARREN_CONFIG")
         .env("RUST_LOG", "warn")
@@ -226,7 +228,10 @@ fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
     };
     let deadline = Instant::now() + Duration::from_secs(300);
     while completed()? < CHILDREN / 3 {
-        anyhow::ensure!(Instant::now() < deadline, "the tree never got a third of the way");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the tree never got a third of the way"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let at = completed()?;
@@ -234,7 +239,10 @@ fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
     first.0.wait()?;
     let status = parent.wait()?;
     let wall = began.elapsed();
-    anyhow::ensure!(status.success(), "the tree did not complete after a worker was killed");
+    anyhow::ensure!(
+        status.success(),
+        "the tree did not complete after a worker was killed"
+    );
     let done = completed()?;
     drop(second);
     let shown = Command::new(env!("CARGO_BIN_EXE_warren"))

@@ -24,6 +24,36 @@ pub(crate) const BUILTINS: [(&str, &[u8]); 4] = [
     ),
 ];
 
+/// Each built-in's SHA-256 (hex), computed by `build.rs`: its name in the compile
+/// cache and in a run's journal, known without reading the embedded bytes (tens of
+/// megabytes for the interpreters, which a run that never computes never touches).
+const DIGESTS: [(&str, &str); 4] = [
+    (
+        "files",
+        include_str!(concat!(env!("OUT_DIR"), "/files.wasm.sha256")),
+    ),
+    (
+        "http",
+        include_str!(concat!(env!("OUT_DIR"), "/http.wasm.sha256")),
+    ),
+    (
+        "run-python",
+        include_str!(concat!(env!("OUT_DIR"), "/run-python.wasm.sha256")),
+    ),
+    (
+        "run-js",
+        include_str!(concat!(env!("OUT_DIR"), "/run-js.wasm.sha256")),
+    ),
+];
+
+/// The SHA-256 (hex) of built-in `name`'s component.
+pub(crate) fn digest(name: &str) -> Option<&'static str> {
+    DIGESTS
+        .iter()
+        .find(|(builtin, _)| *builtin == name)
+        .map(|(_, digest)| *digest)
+}
+
 /// The built-ins whose code compiles only when one of their tools is first called:
 /// interpreters of tens of megabytes (seconds to compile, ~0.1 s to load from the
 /// cache), which most runs never call.
@@ -32,4 +62,18 @@ pub(crate) const ON_FIRST_CALL: [&str; 2] = ["run-python", "run-js"];
 /// The names of the built-in plugins.
 pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     BUILTINS.iter().map(|(name, _)| *name)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_recorded_digests_are_the_builtins_own() {
+        for (name, bytes) in super::BUILTINS {
+            assert_eq!(
+                super::digest(name),
+                Some(crate::plugin::cache::digest(bytes).as_str()),
+                "{name}"
+            );
+        }
+    }
 }

@@ -265,7 +265,8 @@ impl ToolRegistry {
         embedded: &'static [u8],
         tools: Vec<ToolSpec>,
     ) -> (Loaded, Arc<DeferredCode>) {
-        let sha256 = cache::digest(embedded);
+        let sha256 =
+            crate::builtin::digest(name).map_or_else(|| cache::digest(embedded), str::to_string);
         let code = DeferredCode::new(
             name,
             embedded,
