@@ -100,12 +100,22 @@ pub(super) fn owned(
     found
 }
 
-/// The task file at `path`, if one is there and reads.
+/// The task file at `path`, if one is there and reads: a symbolic link is not
+/// followed, and a file past [`MAX_TASK_FILE`] is not one.
 fn read_task_file(path: &Path) -> Option<TaskFile> {
     use std::io::Read as _;
-    let opened = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
     let mut bytes = Vec::new();
-    opened.take(MAX_TASK_FILE).read_to_end(&mut bytes).ok()?;
+    opened.take(MAX_TASK_FILE + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > MAX_TASK_FILE {
+        tracing::warn!(path = %path.display(), "an A2A task file past {MAX_TASK_FILE} bytes is ignored");
+        return None;
+    }
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -170,4 +180,36 @@ fn wire(
         "history": history[skip..],
         "metadata": {"warrenProfile": file.profile},
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task_file(owner: &str) -> String {
+        serde_json::to_string(&TaskFile {
+            owner: owner.into(),
+            context_id: "c".into(),
+            profile: "main".into(),
+            first: json!({"role": "ROLE_USER"}),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_task_file_is_read_only_when_it_is_a_plain_file_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain.json");
+        std::fs::write(&plain, task_file("ab")).unwrap();
+        assert_eq!(read_task_file(&plain).unwrap().owner, "ab");
+        // A link to another user's (or any) file is not followed.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&plain, &link).unwrap();
+        assert!(read_task_file(&link).is_none());
+        // One past the bound is not a task file, however it parses.
+        let padded = format!("{}{}", task_file("ab"), " ".repeat(MAX_TASK_FILE as usize));
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, padded).unwrap();
+        assert!(read_task_file(&big).is_none());
+    }
 }
