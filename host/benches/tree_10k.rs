@@ -71,21 +71,18 @@ fn write_project(dir: &Path) -> anyhow::Result<()> {
 fn run_tree(redis: &Redis, workers: usize) -> anyhow::Result<Figures> {
     let dir = tempfile::tempdir()?;
     write_project(dir.path())?;
-    redis.command("FLUSHALL")?;
+    redis::cmd("FLUSHALL").query::<()>(&mut redis.connect()?)?;
     let before = redis.used_memory()?;
     let names: Vec<String> = (1..=workers).map(|n| format!("w{n}")).collect();
     let started: Vec<Worker> = names
         .iter()
         .map(|name| Worker::start(dir.path(), redis, name, WORKER_WIDTH))
         .collect::<anyhow::Result<_>>()?;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
-    command
-        .args(["run", "go", "--quiet", "--run-id", "big"])
-        .current_dir(dir.path())
-        .env_remove("WARREN_CONFIG")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut command = warren(
+        dir.path(),
+        &["run", "go", "--quiet", "--run-id", "big"],
+        Stdio::piped(),
+    );
     if workers > 0 {
         command.args(["--redis", &redis.url]);
     }
@@ -117,15 +114,31 @@ fn run_tree(redis: &Redis, workers: usize) -> anyhow::Result<Figures> {
     })
 }
 
-/// `warren ARGS` in `dir`, to its end: how long it took (it must succeed).
-fn timed(dir: &Path, args: &[&str]) -> anyhow::Result<Duration> {
-    let began = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+/// `warren ARGS` in `dir`, quiet, its output discarded (piped, with `stderr`).
+fn warren(dir: &Path, args: &[&str], stderr: Stdio) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+    command
         .args(args)
         .current_dir(dir)
         .env_remove("WARREN_CONFIG")
         .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    command
+}
+
+/// `warren show RUN`'s lines in `dir`.
+fn shown(dir: &Path, run: &str) -> anyhow::Result<String> {
+    let output = warren(dir, &["show", run], Stdio::null())
+        .stdout(Stdio::piped())
         .output()?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `warren ARGS` in `dir`, to its end: how long it took (it must succeed).
+fn timed(dir: &Path, args: &[&str]) -> anyhow::Result<Duration> {
+    let began = Instant::now();
+    let output = warren(dir, args, Stdio::piped()).output()?;
     let took = began.elapsed();
     anyhow::ensure!(
         output.status.success(),
@@ -152,14 +165,8 @@ fn views() -> anyhow::Result<()> {
     )?;
     let show = timed(dir.path(), &["show", "big"])?;
     let runs = timed(dir.path(), &["runs"])?;
-    let mut victim = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["run", "TREE-GO", "--quiet", "--run-id", "killed"])
-        .current_dir(dir.path())
-        .env_remove("WARREN_CONFIG")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let run = ["run", "TREE-GO", "--quiet", "--run-id", "killed"];
+    let mut victim = warren(dir.path(), &run, Stdio::null()).spawn()?;
     let journal = dir.path().join(".warren/runs/killed/journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(60);
     // About a third of a finished run's journal (1 KiB per agent).
@@ -171,12 +178,7 @@ fn views() -> anyhow::Result<()> {
     victim.wait()?;
     let at = std::fs::metadata(&journal)?.len();
     let resume = timed(dir.path(), &["resume", "killed", "--quiet"])?;
-    let shown = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["show", "killed"])
-        .current_dir(dir.path())
-        .env_remove("WARREN_CONFIG")
-        .output()?;
-    let header = String::from_utf8_lossy(&shown.stdout)
+    let header = shown(dir.path(), "killed")?
         .lines()
         .next()
         .unwrap_or_default()
@@ -208,23 +210,19 @@ fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
         dir.path().join("script.toml"),
         tree_script::tree_script_with(WIDTH, WIDTH, 3, 0),
     )?;
-    redis.command("FLUSHALL")?;
+    redis::cmd("FLUSHALL").query::<()>(&mut redis.connect()?)?;
     let mut first = Worker::start(dir.path(), redis, "w1", WORKER_WIDTH)?;
     let second = Worker::start(dir.path(), redis, "w2", WORKER_WIDTH)?;
     let began = Instant::now();
-    let mut parent = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args([
-            "run", "go", "--quiet", "--run-id", "killed", "--redis", &redis.url,
-        ])
-        .current_dir(dir.path())
-        .env_remove("WARREN_CONFIG")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let run = [
+        "run", "go", "--quiet", "--run-id", "killed", "--redis", &redis.url,
+    ];
+    let mut parent = warren(dir.path(), &run, Stdio::null()).spawn()?;
     let completed = || -> anyhow::Result<usize> {
-        let reply = redis.command("ZCARD bull:warren:completed")?;
-        Ok(reply.trim().trim_start_matches(':').parse()?)
+        let count = redis::cmd("ZCARD")
+            .arg("bull:warren:completed")
+            .query(&mut redis.connect()?)?;
+        Ok(count)
     };
     let deadline = Instant::now() + Duration::from_secs(300);
     while completed()? < CHILDREN / 3 {
@@ -245,13 +243,7 @@ fn worker_killed(redis: &Redis) -> anyhow::Result<()> {
     );
     let done = completed()?;
     drop(second);
-    let shown = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["show", "killed"])
-        .current_dir(dir.path())
-        .env_remove("WARREN_CONFIG")
-        .output()?;
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    let ok = shown
+    let ok = shown(dir.path(), "killed")?
         .lines()
         .filter(|line| line.trim_start().starts_with("✓ "))
         .count();
@@ -334,7 +326,7 @@ fn main() -> anyhow::Result<()> {
     }
     views()?;
     worker_killed(&redis)?;
-    redis.command("FLUSHALL")?;
+    redis::cmd("FLUSHALL").query::<()>(&mut redis.connect()?)?;
     match bullmq_noop(&redis) {
         Ok(noop) => println!(
             "BullMQ no-op jobs, 4 workers, this Redis: {noop:>6.0} jobs/s (BullMQ's published figure: about 41,000/s on its machine); warren's best {best_rate:.0} children/s is {:.1}% of it",

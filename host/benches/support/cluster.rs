@@ -38,33 +38,16 @@ impl Redis {
 }
 
 impl Redis {
-    /// Sends one inline command and reads its reply, whole (a bulk reply's text).
-    pub(crate) fn command(&self, command: &str) -> anyhow::Result<String> {
-        use std::io::{Read as _, Write as _};
-        let address = self.url.trim_start_matches("redis://");
-        let mut stream = std::net::TcpStream::connect(address)?;
-        stream.write_all(format!("{command}\r\n").as_bytes())?;
-        let mut reply = Vec::new();
-        let mut buffer = [0u8; 65536];
-        loop {
-            let n = stream.read(&mut buffer)?;
-            reply.extend_from_slice(&buffer[..n]);
-            let text = String::from_utf8_lossy(&reply);
-            let whole = match text.strip_prefix('$') {
-                Some(rest) => rest
-                    .split_once("\r\n")
-                    .and_then(|(len, body)| Some(body.len() >= len.parse::<usize>().ok()? + 2)),
-                None => Some(text.ends_with("\r\n")),
-            };
-            if n == 0 || whole == Some(true) {
-                return Ok(text.into_owned());
-            }
-        }
+    /// A connection to it.
+    pub(crate) fn connect(&self) -> anyhow::Result<redis::Connection> {
+        Ok(redis::Client::open(self.url.as_str())?.get_connection()?)
     }
 
     /// Bytes Redis holds (`INFO memory`'s `used_memory`).
     pub(crate) fn used_memory(&self) -> anyhow::Result<u64> {
-        let info = self.command("INFO memory")?;
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query(&mut self.connect()?)?;
         info.lines()
             .find_map(|line| line.strip_prefix("used_memory:"))
             .and_then(|n| n.trim().parse().ok())
