@@ -111,7 +111,10 @@ fn read_task_file(path: &Path) -> Option<TaskFile> {
         .open(path)
         .ok()?;
     let mut bytes = Vec::new();
-    opened.take(MAX_TASK_FILE + 1).read_to_end(&mut bytes).ok()?;
+    opened
+        .take(MAX_TASK_FILE + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
     if bytes.len() as u64 > MAX_TASK_FILE {
         tracing::warn!(path = %path.display(), "an A2A task file past {MAX_TASK_FILE} bytes is ignored");
         return None;

@@ -83,6 +83,8 @@ pub(super) struct Task {
     /// The client's first message.
     first: Value,
     started: SystemTime,
+    /// Its history as last read, and the journal's length then.
+    history: Mutex<Option<(u64, Vec<Value>)>>,
     canceller: Canceller,
     view: Mutex<View>,
     /// Bumped on every change: what blocking calls wait on.
@@ -162,6 +164,7 @@ impl Tasks {
             root: run.root.clone(),
             first: message,
             started: SystemTime::now(),
+            history: Mutex::default(),
             canceller: run.canceller(),
             view: Mutex::new(View {
                 state: State::Submitted,
@@ -259,6 +262,13 @@ impl Task {
         };
         journal.written().await;
         let (path, first) = (journal.path().to_path_buf(), self.first.clone());
+        // The journal only grows: read again only when it did (a client polling an
+        // ended task reads it once).
+        let length = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let cached = lock_history(&self.history).clone();
+        if let Some((_, history)) = cached.filter(|(at, _)| *at == length) {
+            return last(history, history_length);
+        }
         let (task, context, root) = (
             self.id.clone(),
             self.context_id.clone(),
@@ -274,7 +284,10 @@ impl Task {
         })
         .await;
         let history = match read {
-            Ok(Ok(history)) => history,
+            Ok(Ok(history)) => {
+                *lock_history(&self.history) = Some((length, history.clone()));
+                history
+            }
             Ok(Err(error)) => {
                 tracing::warn!(task = %self.id, %error, "A2A: the task's history could not be read from its journal");
                 vec![self.first.clone()]
@@ -284,8 +297,7 @@ impl Task {
                 vec![self.first.clone()]
             }
         };
-        let skip = history_length.map_or(0, |n| history.len().saturating_sub(n));
-        history[skip..].to_vec()
+        last(history, history_length)
     }
 
     /// When it started.
@@ -539,4 +551,19 @@ fn drive(task: Arc<Task>, run: Run) {
         }
         task.finish(report);
     });
+}
+
+/// The last `n` messages of `history` (all when `None`).
+fn last(mut history: Vec<Value>, n: Option<usize>) -> Vec<Value> {
+    let skip = n.map_or(0, |n| history.len().saturating_sub(n));
+    history.drain(..skip);
+    history
+}
+
+fn lock_history(
+    history: &Mutex<Option<(u64, Vec<Value>)>>,
+) -> std::sync::MutexGuard<'_, Option<(u64, Vec<Value>)>> {
+    history
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

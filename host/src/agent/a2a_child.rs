@@ -368,7 +368,10 @@ impl Link {
                 ));
             };
             tokio::time::sleep(POLL).await;
-            let task = self.rpc("GetTask", json!({"id": id})).await?;
+            // Its state, not its history: a long task's history is large.
+            let task = self
+                .rpc("GetTask", json!({"id": id, "historyLength": 0}))
+                .await?;
             self.take(answer, &json!({"task": task}), place);
         }
         Ok(())
