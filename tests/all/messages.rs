@@ -1114,3 +1114,182 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
     );
     screen_with("total cost");
 }
+
+/// The ids of the agents `agent_queued` records name in `lines`, root first.
+fn agent_ids(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "agent_queued")
+        .filter_map(|l| l["agent"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A follow-up to a child of a run that finished: `warren resume RUN --follow-up`
+/// records it, brings the child back from the journal (its parent replayed, no model
+/// asked again) and the child answers it live with its whole history on its own
+/// model; its answer is printed. A follow-up to the root continues the run's
+/// conversation. Follow-ups to a failed agent, to no agent, or over the limits are
+/// refused with the reason, and nothing is recorded for them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_to_a_child_of_a_finished_run_resumes_it_with_its_history() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let profiles = world.path("warren.toml");
+    let mut written = std::fs::read_to_string(&profiles).unwrap();
+    let small = format!(
+        "[models.small]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"small-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\n",
+        server.base_url
+    );
+    written = written.replace(
+        "[defaults]\n",
+        &format!("{small}[defaults]\nmax_follow_ups = 1\n"),
+    );
+    written = written.replace(
+        "system_prompt = \"You are a worker.\"\n",
+        "system_prompt = \"You are a worker.\"\nmodel = \"small\"\n",
+    );
+    std::fs::write(&profiles, written).unwrap();
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK", "background": false}),
+        )]),
+    );
+    server.route("CHILD-TASK", Reply::answer("FIRST-ANSWER", (10, 5)));
+    server.route("FIRST-ANSWER", Reply::answer("ROOT-DONE", (10, 5)));
+    let (output, _) = run_until(&world, &server, "ROOT-TASK", None).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "ROOT-DONE");
+    let run_id = only_run(&world);
+    let ids = agent_ids(&crate::resume::journal_lines(&world, &run_id));
+    let (root, child) = (ids[0].clone(), ids[1].clone());
+    // Without a follow-up a finished run is refused, naming the way to ask more.
+    let again = crate::support::warren(&world, &["resume", &run_id]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("--follow-up"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    let asked = server.requests().len();
+    server.route("FOLLOW-TEXT", Reply::answer("SECOND-ANSWER", (10, 5)));
+    let follow = [
+        "resume",
+        &run_id,
+        "-q",
+        "--follow-up",
+        &child,
+        "FOLLOW-TEXT: and the tests?",
+    ];
+    let resumed = crate::support::warren(&world, &follow);
+    let stderr = text(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert_eq!(text(&resumed.stdout).trim(), "SECOND-ANSWER", "{stderr}");
+    // One model request was made: the child's, with its whole history, the
+    // follow-up last and marked, on its own model. The root asked nothing again.
+    let new = &server.requests()[asked..];
+    assert_eq!(new.len(), 1, "{new:?}");
+    let body = &new[0].body;
+    assert_eq!(body["model"], "small-model", "{body}");
+    let history = body["messages"].to_string();
+    let task = history.find("CHILD-TASK").expect("its task");
+    let answer = history.find("FIRST-ANSWER").expect("its first answer");
+    let marked = history.find("mode=\\\"follow_up\\\"").expect("marked");
+    assert!(task < answer && answer < marked, "{history}");
+    let lines = crate::resume::journal_lines(&world, &run_id);
+    assert_eq!(records(&lines, "message_sent"), 1, "{lines:#?}");
+    assert_eq!(records(&lines, "message_delivered"), 1, "{lines:#?}");
+    let shown = crate::support::warren(&world, &["show", &run_id, "--agent", &child]);
+    assert!(
+        text(&shown.stdout).contains("SECOND-ANSWER"),
+        "{}",
+        text(&shown.stdout)
+    );
+
+    // Refused, each with its reason, and nothing recorded: over max_follow_ups, no
+    // such agent, over max_message_kb.
+    let over = crate::support::warren(&world, &["resume", &run_id, "--follow-up", &child, "more"]);
+    assert!(!over.status.success());
+    assert!(
+        text(&over.stderr).contains("max_follow_ups"),
+        "{}",
+        text(&over.stderr)
+    );
+    let nobody =
+        crate::support::warren(&world, &["resume", &run_id, "--follow-up", "ffffff", "hi"]);
+    assert!(
+        text(&nobody.stderr).contains("has no agent `ffffff`"),
+        "{}",
+        text(&nobody.stderr)
+    );
+    let long = "x".repeat(9 * 1024);
+    let big = crate::support::warren(&world, &["resume", &run_id, "--follow-up", &root, &long]);
+    assert!(
+        text(&big.stderr).contains("max_message_kb"),
+        "{}",
+        text(&big.stderr)
+    );
+    let lines = crate::resume::journal_lines(&world, &run_id);
+    assert_eq!(records(&lines, "message_sent"), 1, "{lines:#?}");
+
+    // A follow-up to the root continues the run's conversation: its children are
+    // not run again, and it answers live.
+    server.route("ROOT-FOLLOW", Reply::answer("ROOT-SECOND", (10, 5)));
+    let asked = server.requests().len();
+    let follow = [
+        "resume",
+        &run_id,
+        "-q",
+        "--follow-up",
+        &root,
+        "ROOT-FOLLOW: summarise",
+    ];
+    let resumed = crate::support::warren(&world, &follow);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(text(&resumed.stdout).trim(), "ROOT-SECOND");
+    let new = &server.requests()[asked..];
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0].body["model"], "fake-model");
+    assert!(
+        new[0].body.to_string().contains("SECOND-ANSWER"),
+        "the child's newest answer"
+    );
+}
+
+/// A follow-up to an agent that failed is refused, naming how it ended.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_to_a_failed_agent_of_a_finished_run_is_refused() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    server.route(
+        "ROOT-TASK",
+        calls(&[(
+            "spawn_agent",
+            json!({"profile": "worker", "task": "CHILD-TASK", "background": false}),
+        )]),
+    );
+    // The child's model fails (no reply: HTTP 599, no retries); the root answers.
+    server.respond_with(Arc::new(|body: &Value| {
+        body.to_string()
+            .contains("You coordinate.")
+            .then(|| Reply::answer("ROOT-DONE", (1, 1)))
+    }));
+    let (output, _) = run_until(&world, &server, "ROOT-TASK", None).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let run_id = only_run(&world);
+    let ids = agent_ids(&crate::resume::journal_lines(&world, &run_id));
+    let refused = crate::support::warren(
+        &world,
+        &["resume", &run_id, "--follow-up", &ids[1], "again?"],
+    );
+    assert!(!refused.status.success());
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("ended error") && stderr.contains("finished ok"),
+        "{stderr}"
+    );
+}

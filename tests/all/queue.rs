@@ -1853,3 +1853,332 @@ async fn a_message_reaches_a_child_running_on_a_worker() {
     });
     assert!(told, "{stderr}");
 }
+
+/// A follow-up to a child that finished on a worker runs it again on a worker, with
+/// its whole history and on its own model (not its parent's), and its parent gets
+/// its new result as it got the first; its sender is told when it was read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_resumes_a_child_that_finished_on_a_worker_with_its_history() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT",
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                json!({"profile": "helper", "task": "REMOTE-TASK", "background": false}),
+            )],
+            (1, 1),
+        ),
+    );
+    server.route("REMOTE-TASK", Reply::answer("FIRST-ANSWER", (1, 1)));
+    server.route("FOLLOW-TEXT", Reply::answer("SECOND-ANSWER", (1, 1)));
+    server.respond_with(std::sync::Arc::new(move |body: &Value| {
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        // The await's result may be followed by the receipt of the follow-up.
+        if body["messages"].to_string().contains("SECOND-ANSWER") {
+            return Some(Reply::answer("ROOT-DONE", (1, 1)));
+        }
+        if newest.contains("FIRST-ANSWER") {
+            let id = crate::messages::finished_job(body)?;
+            let follow = json!({"job_id": id, "message": "FOLLOW-TEXT: and the tests?", "mode": "follow_up"});
+            return Some(Reply::tool_calls(&[("message_agent", follow)], (1, 1)));
+        }
+        if let Some(rest) = newest.split("resumed job ").nth(1) {
+            let id = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
+            return Some(Reply::tool_calls(
+                &[("await_agents", json!({"job_ids": [id]}))],
+                (1, 1),
+            ));
+        }
+        None
+    }));
+    let config = format!(
+        "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n[models.fake]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[models.small]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"small-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[profiles.main]\ntools = []\nmodel = \"fake\"\n[profiles.helper]\ntools = []\nmodel = \"small\"\nsystem_prompt = \"Helper.\"\n",
+        url = server.base_url
+    );
+    let output = run_with_one_worker(&config, &["run", "ROOT", "-q"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "ROOT-DONE",
+        "{stderr}"
+    );
+    // The follow-up's request, made on the worker: the child's whole history, then
+    // the follow-up, marked, on the child's own model.
+    let resumed: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["messages"].to_string().contains("FOLLOW-TEXT"))
+        .filter(|r| r.body["model"] == "small-model")
+        .collect();
+    assert_eq!(resumed.len(), 1, "{stderr}");
+    let history = resumed[0].body["messages"].to_string();
+    let task = history.find("REMOTE-TASK").expect("its task");
+    let answer = history.find("FIRST-ANSWER").expect("its first answer");
+    let follow = history
+        .find("mode=\\\"follow_up\\\"")
+        .expect("the follow-up, marked");
+    assert!(task < answer && answer < follow, "{history}");
+    assert!(
+        history.contains("Helper."),
+        "its own system prompt: {history}"
+    );
+    // The root got the receipt, then the new result through its await, counting
+    // both of the child's turns; it was told the follow-up was read in turn 2.
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("SECOND-ANSWER") && last.contains("2 turns"),
+        "{last}"
+    );
+    assert!(
+        last.contains("was delivered: it is in the request of its turn 2"),
+        "{last}"
+    );
+    assert_eq!(server.requests()[0].body["model"], "fake-model");
+}
+
+/// A person's message to a sub-agent of a child that runs on a worker (the child
+/// spawned it there) reaches it: `warren send` leaves it in the parent's run, which
+/// forwards it to the child's worker; the child's run passes it on to the grandchild's
+/// job, whose worker delivers it. The interrupt cuts the grandchild's hanging model
+/// request, and the message is its next input.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_reaches_a_sub_agent_of_a_child_on_a_worker() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let server = FakeLlm::start().await;
+    let spawn = |task: &str| {
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                json!({"profile": "helper", "task": task, "background": false}),
+            )],
+            (1, 1),
+        )
+    };
+    // The parent runs `go`.
+    server.route("go", spawn("MID-TASK"));
+    server.route("MID-TASK", spawn("LEAF-TASK"));
+    server.route("LEAF-TASK", Reply::Hang);
+    server.route("LEAF-NOTE", Reply::answer("LEAF-HEARD", (1, 1)));
+    server.respond_with(std::sync::Arc::new(|body: &Value| {
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        if newest.contains("LEAF-HEARD") {
+            return Some(Reply::answer("MID-DONE", (1, 1)));
+        }
+        newest
+            .contains("MID-DONE")
+            .then(|| Reply::answer("ROOT-DONE", (1, 1)))
+    }));
+    let config = format!(
+        "[plugins]\ncache = false\nbuiltins = false\n[defaults]\nmax_depth = 3\ntimeout_s = 30\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\n[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[profiles.main]\ntools = []\n[profiles.helper]\ntools = []\nsystem_prompt = \"Helper.\"\n",
+        server.base_url
+    );
+    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&parent, &worker_dir] {
+        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
+    }
+    let redis = Redis::start();
+    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
+    let run = run_parent_in_background(parent.path(), &redis, &["--run-id", RUN_ID]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .requests()
+        .iter()
+        .any(|r| crate::fake_llm::newest(&r.body).contains("LEAF-TASK"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the grandchild never asked its model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The grandchild, as the parent's run knows it once its worker's events came
+    // through the child's: the third agent its journal registers.
+    let journal = parent
+        .path()
+        .join(format!(".warren/runs/{RUN_ID}/journal.jsonl"));
+    let leaf = loop {
+        let queued: Vec<String> = std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| record["type"] == "agent_queued")
+            .filter_map(|record| record["agent"].as_str().map(str::to_string))
+            .collect();
+        if let Some(leaf) = queued.get(2) {
+            break leaf.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the parent never saw the grandchild"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let sent = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args([
+            "send",
+            RUN_ID,
+            &leaf,
+            "LEAF-NOTE: stop and report",
+            "--mode",
+            "interrupt",
+        ])
+        .current_dir(parent.path())
+        .env_remove("WARREN_CONFIG")
+        .output()
+        .unwrap();
+    let receipt = String::from_utf8_lossy(&sent.stdout).to_string();
+    assert!(
+        sent.status.success() && receipt.contains("queued"),
+        "{receipt}{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let output = tokio::task::block_in_place(|| run.join().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "ROOT-DONE",
+        "{stderr}"
+    );
+    assert!(
+        server
+            .hang_dropped
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the grandchild's hanging request was not cut"
+    );
+    let read: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| crate::fake_llm::newest(&r.body).contains("LEAF-NOTE"))
+        .collect();
+    assert_eq!(read.len(), 1, "{stderr}");
+    let note = read[0].body["messages"].to_string();
+    assert!(
+        note.contains("LEAF-TASK"),
+        "the grandchild's own request: {note}"
+    );
+    assert!(
+        note.contains("mode=\\\"interrupt\\\"") && note.contains("(a person)"),
+        "{note}"
+    );
+}
+
+/// A follow-up under way on a worker when its parent process is SIGKILLed is not
+/// lost: `warren resume` re-attaches to the child's first job and then to its
+/// follow-up's job (neither run again), and the root gets the follow-up's answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_on_a_worker_survives_a_sigkill_of_its_parent() {
+    use crate::fake_llm::{FakeLlm, Reply};
+    use serde_json::json;
+    let server = FakeLlm::start().await;
+    server.route(
+        "go",
+        Reply::tool_calls(
+            &[(
+                "spawn_agent",
+                json!({"profile": "helper", "task": "REMOTE-TASK", "background": false}),
+            )],
+            (1, 1),
+        ),
+    );
+    server.route("REMOTE-TASK", Reply::answer("FIRST-ANSWER", (1, 1)));
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    server.route(
+        "FOLLOW-TEXT",
+        Reply::Gated(
+            gate.clone(),
+            Box::new(Reply::answer("SECOND-ANSWER", (1, 1))),
+        ),
+    );
+    server.respond_with(std::sync::Arc::new(move |body: &Value| {
+        let newest = body["messages"].as_array()?.last()?.to_string();
+        if body["messages"].to_string().contains("SECOND-ANSWER") {
+            return Some(Reply::answer("ROOT-DONE", (1, 1)));
+        }
+        if newest.contains("FIRST-ANSWER") {
+            let id = crate::messages::finished_job(body)?;
+            let follow = json!({"job_id": id, "message": "FOLLOW-TEXT: and the tests?", "mode": "follow_up"});
+            return Some(Reply::tool_calls(&[("message_agent", follow)], (1, 1)));
+        }
+        let rest = newest.split("resumed job ").nth(1)?;
+        let id = rest.split(|c: char| !c.is_ascii_hexdigit()).next()?;
+        Some(Reply::tool_calls(
+            &[("await_agents", json!({"job_ids": [id]}))],
+            (1, 1),
+        ))
+    }));
+    let config = format!(
+        "[plugins]\ncache = false\nbuiltins = false\n[queue]\nlock_ms = 1000\nstalled_interval_ms = 500\nparent_timeout_s = 60\n[models.fake]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n[profiles.main]\ntools = []\n[profiles.helper]\ntools = []\nsystem_prompt = \"Helper.\"\n",
+        server.base_url
+    );
+    let (parent, worker_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [&parent, &worker_dir] {
+        std::fs::write(dir.path().join("warren.toml"), &config).unwrap();
+    }
+    let redis = Redis::start();
+    let _worker = Worker::start(worker_dir.path(), &redis, "w1", 2);
+    let mut first = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args([
+            "run",
+            "go",
+            "--redis",
+            &redis.url(),
+            "--run-id",
+            RUN_ID,
+            "-q",
+        ])
+        .current_dir(parent.path())
+        .env_remove("WARREN_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the follow-up's job asks the worker's model (which waits).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let asked = |marker: &str| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| crate::fake_llm::newest(&r.body).contains(marker))
+            .count()
+    };
+    while asked("FOLLOW-TEXT") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the follow-up never reached the worker"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let resume = {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+        command
+            .args(["resume", RUN_ID, "--redis", &redis.url(), "-q"])
+            .current_dir(parent.path())
+            .env_remove("WARREN_CONFIG");
+        std::thread::spawn(move || command.output().unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    gate.add_permits(1);
+    let output = tokio::task::block_in_place(|| resume.join().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "ROOT-DONE",
+        "{stderr}"
+    );
+    // Neither of the child's jobs ran again: one request for its task, one for the
+    // follow-up; Redis holds both jobs, completed.
+    assert_eq!(asked("REMOTE-TASK"), 1, "{stderr}");
+    assert_eq!(asked("FOLLOW-TEXT"), 1, "{stderr}");
+    // The resumed root did not have to send the follow-up again.
+    assert_eq!(asked("resumed job"), 1, "{stderr}");
+    let jobs = redis.jobs();
+    let names: Vec<&String> = jobs.iter().map(|j| &j.0).collect();
+    assert_eq!(jobs.len(), 2, "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with("-f1")), "{names:?}");
+}

@@ -40,6 +40,16 @@ impl Agent {
             AgentMode::Replayed(_, Some(agent)) => {
                 agent.response(next).and_then(|r| r.drained.clone())
             }
+            // Brought back at an end it had recorded, so that a descendant could
+            // read a follow-up sent after the run ended: it waits for its children's
+            // new ends and keeps its recorded answer.
+            AgentMode::Resumed(Some(agent)) if agent.ended_at(next - 1) => {
+                if let Some(unfinished) = self.runtime.scheduler.unfinished(&self.place) {
+                    let pending: Vec<JobId> = unfinished.delivered.into_iter().map(JobId).collect();
+                    self.await_jobs(&pending, None, Until::All).await;
+                }
+                return Err(Ok(()));
+            }
             _ => None,
         };
         let waited = match recorded {

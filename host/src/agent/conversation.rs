@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use super::runtime::Agent;
 use super::typed_output::TypedAnswer;
+use crate::jobs::mailbox::Room;
 use crate::jobs::mode::AgentMode;
+use crate::jobs::History;
+use crate::journal::{Fact, Record, RecordedToolDef};
 use crate::llm::{ChatRequest, Message, Requester, Usage};
 use crate::outcome::AgentState;
 use crate::scheduler::{AgentRun, Ended, Wake};
@@ -99,10 +102,80 @@ impl Agent {
             typed.prepare(&mut request);
         }
         self.restore_letters();
+        let mut progress = Progress::default();
+        self.take_carried(&mut request, &mut progress);
         Ok(Conversation {
             request,
-            progress: Progress::default(),
+            progress,
             typed,
         })
+    }
+
+    /// A follow-up's job on a worker: its root opens with the history it rested with
+    /// (its task already in it), and the letters that woke it are its first to read.
+    fn take_carried(&self, request: &mut ChatRequest, progress: &mut Progress) {
+        if !self.place.root {
+            return;
+        }
+        let Some((history, letters)) = self.place.tree.carried.take_given() else {
+            return;
+        };
+        request.messages = history.messages;
+        progress.turns = history.turns;
+        for letter in letters {
+            self.place
+                .tree
+                .happened(Fact::Recorded(Record::MessageSent {
+                    agent: self.place.id.0.clone(),
+                    seq: letter.seq,
+                    from: letter.from.clone(),
+                    sender: None,
+                    mode: letter.mode,
+                    text: letter.text.clone(),
+                }));
+            // Accepted by the parent's run: no limit refuses it here.
+            let _ = self.place.mailbox.post(letter, Room::UNBOUNDED, || {});
+        }
+    }
+
+    /// Records the agent's tool set and spec in the journal, and announces the spec.
+    pub(super) fn record_spec(&self, task: &str) {
+        let tools = self.tool_names();
+        self.place.tree.record_tool_set(&tools, || Record::ToolSet {
+            tools: self
+                .tool_definitions()
+                .into_iter()
+                .map(|t| RecordedToolDef {
+                    name: t.name,
+                    description: t.description,
+                    input_schema: (*t.input_schema).clone(),
+                })
+                .collect(),
+        });
+        self.place.tree.happened(Fact::Recorded(Record::AgentSpec {
+            agent: self.place.id.0.clone(),
+            message: task.to_string(),
+            model: self.profile.model.clone(),
+            tools,
+            max_turns: self.limits.max_turns,
+            timeout_s: self.limits.timeout_s,
+            max_cost_usd: self.limits.max_cost_usd,
+            depth: self.depth,
+            system: String::new(),
+            // Its prompt is journaled once per process; the spec names it.
+            system_digest: self.place.tree.record_prompt(&self.system_prompt()),
+        }));
+    }
+
+    /// A queue job's root that finished ok leaves its history for its worker to hand
+    /// back, when the job asked for it (a follow-up may resume it).
+    pub(super) fn leave_history(&self, conversation: &Conversation) {
+        let carried = &self.place.tree.carried;
+        if self.place.root && carried.keeps() {
+            carried.keep(History {
+                messages: conversation.request.messages.clone(),
+                turns: conversation.progress.turns,
+            });
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, info_span, Instrument};
 
 use crate::events::Event;
-use crate::journal::{Drained, Fact, Record, RecordedToolDef};
+use crate::journal::Drained;
 use crate::llm::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
     StreamEvent, ToolCall, ToolDefinition,
@@ -161,6 +161,9 @@ impl Agent {
             Ok(()) => (AgentState::Ok, None),
             Err((state, error)) => (state, Some(error)),
         };
+        if let Some(conversation) = conversation.as_ref().filter(|_| state == AgentState::Ok) {
+            self.leave_history(conversation);
+        }
         let mut progress = match &mut conversation {
             Some(conversation) => std::mem::take(&mut conversation.progress),
             None => Progress::default(),
@@ -200,35 +203,6 @@ impl Agent {
             conversation
         });
         (outcome, rest)
-    }
-
-    /// Records the agent's tool set and spec in the journal, and announces the spec.
-    fn record_spec(&self, task: &str) {
-        let tools = self.tool_names();
-        self.place.tree.record_tool_set(&tools, || Record::ToolSet {
-            tools: self
-                .tool_definitions()
-                .into_iter()
-                .map(|t| RecordedToolDef {
-                    name: t.name,
-                    description: t.description,
-                    input_schema: (*t.input_schema).clone(),
-                })
-                .collect(),
-        });
-        self.place.tree.happened(Fact::Recorded(Record::AgentSpec {
-            agent: self.place.id.0.clone(),
-            message: task.to_string(),
-            model: self.profile.model.clone(),
-            tools,
-            max_turns: self.limits.max_turns,
-            timeout_s: self.limits.timeout_s,
-            max_cost_usd: self.limits.max_cost_usd,
-            depth: self.depth,
-            system: String::new(),
-            // Its prompt is journaled once per process; the spec names it.
-            system_digest: self.place.tree.record_prompt(&self.system_prompt()),
-        }));
     }
 
     /// [`Agent::converse`], ended early by a cancellation or by `timeout_s` (less
@@ -568,7 +542,7 @@ impl Agent {
     }
 
     /// The names of the tools this agent's model is offered.
-    fn tool_names(&self) -> Vec<String> {
+    pub(super) fn tool_names(&self) -> Vec<String> {
         let plugin = self.runtime.registry.names_for(&self.profile);
         let spawn = self.runtime.spawn_tools.iter().map(|t| t.name.as_str());
         let spawn = spawn.filter(|_| self.can_spawn());

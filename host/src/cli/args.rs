@@ -256,6 +256,16 @@ pub(super) struct ResumeArgs {
     /// Resume even though the configuration or a plugin changed since the run began.
     #[arg(long)]
     pub(super) force: bool,
+    /// Send a follow-up to agent AGENT (an id `warren show RUN` lists) first, in a
+    /// finished run too: the agent is brought back from the journal, reads TEXT at
+    /// its recorded end and answers live, with its whole history, on its own model;
+    /// its answer is printed. Its ancestors that had finished are replayed from the
+    /// journal (no model is asked again) and keep their answers.
+    #[arg(long, num_args = 2, value_names = ["AGENT", "TEXT"])]
+    pub(super) follow_up: Option<Vec<String>>,
+    /// Who the follow-up is from, as the agent reads it (default: $USER).
+    #[arg(long, requires = "follow_up")]
+    pub(super) from: Option<String>,
     #[command(flatten)]
     pub(super) output: OutputArgs,
     #[command(flatten)]

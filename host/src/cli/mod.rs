@@ -41,6 +41,7 @@ mod server_args;
 mod tools;
 mod ui;
 mod worker;
+mod worker_job;
 
 /// Parses the command line, runs the command and reports its error, if any.
 pub(crate) fn main() -> ExitCode {

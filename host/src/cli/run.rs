@@ -65,9 +65,33 @@ pub(super) async fn resume(config_path: &Path, args: ResumeArgs) -> Result<(), F
     let log = args.output.event_log()?;
     config.run_limits.answers = args.output.answer_policy();
     let host = load(config).await?;
-    let run = host.resume(&args.run, args.force)?;
+    let Some(follow_up) = args.follow_up.as_deref() else {
+        let run = host.resume(&args.run, args.force)?;
+        let journal_dir = host.config().journal_dir.clone();
+        return drive(run, &args.output, log, journal_dir, false).await;
+    };
+    let [agent, text] = follow_up else {
+        unreachable!("clap takes two values")
+    };
+    let follow_up = crate::journal::follow_up::FollowUp {
+        agent: agent.clone(),
+        text: text.clone(),
+        from: super::send::sender(args.from),
+    };
+    let run = host.follow_up(&args.run, args.force, &follow_up)?;
+    // The follow-up is on disk before the agent is brought back.
+    if let Some(journal) = &run.tree.journal {
+        journal.flush().await;
+    }
+    if !args.output.quiet {
+        eprintln!(
+            "warren: follow-up to {agent} recorded; resuming run {}",
+            run.tree.run_id
+        );
+    }
     let journal_dir = host.config().journal_dir.clone();
-    drive(run, &args.output, log, journal_dir, false).await
+    let shown = Shown::Agent(crate::jobs::JobId(agent.clone()));
+    drive_showing(run, &args.output, log, journal_dir, shown).await
 }
 
 impl OutputArgs {
@@ -107,6 +131,46 @@ async fn drive(
     journal_dir: Option<PathBuf>,
     typed: bool,
 ) -> Result<(), Failure> {
+    let shown = match typed {
+        true => Shown::Typed,
+        false => Shown::Root,
+    };
+    drive_showing(run, output, log, journal_dir, shown).await
+}
+
+/// Whose answer a run's command prints.
+enum Shown {
+    /// The root's.
+    Root,
+    /// The root's checked JSON, or nothing.
+    Typed,
+    /// This agent's (a follow-up's answer).
+    Agent(crate::jobs::JobId),
+}
+
+impl Shown {
+    /// The outcome whose answer is printed.
+    fn outcome(&self, report: &crate::host::RunReport) -> crate::outcome::AgentOutcome {
+        match self {
+            Shown::Agent(id) => report
+                .agents
+                .iter()
+                .find(|agent| agent.id == *id)
+                .and_then(|agent| agent.outcome.clone())
+                .unwrap_or_else(|| report.root.clone()),
+            Shown::Root | Shown::Typed => report.root.clone(),
+        }
+    }
+}
+
+/// [`drive`], printing `shown`'s answer.
+async fn drive_showing(
+    run: Run,
+    output: &OutputArgs,
+    log: Option<BufWriter<File>>,
+    journal_dir: Option<PathBuf>,
+    shown: Shown,
+) -> Result<(), Failure> {
     let mode = if output.quiet {
         ProgressMode::None
     } else {
@@ -141,12 +205,13 @@ async fn drive(
     progress.await.context("the progress task failed")??;
     // A reader gone from stdout does not hide how the run ended: the answer is
     // written first and its failure reported after the agent's.
+    let answer = shown.outcome(&report);
     let shown = if output.json {
         outln!("{:#}", report_json(&report))
-    } else if typed && report.root.output.is_none() {
+    } else if matches!(shown, Shown::Typed) && report.root.output.is_none() {
         Ok(())
     } else {
-        outln!("{}", report.root.text)
+        outln!("{}", answer.text)
     };
     if !output.quiet && !output.json {
         eprint!("{}", summary(&report));
@@ -161,6 +226,13 @@ async fn drive(
             "the root agent ended {}: {}",
             report.root.state.as_str(),
             report.root.reason()
+        )));
+    }
+    if answer.state != AgentState::Ok {
+        return Err(Failure::Run(anyhow::anyhow!(
+            "the agent ended {}: {}",
+            answer.state.as_str(),
+            answer.reason()
         )));
     }
     shown?;

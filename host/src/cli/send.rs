@@ -32,11 +32,7 @@ pub(super) async fn send(config_path: &Path, args: SendArgs) -> Result<(), Failu
         }
         text => text.to_string(),
     };
-    let from = args
-        .from
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| "someone".into());
+    let from = sender(args.from);
     let request = SendRequest {
         agent: args.agent,
         message,
@@ -55,14 +51,22 @@ pub(super) async fn send(config_path: &Path, args: SendArgs) -> Result<(), Failu
     Ok(())
 }
 
+/// Who sends a person's message: `--from`, else `$USER`, else "someone".
+pub(super) fn sender(from: Option<String>) -> String {
+    from.or_else(|| std::env::var("USER").ok())
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "someone".into())
+}
+
 /// Why the run at `journal` could not be reached, and what to do.
 pub(super) fn unreachable(journal: &Path, error: &std::io::Error) -> anyhow::Error {
     let run = crate::journal::read::run(journal);
     match run {
         Ok(run) if run.finished => anyhow::anyhow!(
-            "run {} has ended ({}): its agents take no more messages",
+            "run {} has ended ({}): its agents take no more messages; a follow-up resumes it: `warren resume {} --follow-up AGENT TEXT`",
             run.id,
-            run.state
+            run.state,
+            run.id
         ),
         Ok(run) => anyhow::anyhow!(
             "run {} is not running (its process is gone: {error}): continue it with `warren resume {}`, then send again",

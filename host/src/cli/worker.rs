@@ -28,15 +28,15 @@ use bullmq::{Job, Worker};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::config::AnswerPolicy;
-use crate::config::{names_or_none, Config, OutputSchema, Profile, QueueConfig, DEFAULT_PROFILE};
+use super::worker_job::{job_start, read_job, unnamed_jobs_profile};
+use crate::config::{names_or_none, QueueConfig};
 use crate::events::Event;
-use crate::host::{Host, JobStart, Run, RunReport};
-use crate::jobs::{compose_task, narrow, ChildAsk};
+use crate::host::{Host, Run, RunReport};
+use crate::jobs::History;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
 use crate::queue::wire::{
-    data_too_large, events_progress, JobData, JobOutcome, StopRequest, CANCEL_POLL, EVENT_BATCH,
+    events_progress, fits, JobData, JobOutcome, StopRequest, CANCEL_POLL, EVENT_BATCH,
     HEARTBEAT_POLL, OUTCOME_LOG_PREFIX,
 };
 
@@ -173,7 +173,7 @@ async fn make_room_for_waiting(
 async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value, bullmq::Error> {
     let id = job.id().to_string();
     let worker = &shared.name;
-    let (data, base) = read_job(shared, &job, &id)?;
+    let (data, base) = read_job(&shared.host, worker, &job, &id)?;
     let queue = &shared.queue;
     if queue.cancel_requested(&id).await {
         let outcome = AgentOutcome::cancelled_before_start();
@@ -193,7 +193,7 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
             )))
         }
     }
-    let started = match job_start(shared, &id, &data, base)? {
+    let started = match job_start(&shared.host, worker, &id, &data, base)? {
         Err(reason) => Err(reason),
         Ok(start) => shared
             .host
@@ -212,127 +212,11 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
         }
     };
     tracing::info!(job = %id, profile = %data.profile, "running");
+    let tree = run.tree.clone();
     let watched = watch_run(shared, &mut job, &id, &data, run, &token).await;
-    finish(shared, &mut job, &id, watched).await
-}
-
-/// The job's data, checked, and the worker's profile it names (or the default).
-fn read_job<'s>(
-    shared: &'s Shared,
-    job: &Job,
-    id: &str,
-) -> Result<(JobData, &'s Profile), bullmq::Error> {
-    if let Some(reason) = data_too_large(job.data()) {
-        tracing::warn!(job = %id, "{reason}");
-        return Err(bullmq::Error::Unrecoverable(format!("job {id}: {reason}")));
-    }
-    let mut data: JobData = serde_json::from_value(job.data().clone())
-        .map_err(|e| bullmq::Error::Unrecoverable(format!("job {id}: not a warren job: {e}")))?;
-    let worker = &shared.name;
-    let config = shared.host.config();
-    warn_unknown_fields_once(id, &data);
-    if data.profile.is_empty() {
-        data.profile = unnamed_jobs_profile(config).to_string();
-    }
-    let Some(base) = config.find_profile(&data.profile) else {
-        let reason = format!(
-            "unknown profile `{}` on worker {worker} (it has: {})",
-            data.profile,
-            names_or_none(config.profile_names().iter())
-        );
-        tracing::warn!(job = %id, "{reason}");
-        return Err(bullmq::Error::Unrecoverable(reason));
-    };
-    Ok((data, base))
-}
-
-/// The profile of a job that names none (another producer's): `[queue]
-/// default_profile`, else `main` (the file's, or the implicit one).
-fn unnamed_jobs_profile(config: &Config) -> &str {
-    config
-        .queue
-        .default_profile
-        .as_deref()
-        .unwrap_or(DEFAULT_PROFILE)
-}
-
-/// How the job's agent starts: profile `base` narrowed by the job. `Err` (outer) for
-/// job data that can never run; `Ok(Err)` for a model this worker lacks, which is
-/// retried (another worker in the pool may have it).
-fn job_start(
-    shared: &Shared,
-    id: &str,
-    data: &JobData,
-    base: &Profile,
-) -> Result<Result<JobStart, String>, bullmq::Error> {
-    let worker = &shared.name;
-    let config = shared.host.config();
-    let ceiling = data.ceiling.as_ref().map(|c| c.to_capabilities());
-    let output_schema = data
-        .output_schema
-        .clone()
-        .map(OutputSchema::new)
-        .transpose()
-        .map_err(|reason| {
-            bullmq::Error::Unrecoverable(format!("job {id}: `output_schema`: {reason}"))
-        })?;
-    let approval = crate::config::ApprovalRule::parse(&data.approval).map_err(|reason| {
-        bullmq::Error::Unrecoverable(format!("job {id}: `approval`: {reason}"))
-    })?;
-    let ask = ChildAsk {
-        approval: Some(&approval),
-        output_schema: output_schema.as_ref(),
-        tools: data.tools.as_deref(),
-        max_turns: data.limits.max_turns,
-        timeout_s: data.limits.timeout_s,
-        max_cost_usd: data.limits.max_cost_usd,
-        ceiling: ceiling.as_ref(),
-        parent_model: data.model.as_deref(),
-    };
-    // A child that takes its parent's model (its profile says `model: inherit` in the
-    // parent's process, or it runs as its parent) takes it here too.
-    let inheriting;
-    let base = if data.inherit_model && data.model.is_some() && !base.inherit_model {
-        inheriting = Profile {
-            inherit_model: true,
-            ..base.clone()
-        };
-        &inheriting
-    } else {
-        base
-    };
-    let (profile, limits) = narrow(base, &ask, || shared.host.registry().names_for(base))
-        .map_err(|reason| bullmq::Error::Unrecoverable(format!("job {id}: {reason}")))?;
-    // An inherited model is the parent's name for it: this worker may not have one.
-    // Like a worker without the profile's model, that is retried, on any worker:
-    // another in the pool may have it.
-    if let Some(model) = profile
-        .model
-        .as_deref()
-        .filter(|model| !config.models.contains_key(*model))
-    {
-        return Ok(Err(format!(
-            "model `{model}` (inherited from the parent's profile: `model: inherit`) is not under [models] on worker {worker} (it has: {})",
-            names_or_none(config.models.keys())
-        )));
-    }
-    let budget_usd = match (data.limits.budget_usd, config.run_limits.budget_usd) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    Ok(Ok(JobStart {
-        profile,
-        task: compose_task(&data.task, data.context.as_ref(), &data.constraints),
-        extra_prompt: data.system_prompt.clone(),
-        limits,
-        depth: data.depth,
-        budget_usd,
-        traceparent: data.traceparent.clone(),
-        queue_job: Some(id.to_string()),
-        run_id: None,
-        // A warren parent asks its people; another producer's job has nobody to ask.
-        answers: data.parent.as_ref().map(|_| AnswerPolicy::Ask),
-    }))
+    // The agent's history, kept for a follow-up when the job asked for it.
+    let history = tree.carried.take_kept().filter(|h| fits(&id, h));
+    finish(shared, &mut job, &id, watched, history).await
 }
 
 /// How a job's run went while the worker watched it.
@@ -445,7 +329,13 @@ async fn look_at_job(
 ) -> Option<StopRequest> {
     let polled = shared.queue.poll_job(id).await.unwrap_or_default();
     for letter in polled.mail {
-        let receipt = shared.host.relay(tree, root, letter).await;
+        // To the job's root, or to one of its sub-agents by id (any agent of this
+        // tree: the job's subtree).
+        let to = letter
+            .agent
+            .clone()
+            .map_or_else(|| root.clone(), crate::jobs::JobId);
+        let receipt = shared.host.relay(tree, &to, letter).await;
         tracing::info!(job = %id, receipt = ?receipt, "a message from the parent's run");
     }
     for answered in polled.answers {
@@ -462,6 +352,7 @@ async fn finish(
     job: &mut Job,
     id: &str,
     mut watched: Watched,
+    history: Option<History>,
 ) -> Result<Value, bullmq::Error> {
     let worker = &shared.name;
     if watched.handing_back {
@@ -520,7 +411,7 @@ async fn finish(
         let _ = job.log(&format!("attempt {attempt}: {reason}")).await;
         return Err(bullmq::Error::ProcessingError(reason));
     }
-    outcome_value(&root, report.cost_usd, worker)
+    outcome_value(&root, report.cost_usd, worker, history)
 }
 
 /// A cancelled job fails, unrecoverably (it is not retried), with the reason, as
@@ -542,22 +433,17 @@ async fn cancelled(job: &mut Job, root: &AgentOutcome, cost: f64, worker: &str) 
     bullmq::Error::Unrecoverable(reason)
 }
 
-/// Logs each job-data field warren does not know, once per field name per process.
-fn warn_unknown_fields_once(id: &str, data: &JobData) {
-    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut seen = SEEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    for field in data.unknown.keys() {
-        if seen.insert(field.clone()) {
-            tracing::warn!(job = %id, "ignoring job-data field `{field}` (not a warren field; logged once)");
-        }
-    }
-}
-
-fn outcome_value(outcome: &AgentOutcome, cost: f64, worker: &str) -> Result<Value, bullmq::Error> {
-    serde_json::to_value(JobOutcome::new(outcome, cost, worker))
+fn outcome_value(
+    outcome: &AgentOutcome,
+    cost: f64,
+    worker: &str,
+    history: Option<History>,
+) -> Result<Value, bullmq::Error> {
+    let value = JobOutcome {
+        history,
+        ..JobOutcome::new(outcome, cost, worker)
+    };
+    serde_json::to_value(value)
         .map_err(|e| bullmq::Error::ProcessingError(format!("encoding the outcome: {e}")))
 }
 

@@ -25,6 +25,11 @@ pub(crate) struct JobStart {
     /// Who answers its requests for a person when nobody is asked (`None`: as the
     /// configuration's run limits say).
     pub(crate) answers: Option<crate::config::AnswerPolicy>,
+    /// A follow-up's job: the history the agent opens with and the letters it reads
+    /// first.
+    pub(crate) carried: Option<(crate::jobs::History, Vec<crate::jobs::mailbox::Letter>)>,
+    /// Whether the agent's history is kept when it finishes ok (for a follow-up).
+    pub(crate) keep_history: bool,
 }
 
 impl JobStart {
@@ -47,6 +52,8 @@ impl JobStart {
             queue_job: None,
             run_id,
             answers: None,
+            carried: None,
+            keep_history: false,
         }
     }
 }

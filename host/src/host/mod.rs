@@ -34,6 +34,7 @@ pub(crate) mod builder;
 pub(crate) mod control;
 pub(crate) mod error;
 mod job_start;
+mod journaled;
 pub(crate) mod run;
 pub(crate) mod session;
 pub(crate) use self::builder::HostBuilder;
@@ -292,12 +293,13 @@ impl Host {
         Session::new(self.parts.clone(), profile).map_err(Error::Run)
     }
 
-    /// Leaves `letter`, sent in the run that queued this worker's job, for the job's
-    /// agent (the root of `tree`): delivered as a message from that run is.
+    /// Leaves `letter`, sent in the run that queued this worker's job, for agent `to`
+    /// of `tree` (the job's agent, its root, or one of its sub-agents): delivered as a
+    /// message from that run is.
     pub(crate) async fn relay(
         &self,
         tree: &Arc<Tree>,
-        root: &crate::jobs::JobId,
+        to: &crate::jobs::JobId,
         letter: crate::queue::wire::WireLetter,
     ) -> crate::scheduler::Receipt {
         let from = crate::scheduler::Sender::Relayed {
@@ -306,7 +308,7 @@ impl Host {
         };
         self.parts
             .scheduler
-            .message_from(tree, from, root, letter.text, letter.mode)
+            .message_from(tree, from, to, letter.text, letter.mode)
             .await
     }
 
@@ -321,188 +323,7 @@ impl Host {
         self.launch(job)
     }
 
-    /// Continues run `name` (its id, a unique prefix, or `last`) from its journal,
-    /// after the process that ran it died: agents that finished are not run again,
-    /// recorded model responses and tool results are reused, a call in doubt is run
-    /// again only where that cannot repeat an effect, and what was spent counts
-    /// against every limit. Refused for a finished run, a run another process holds,
-    /// a run whose configuration or plugins changed (unless `force`), and an MCP
-    /// session (its caller drove it).
-    pub fn resume(&self, name: &str, force: bool) -> Result<Run, Error> {
-        self.resume_journaled(name, force).map_err(Error::Journal)
-    }
-
-    fn resume_journaled(&self, name: &str, force: bool) -> anyhow::Result<Run> {
-        let config = &self.parts.config;
-        let (journal, resume) =
-            crate::journal::take_over(config, &self.parts.registry.digests(), name, force)?;
-        anyhow::ensure!(
-            resume.task != self::session::SESSION_TASK,
-            "run {} is an MCP session: its client drove it, so there is nothing to continue",
-            resume.run
-        );
-        let mut profile = config.profile(&resume.profile)?;
-        // The model it ran on (`warren run --model`), when that is still configured.
-        if let Some(model) = resume
-            .agent(&resume.root)
-            .and_then(|root| root.model.clone())
-            .filter(|model| config.models.contains_key(model))
-        {
-            profile.model = Some(model);
-        }
-        let task = resume.task.clone();
-        let tree = Tree::resumed(config.run_limits, journal, Arc::new(resume));
-        let start = JobStart::root(profile, task, config.run_limits.budget_usd, None);
-        self.launch_in(tree, start)
-    }
-
-    /// Replays the run recorded at `journal` ([`crate::journal::locate`]) with this
-    /// host's configuration and plugins: every agent runs again, its model answered
-    /// from the recording while each request is the recorded one, its tools run
-    /// again or served as recorded (`tools`). Nothing is journaled and no model is
-    /// called; the first difference stops the replay.
-    ///
-    /// With `fork`, a fork instead: a new, journaled run in which the agent
-    /// `fork.from` (changed as `fork` says) and everything it spawns run live, and
-    /// every other agent is replayed until its requests leave the recording (when the
-    /// forked agent's new result reaches it), then runs live from there.
-    /// Returns the run and the recording.
-    pub fn replay(
-        &self,
-        journal: &std::path::Path,
-        tools: crate::jobs::ReplayTools,
-        fork: Option<crate::jobs::Fork>,
-    ) -> Result<(Run, Arc<crate::journal::Resume>), Error> {
-        self.replay_journaled(journal, tools, fork)
-            .map_err(Error::Journal)
-    }
-
-    fn replay_journaled(
-        &self,
-        journal: &std::path::Path,
-        tools: crate::jobs::ReplayTools,
-        fork: Option<crate::jobs::Fork>,
-    ) -> anyhow::Result<(Run, Arc<crate::journal::Resume>)> {
-        let config = &self.parts.config;
-        let recording = Arc::new(crate::journal::recording(journal)?);
-        if let Some(fork) = &fork {
-            self.check_fork(&recording, fork)?;
-        }
-        Self::check_replayable(&recording)?;
-        let mut profile = config.profile(&recording.profile)?;
-        if let Some(model) = recording
-            .agent(&recording.root)
-            .and_then(|r| r.model.clone())
-        {
-            anyhow::ensure!(
-                config.models.contains_key(&model),
-                "run {} ran on model `{model}`, which {} does not define",
-                recording.run,
-                config.path.display()
-            );
-            profile.model = Some(model);
-        }
-        let (run_id, journal) = match &fork {
-            Some(fork) => {
-                let run_id = crate::jobs::random_id();
-                let journal = crate::journal::open(
-                    config,
-                    self.parts.registry.digests(),
-                    &config.run_limits,
-                    &run_id,
-                    &recording.profile,
-                    &recording.task,
-                    Some(crate::journal::ForkedFrom {
-                        run: recording.run.clone(),
-                        agent: fork.from.clone(),
-                    }),
-                )?;
-                (Some(run_id), journal)
-            }
-            None => (None, None),
-        };
-        if fork.as_ref().is_some_and(|f| f.from == recording.root) {
-            crate::jobs::mode::fork_profile(config, &mut profile, fork.as_ref().expect("a fork"))
-                .map_err(|e| anyhow::anyhow!(e))?;
-        }
-        let tree = Tree::replaying(
-            config.run_limits,
-            recording.clone(),
-            crate::jobs::Replay::new(tools, fork),
-            run_id,
-            journal,
-        );
-        let run = self.launch_in(
-            tree,
-            JobStart::root(
-                profile,
-                recording.task.clone(),
-                config.run_limits.budget_usd,
-                None,
-            ),
-        )?;
-        Ok((run, recording))
-    }
-
-    /// Refuses to replay an MCP session (its client drove it) or a run whose journal
-    /// reached its size bound (the rest was not recorded).
-    fn check_replayable(recording: &crate::journal::Resume) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            recording.task != self::session::SESSION_TASK,
-            "run {} is an MCP session: its client drove it, so there is nothing to replay",
-            recording.run
-        );
-        anyhow::ensure!(
-            recording.full.is_none(),
-            "run {}'s journal reached its size bound ([journal] max_run_mib): what the run did after it was not recorded, so it cannot be replayed",
-            recording.run
-        );
-        Ok(())
-    }
-
-    /// Refuses a fork from an agent the recording does not have (listing those it
-    /// has) or to a profile or model the configuration does not define.
-    fn check_fork(
-        &self,
-        recording: &crate::journal::Resume,
-        fork: &crate::jobs::Fork,
-    ) -> anyhow::Result<()> {
-        let config = &self.parts.config;
-        if recording.agent(&fork.from).is_none() {
-            let agents: Vec<String> = recording
-                .agents_in_order()
-                .map(|a| {
-                    let task: String = a.intro.task.chars().take(50).collect();
-                    format!(
-                        "  {} ({}): {}",
-                        a.intro.agent,
-                        a.intro.profile,
-                        task.replace('\n', " ")
-                    )
-                })
-                .collect();
-            anyhow::bail!(
-                "run {} has no agent `{}`; its agents are:\n{}",
-                recording.run,
-                fork.from,
-                agents.join("\n")
-            );
-        }
-        if let Some(name) = &fork.profile {
-            config.profile(name)?;
-        }
-        if let Some(model) = &fork.model {
-            anyhow::ensure!(
-                config.models.contains_key(model),
-                "no model `{model}` in {} (models: {})",
-                config.path.display(),
-                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
-        }
-        Ok(())
-    }
-
-    fn launch(&self, job: JobStart) -> anyhow::Result<Run> {
+    fn launch(&self, mut job: JobStart) -> anyhow::Result<Run> {
         let run_id = job.run_id.clone().unwrap_or_else(crate::jobs::random_id);
         let limits = RunLimits {
             budget_usd: job.budget_usd,
@@ -519,6 +340,7 @@ impl Host {
             None,
         )?;
         let tree = Tree::for_queue_job(limits, job.queue_job.clone(), Some(run_id), journal);
+        tree.carried.hand_in(job.carried.take(), job.keep_history);
         self.launch_in(tree, job)
     }
 

@@ -4,8 +4,11 @@
 //! child needs to run anywhere; and [`Backend`], the seam through which a child runs
 //! somewhere other than this process (the Redis queue implements it).
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::Value;
 
+use super::carried::{Again, History};
 use super::handle::JobHandle;
 use super::tree::JobId;
 use crate::config::{AgentLimits, ApprovalRule, OutputSchema, Profile};
@@ -192,6 +195,11 @@ pub struct ChildSpec {
     pub(crate) depth: u32,
     /// The W3C trace context of the parent's span.
     pub(crate) traceparent: Option<String>,
+    /// A follow-up's run of a child that finished on a worker: the history it rested
+    /// with.
+    pub(crate) again: Option<Again>,
+    /// Where the backend leaves the child's history when a follow-up may resume it.
+    pub(crate) kept: Arc<Mutex<Option<History>>>,
 }
 
 impl ChildSpec {
@@ -214,6 +222,11 @@ pub trait Backend: Send + Sync {
     /// their children's, registered under `job`) are published in its tree under this
     /// run's ids, their cost charged to its budget; cancelling the job cancels the
     /// child and everything below it. The caller finishes the job with the outcome.
+    ///
+    /// A backend that can resume a child (warren's queue) reads a follow-up's history
+    /// from the spec (`again`) and leaves the child's history, when a follow-up may
+    /// resume it, in the spec's `kept`; any other backend ignores both, and its
+    /// children end for good.
     async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome;
 }
 

@@ -78,6 +78,9 @@ pub(crate) struct Mailbox {
     wake: Notify,
     /// Told of each letter left: a job run on a worker forwards its letters there.
     posted: Notify,
+    /// Also told of each letter left, once set: the remote child whose worker runs
+    /// this agent (a mirrored descendant) forwards its letters there.
+    relay: std::sync::OnceLock<std::sync::Arc<Notify>>,
     /// Follow-ups accepted.
     follow_ups: Mutex<usize>,
     /// Receipts of the messages this job's agent sent (by number), for its next turn.
@@ -94,6 +97,7 @@ impl Default for Mailbox {
             interrupts: watch::channel(0).0,
             wake: Notify::new(),
             posted: Notify::new(),
+            relay: std::sync::OnceLock::new(),
             follow_ups: Mutex::default(),
             receipts: Mutex::default(),
             receipt_left: Notify::new(),
@@ -140,6 +144,9 @@ impl Mailbox {
                 let behind = waiting.len();
                 waiting.push_back(letter);
                 self.posted.notify_one();
+                if let Some(relay) = self.relay.get() {
+                    relay.notify_one();
+                }
                 Posted::Waiting(behind)
             }
             Door::Resting => {
@@ -199,6 +206,12 @@ impl Mailbox {
     /// and from now on only a follow-up gets in. Returns what was left unread.
     pub(crate) fn rest(&self) -> Vec<Letter> {
         self.shut(Door::Resting)
+    }
+
+    /// From now on `relay` is told of each letter left: this agent runs on a worker,
+    /// under a remote child that forwards its letters there.
+    pub(crate) fn relay_to(&self, relay: std::sync::Arc<Notify>) {
+        let _ = self.relay.set(relay);
     }
 
     /// Waits until a letter is left (for a job whose agent runs elsewhere).

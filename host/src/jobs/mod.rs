@@ -12,6 +12,7 @@
 
 pub(crate) mod blocks;
 pub(crate) mod budget;
+pub(crate) mod carried;
 pub(crate) mod child;
 pub(crate) mod handle;
 mod happened;
@@ -26,6 +27,7 @@ pub(crate) mod spawn_request;
 pub(crate) mod tree;
 
 pub(crate) use self::blocks::{not_found_block, result_block, thousands};
+pub(crate) use self::carried::{Again, History, RemoteEnd};
 pub(crate) use self::child::{clamp_notes, compose_task, narrow, Backend, ChildAsk, ChildSpec};
 pub(crate) use self::handle::{JobHandle, Placement};
 pub(crate) use self::mode::{Divergence, Fork, Replay, ReplayTools, StopKind};

@@ -15,6 +15,7 @@
 pub(crate) mod check;
 pub(crate) mod fact;
 pub(crate) mod file;
+pub(crate) mod follow_up;
 pub(crate) mod prune;
 pub(crate) mod read;
 pub(crate) mod record;
@@ -124,6 +125,7 @@ pub(crate) fn take_over(
     plugins: &BTreeMap<String, String>,
     name: &str,
     force: bool,
+    follow_up: Option<&follow_up::FollowUp>,
 ) -> anyhow::Result<(Arc<Journal>, Resume)> {
     let Some(dir) = &config.journal_dir else {
         anyhow::bail!(
@@ -140,15 +142,21 @@ pub(crate) fn take_over(
     writer::lock(&opened.file, &path).map_err(|e| cannot(e.into()))?;
     let appending = opened.file.try_clone()?;
     let (lines, whole) = read::records_to_resume(opened, &path)?;
-    let resume =
+    let mut resume =
         Resume::new(lines).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
-    if let Some(state) = resume.finished {
-        anyhow::bail!(
-            "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it)",
+    let message = follow_up
+        .map(|follow_up| resume.follow_up(follow_up, &config.run_limits))
+        .transpose()
+        .map_err(cannot)?;
+    match resume.finished {
+        Some(state) if message.is_none() => anyhow::bail!(
+            "run {} already finished ({}): there is nothing to resume (`warren show {}` prints it; `warren resume {} --follow-up AGENT TEXT` asks one of its agents more)",
             resume.run,
             state.as_str(),
+            resume.run,
             resume.run
-        );
+        ),
+        _ => {}
     }
     if let Some(mib) = resume.full {
         anyhow::bail!(
@@ -171,6 +179,10 @@ pub(crate) fn take_over(
         forced_over: changed,
         limits: Some((&config.run_limits).into()),
     });
+    if let Some(message) = message {
+        journal.record(message.clone());
+        resume.sent(crate::events::now_ms(), message);
+    }
     Ok((Arc::new(journal), resume))
 }
 

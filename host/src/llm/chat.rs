@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::error::LlmError;
 
@@ -21,7 +21,7 @@ pub struct ToolDefinition {
 }
 
 /// A tool call the model made.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's id, echoed in the result message.
     pub id: String,
@@ -32,7 +32,8 @@ pub struct ToolCall {
 }
 
 /// What the assistant said in one turn.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AssistantMessage {
     /// Text, possibly empty.
     pub text: String,
@@ -49,8 +50,11 @@ pub struct AssistantMessage {
     pub provider_blocks: Vec<serde_json::Value>,
 }
 
-/// One message of a conversation (the system prompt is separate).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One message of a conversation (the system prompt is separate). As JSON (a
+/// conversation carried to a worker): `{"user": TEXT}`, `{"assistant": {...}}`,
+/// `{"tool_result": {...}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Message {
     /// From the user (or the host speaking for it).
     User(String),

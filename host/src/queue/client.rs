@@ -28,6 +28,7 @@ use super::wire::{
     PARENT_POLL,
 };
 use crate::config::QueueConfig;
+use crate::jobs::RemoteEnd;
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// What the event listener tells a waiting child.
@@ -352,7 +353,7 @@ impl RemoteQueue {
     }
 
     /// The outcome of job `id` if it has finished (or vanished), from its hash.
-    pub(crate) async fn finished(&self, id: &str) -> anyhow::Result<Option<AgentOutcome>> {
+    pub(crate) async fn finished(&self, id: &str) -> anyhow::Result<Option<RemoteEnd>> {
         // Its hash first: BullMQ's `getState` scans the wait list for a job that is
         // neither completed nor failed, and a failed attempt that will be retried
         // sends a `failed` event too.
@@ -373,20 +374,27 @@ impl RemoteQueue {
             _ => return Ok(None),
         };
         let Some(job) = job else {
-            return Ok(Some(failed_outcome(format!(
-                "job {id} is no longer in queue `{}` (removed, or its result expired after keep_results_s)",
-                self.config.name
-            ))));
+            return Ok(Some(
+                failed_outcome(format!(
+                    "job {id} is no longer in queue `{}` (removed, or its result expired after keep_results_s)",
+                    self.config.name
+                ))
+                .into(),
+            ));
         };
         if state == JobState::Completed {
             // A job some other consumer completed with a value of its own is finished
             // all the same: its sub-agent ends with an error saying so, never waits on.
             return Ok(Some(match serde_json::from_str::<JobOutcome>(job.returnvalue()) {
-                Ok(outcome) => outcome.into_outcome(),
+                Ok(mut outcome) => RemoteEnd {
+                    history: outcome.history.take(),
+                    outcome: outcome.into_outcome(),
+                },
                 Err(error) => failed_outcome(format!(
                     "job {id} was completed by something that is not a warren worker: its return value is not a warren outcome ({error}): {}",
                     crate::llm::excerpt(job.returnvalue())
-                )),
+                ))
+                .into(),
             }));
         }
         let (logs, _) = self
@@ -401,7 +409,7 @@ impl RemoteQueue {
             .await
             .unwrap_or_default();
         if let Some(outcome) = JobOutcome::from_log(&newest) {
-            return Ok(Some(outcome.into_outcome()));
+            return Ok(Some(outcome.into_outcome().into()));
         }
         let mut error = format!(
             "job {id} failed after {} attempt(s): {}",
@@ -412,7 +420,7 @@ impl RemoteQueue {
             error.push_str("\nattempts:\n");
             error.push_str(&logs.join("\n"));
         }
-        Ok(Some(failed_outcome(error)))
+        Ok(Some(failed_outcome(error).into()))
     }
 
     pub(super) fn watch(&self, id: &str) -> mpsc::UnboundedReceiver<Notice> {

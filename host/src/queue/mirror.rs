@@ -42,8 +42,10 @@ pub(super) struct Mirror<'a> {
     seen_cost: HashMap<JobId, f64>,
     /// Unfinished descendants of earlier attempts.
     earlier: HashMap<JobId, JobHandle>,
-    /// Messages forwarded to the remote root, by number, until it reads them.
+    /// Messages forwarded to the remote agents, by number, until they read them.
     pub(super) forwarded: HashMap<u64, Letter>,
+    /// Told of each letter left for a mirrored descendant.
+    pub(super) letters: std::sync::Arc<tokio::sync::Notify>,
     /// Requests for a person the remote agents began waiting on (ids mapped), to
     /// be asked here; and those they stopped waiting on.
     pub(super) asked: Vec<PersonRequest>,
@@ -63,6 +65,7 @@ impl<'a> Mirror<'a> {
             seen_cost: HashMap::new(),
             earlier: HashMap::new(),
             forwarded: HashMap::new(),
+            letters: Default::default(),
             asked: Vec::new(),
             closed: Vec::new(),
         }
@@ -70,6 +73,25 @@ impl<'a> Mirror<'a> {
 
     fn local(&self, remote: &str) -> Option<String> {
         self.ids.get(remote).map(|id| id.0.clone())
+    }
+
+    /// A mirrored descendant, whose letters go to its worker.
+    fn register(&mut self, child: JobHandle) {
+        child.place().mailbox.relay_to(self.letters.clone());
+        self.descendants.insert(child.id().clone(), child);
+    }
+
+    /// The letters left for mirrored descendants, taken, each with the id its
+    /// worker knows the agent by.
+    pub(super) fn letters_for_descendants(&self) -> Vec<(String, Letter)> {
+        let mut taken = Vec::new();
+        for (remote, local) in &self.ids {
+            if let Some(handle) = self.descendants.get(local) {
+                let letters = handle.place().mailbox.take(u32::MAX);
+                taken.extend(letters.into_iter().map(|l| (remote.clone(), l)));
+            }
+        }
+        taken
     }
 
     pub(super) fn apply(&mut self, progress: Progress) {
@@ -129,7 +151,7 @@ impl<'a> Mirror<'a> {
                     }
                 }
                 self.ids.insert(std::mem::take(agent), child.id().clone());
-                self.descendants.insert(child.id().clone(), child);
+                self.register(child);
                 return None;
             }
             Event::AgentStarted(AgentIntro { agent, .. }) => {
@@ -185,27 +207,31 @@ impl<'a> Mirror<'a> {
         Some(event)
     }
 
-    /// A message event with this run's ids; `None` for a message to the remote root,
-    /// announced here when it was sent. The root's reading of one is told its sender.
+    /// A message event with this run's ids; `None` for a message sent from here (to
+    /// the remote root, or forwarded to a descendant), announced here when it was
+    /// sent. A remote agent's reading of one is told its sender.
     fn map_message(&mut self, mut event: Event) -> Option<Event> {
         let root = self.job.id().clone();
-        let sent = matches!(event, Event::AgentMessage { .. });
+        // A message forwarded from here was announced here when it was sent.
+        let forwarded = match &event {
+            Event::AgentMessage { seq, .. } => Some(self.forwarded.contains_key(seq)),
+            _ => None,
+        };
         let agent = event.agent_mut()?;
-        if sent && self.ids.get(agent.as_str()) == Some(&root) {
+        let to_root = self.ids.get(agent.as_str()) == Some(&root);
+        if forwarded.is_some_and(|forwarded| forwarded || to_root) {
             return None;
         }
         *agent = self.local(agent)?;
         if let Event::AgentMessageDelivered { agent, seq, turn } = &event {
-            if agent == &root.0 {
-                self.delivered(*seq, *turn);
-            }
+            self.delivered(agent.clone(), *seq, *turn);
         }
         Some(event)
     }
 
-    /// The remote root read forwarded message `seq` in its turn `turn`: its sender
-    /// (an agent of this run) is told, as for a message read here.
-    fn delivered(&mut self, seq: u64, turn: u32) {
+    /// Remote agent `to` (by this run's id) read forwarded message `seq` in its turn
+    /// `turn`: its sender (an agent of this run) is told, as for a message read here.
+    fn delivered(&mut self, to: String, seq: u64, turn: u32) {
         let Some(letter) = self.forwarded.remove(&seq) else {
             return;
         };
@@ -217,7 +243,7 @@ impl<'a> Mirror<'a> {
         {
             sender
                 .mailbox
-                .receipt(letter.seq, letter.receipt(&self.job.id().0, turn));
+                .receipt(letter.seq, letter.receipt(&to, turn));
         }
     }
 
@@ -293,8 +319,8 @@ async fn settled(queue: &RemoteQueue, job: &str) -> AgentOutcome {
     // still be on its way.
     let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
     loop {
-        if let Ok(Some(outcome)) = queue.finished(job).await {
-            return outcome;
+        if let Ok(Some(end)) = queue.finished(job).await {
+            return end.outcome;
         }
         if tokio::time::Instant::now() >= deadline {
             return AgentOutcome {

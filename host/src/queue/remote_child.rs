@@ -8,31 +8,147 @@ use tokio::sync::mpsc;
 use super::client::{failed_outcome, Notice, RemoteQueue};
 use super::mirror::Mirror;
 use super::wire::{job_id, JobData, WireLetter, CANCEL_GRACE, PARENT_POLL};
+use crate::events::MessageMode;
 use crate::events::{Answered, PersonAnswer, Verdict};
-use crate::jobs::{Backend, ChildSpec, JobHandle, JobId, Opened, Placement};
+use crate::jobs::mailbox::{Letter, Room};
+use crate::jobs::{Again, Backend, ChildSpec, JobHandle, JobId, Opened, Placement, RemoteEnd};
 use crate::outcome::{AgentOutcome, AgentState};
 
 /// Children run on workers: the job is enqueued, the remote agents' events are
-/// mirrored into the parent's tree, and the job's outcome is returned once.
+/// mirrored into the parent's tree, and the job's outcome is returned once. A child
+/// that finished ok comes back with its history (when it may take a follow-up), and
+/// a follow-up runs it again, in a job of its own, from that history.
 #[async_trait::async_trait]
 impl Backend for RemoteQueue {
-    async fn run(&self, job: &JobHandle, spec: ChildSpec) -> AgentOutcome {
-        run_remote(job, self, JobData::from_spec(spec)).await
+    async fn run(&self, job: &JobHandle, mut spec: ChildSpec) -> AgentOutcome {
+        let again = spec.again.take();
+        let kept = spec.kept.clone();
+        let end = match again {
+            None if job.place().tree.mode.continues() => self.run_again(job, spec).await,
+            again => self.run_once(job, spec, again).await,
+        };
+        *kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = end.history;
+        end.outcome
     }
 }
 
-async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> AgentOutcome {
+impl RemoteQueue {
+    /// A remote child of a resumed run: its job, then one job per follow-up its
+    /// journal records, each re-attached to if an earlier process enqueued it, else
+    /// enqueued now from the history the one before handed back. A follow-up that can
+    /// no longer run (a result expired from Redis) is left unread, so the child's
+    /// result names it as not delivered.
+    async fn run_again(&self, job: &JobHandle, spec: ChildSpec) -> RemoteEnd {
+        let place = job.place();
+        let follow_ups: Vec<Letter> = place
+            .tree
+            .mode
+            .recorded(&place.id)
+            .map(|agent| agent.letters.iter())
+            .into_iter()
+            .flatten()
+            .filter(|letter| letter.mode == MessageMode::FollowUp)
+            .map(restored)
+            .collect();
+        let mut end = self.run_once(job, spec.clone(), None).await;
+        let mut follow_ups = follow_ups.into_iter();
+        for (number, letter) in (1..).zip(follow_ups.by_ref()) {
+            let _ = place.mailbox.post(letter, Room::UNBOUNDED, || {});
+            let Some(history) = end.history.take() else {
+                break;
+            };
+            let again = Again {
+                history,
+                earlier: end.outcome,
+                number,
+            };
+            end = self.run_once(job, spec.clone(), Some(again)).await;
+        }
+        for letter in follow_ups {
+            let _ = place.mailbox.post(letter, Room::UNBOUNDED, || {});
+        }
+        end
+    }
+
+    async fn run_once(&self, job: &JobHandle, spec: ChildSpec, again: Option<Again>) -> RemoteEnd {
+        let max_turns = spec.limits.max_turns;
+        let mut data = JobData::from_spec(spec);
+        let place = job.place();
+        data.keep_history = place.mailbox.follow_ups() < place.tree.limits.max_follow_ups;
+        let earlier = again.as_ref().map(|again| again.earlier.clone());
+        let suffix = again.as_ref().map(|again| format!("-f{}", again.number));
+        if let Some(again) = again {
+            resume_from(&mut data, again);
+        }
+        let mut end = run_remote(job, self, data, suffix.as_deref()).await;
+        if let Some(earlier) = earlier {
+            let outcome = &mut end.outcome;
+            outcome.cost_usd += earlier.cost_usd;
+            outcome.usage = outcome.usage + earlier.usage;
+            outcome.duration += earlier.duration;
+        }
+        // One more follow-up needs a turn left.
+        if end.outcome.state != AgentState::Ok || end.outcome.turns >= max_turns {
+            end.history = None;
+        }
+        end
+    }
+}
+
+/// A follow-up as its journal recorded it, to send again.
+fn restored(letter: &crate::journal::resume::RecordedLetter) -> Letter {
+    Letter {
+        seq: letter.seq,
+        from: letter.from.clone(),
+        sender: letter.sender.clone(),
+        sent: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms),
+        text: letter.text.clone(),
+        mode: letter.mode,
+        due: 0,
+    }
+}
+
+/// A follow-up's job: the child opens with `again`'s history and reads the letters
+/// waiting for it first; what its earlier runs spent and took counts against its
+/// limits.
+fn resume_from(data: &mut JobData, again: Again) {
+    let earlier = &again.earlier;
+    if let Some(max) = data.limits.max_cost_usd.as_mut() {
+        *max = (*max - earlier.cost_usd).max(0.0);
+    }
+    if let Some(timeout) = data.limits.timeout_s.as_mut() {
+        *timeout = timeout.saturating_sub(earlier.duration.as_secs()).max(1);
+    }
+    data.history = Some(again.history);
+}
+
+async fn run_remote(
+    job: &JobHandle,
+    queue: &RemoteQueue,
+    mut data: JobData,
+    follow_up: Option<&str>,
+) -> RemoteEnd {
     data.heartbeat = Some(queue.heartbeat.clone());
     let started = Instant::now();
     let child = job.place();
-    let id = job_id(&child.tree.run_id, &child.id.0);
+    let mut id = job_id(&child.tree.run_id, &child.id.0);
+    id.push_str(follow_up.unwrap_or_default());
     if child.tree.mode.continues() {
         queue.adopt(&id).await;
     }
     let mut notices = queue.watch(&id);
     let mut mirror = Mirror::new(job);
+    if follow_up.is_some() {
+        // The letters that woke it go with the job: its first turn reads them.
+        for letter in child.mailbox.take(u32::MAX) {
+            data.letters.push(wire_letter(&letter));
+            mirror.forwarded.insert(letter.seq, letter);
+        }
+    }
     let mut relay = Relay::new();
-    let mut outcome = wait_remote(
+    let mut end = wait_remote(
         child,
         queue,
         &id,
@@ -47,6 +163,7 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
     while let Ok(Notice::Events(events)) = notices.try_recv() {
         mirror.apply(events);
     }
+    let outcome = &mut end.outcome;
     if outcome.duration.is_zero() {
         outcome.duration = started.elapsed();
     }
@@ -58,7 +175,7 @@ async fn run_remote(job: &JobHandle, queue: &RemoteQueue, mut data: JobData) -> 
         .charge((outcome.cost_usd - mirror.charged).max(0.0));
     mirror.settle_earlier_attempts(queue, &id).await;
     mirror.finish_descendants();
-    outcome
+    end
 }
 
 async fn wait_remote(
@@ -69,12 +186,12 @@ async fn wait_remote(
     notices: &mut mpsc::UnboundedReceiver<Notice>,
     mirror: &mut Mirror<'_>,
     relay: &mut Relay,
-) -> AgentOutcome {
+) -> RemoteEnd {
     if let Err(error) = queue
         .enqueue(id, data, child.tree.queue_job.as_deref())
         .await
     {
-        return failed_outcome(format!("{error:#}"));
+        return failed_outcome(format!("{error:#}")).into();
     }
     queue.added(id);
     tracing::info!(job = %id, profile = %data.profile, "queued on redis");
@@ -85,32 +202,22 @@ async fn wait_remote(
     // Set when the run's budget ran out while the job ran: it is cancelled and ends
     // `budget_exceeded`, as an in-process agent would at its next turn.
     let mut over_budget: Option<String> = None;
+    let letters = mirror.letters.clone();
     loop {
-        let used_up = (over_budget.is_none() && cancel_deadline.is_none())
-            .then(|| child.tree.budget.used_up())
-            .flatten();
-        if let Some(reason) = used_up {
-            tracing::info!(job = %id, "{reason}: cancelling the remote job");
-            over_budget = Some(reason);
-            cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-            match queue.cancel(id).await {
-                Ok(true) => {
-                    return budget_outcome(AgentOutcome::cancelled_before_start(), over_budget)
-                }
-                Ok(false) => {}
-                Err(error) => tracing::warn!(job = %id, "cancel: {error:#}"),
-            }
+        let watch = (&mut over_budget, &mut cancel_deadline);
+        if let Some(end) = cancel_over_budget(child, queue, id, watch).await {
+            return end;
         }
         let outcome = tokio::select! {
             _ = child.cancel.cancelled(), if cancel_deadline.is_none() => {
                 cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
-                cancel(queue, id).await
+                cancel(queue, id).await.map(RemoteEnd::from)
             }
             _ = async { tokio::time::sleep_until(cancel_deadline.expect("set")).await }, if cancel_deadline.is_some() => {
                 Some(AgentOutcome {
                     error: Some(format!("cancelled; its worker did not confirm within {} s", CANCEL_GRACE.as_secs())),
                     ..AgentOutcome::cancelled_before_start()
-                })
+                }.into())
             }
             Some(notice) = notices.recv() => match notice {
                 Notice::Events(events) => {
@@ -127,7 +234,11 @@ async fn wait_remote(
                 },
             },
             () = child.mailbox.posted() => {
-                forward(child, queue, id, mirror).await;
+                forward(child, queue, id, mirror, false).await;
+                None
+            }
+            () = letters.notified() => {
+                forward(child, queue, id, mirror, true).await;
                 None
             }
             Some(answered) = relay.answers.recv() => {
@@ -136,8 +247,38 @@ async fn wait_remote(
             }
             _ = budget_check.tick() => None,
         };
-        if let Some(outcome) = outcome {
-            return budget_outcome(outcome, over_budget);
+        if let Some(mut end) = outcome {
+            end.outcome = budget_outcome(end.outcome, over_budget);
+            return end;
+        }
+    }
+}
+
+/// Once the run's budget is used up, cancels job `id` (once: `over_budget` says why,
+/// and the cancel's deadline is set); the end of a job removed before any worker took
+/// it.
+async fn cancel_over_budget(
+    child: &Placement,
+    queue: &RemoteQueue,
+    id: &str,
+    (over_budget, cancel_deadline): (&mut Option<String>, &mut Option<tokio::time::Instant>),
+) -> Option<RemoteEnd> {
+    if over_budget.is_some() || cancel_deadline.is_some() {
+        return None;
+    }
+    let reason = child.tree.budget.used_up()?;
+    tracing::info!(job = %id, "{reason}: cancelling the remote job");
+    *over_budget = Some(reason);
+    *cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_GRACE);
+    match queue.cancel(id).await {
+        Ok(true) => {
+            let outcome = AgentOutcome::cancelled_before_start();
+            Some(budget_outcome(outcome, over_budget.clone()).into())
+        }
+        Ok(false) => None,
+        Err(error) => {
+            tracing::warn!(job = %id, "cancel: {error:#}");
+            None
         }
     }
 }
@@ -155,15 +296,27 @@ async fn cancel(queue: &RemoteQueue, id: &str) -> Option<AgentOutcome> {
     }
 }
 
-/// Forwards the messages left for the remote child to its worker, through Redis; one
-/// that cannot be is reported to its sender.
-async fn forward(child: &Placement, queue: &RemoteQueue, id: &str, mirror: &mut Mirror<'_>) {
-    for letter in child.mailbox.take(u32::MAX) {
+/// Forwards the messages left for the remote child (or, with `descendants`, for its
+/// mirrored sub-agents) to its worker, through Redis; one that cannot be is reported
+/// to its sender.
+async fn forward(
+    child: &Placement,
+    queue: &RemoteQueue,
+    id: &str,
+    mirror: &mut Mirror<'_>,
+    descendants: bool,
+) {
+    let letters = match descendants {
+        true => mirror.letters_for_descendants(),
+        false => {
+            let letters = child.mailbox.take(u32::MAX);
+            letters.into_iter().map(|l| (String::new(), l)).collect()
+        }
+    };
+    for (agent, letter) in letters {
         let wire = WireLetter {
-            seq: letter.seq,
-            from: letter.from.clone(),
-            mode: letter.mode,
-            text: letter.text.clone(),
+            agent: Some(agent).filter(|a| !a.is_empty()),
+            ..wire_letter(&letter)
         };
         match queue.post_mail(id, &wire).await {
             Ok(()) => {
@@ -183,6 +336,17 @@ async fn forward(child: &Placement, queue: &RemoteQueue, id: &str, mirror: &mut 
                 }
             }
         }
+    }
+}
+
+/// `letter` as it goes through Redis.
+fn wire_letter(letter: &Letter) -> WireLetter {
+    WireLetter {
+        agent: None,
+        seq: letter.seq,
+        from: letter.from.clone(),
+        mode: letter.mode,
+        text: letter.text.clone(),
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::config::QueueConfig;
 use crate::events::Event;
-use crate::jobs::ChildSpec;
+use crate::jobs::{ChildSpec, History};
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::policy::Ceiling;
@@ -33,6 +33,21 @@ pub(crate) const HEARTBEAT_POLL: Duration = Duration::from_secs(1);
 /// sends any of it to a model (a 300 MB job was sent as a 300 MB prompt, and the busy
 /// worker let its lock lapse so the job was taken again and again).
 pub(crate) const MAX_JOB_DATA_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most bytes of JSON of the history a worker hands back for a follow-up: the
+/// follow-up's job carries it, and must stay under [`MAX_JOB_DATA_BYTES`].
+pub(crate) const MAX_HISTORY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Whether the history a job's agent left for a follow-up may be handed back: one
+/// over [`MAX_HISTORY_BYTES`] is not (the agent ends for good, and a follow-up to it
+/// is refused).
+pub(crate) fn fits(id: &str, history: &History) -> bool {
+    let bytes = serde_json::to_vec(history).map_or(usize::MAX, |json| json.len());
+    if bytes > MAX_HISTORY_BYTES {
+        tracing::warn!(job = %id, bytes, "the agent's history is over {MAX_HISTORY_BYTES} bytes of JSON: it is not kept, and a follow-up cannot resume it");
+    }
+    bytes <= MAX_HISTORY_BYTES
+}
 
 /// Why `data` may not be taken, when its JSON passes [`MAX_JOB_DATA_BYTES`]. Counted by
 /// writing it out to a counter that stops at the limit, so nothing is allocated and
@@ -259,6 +274,17 @@ pub(crate) struct JobData {
     /// producer): no such check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<String>,
+    /// Whether the worker hands back the agent's history when it finishes ok (in
+    /// its return value's `history`), so a follow-up can resume it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_history: bool,
+    /// A follow-up's job: the agent opens with this history (its task is already
+    /// in it) instead of its task ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<History>,
+    /// ... and reads these messages first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub letters: Vec<WireLetter>,
     /// Fields warren does not know (other producers add their own): ignored, and
     /// logged once per field name by the worker.
     #[serde(flatten, skip_serializing)]
@@ -313,12 +339,18 @@ pub(crate) struct JobOutcome {
     /// The worker that ran it.
     #[serde(default)]
     pub worker: String,
+    /// The agent's history, when the job asked to keep it and it finished ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<History>,
 }
 
 /// A message to the agent of a job on a worker, as it goes through Redis: sent in
 /// the parent's run, numbered there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct WireLetter {
+    /// To which of the job's agents, by the worker's id for it (`None`: its root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
     /// Its number in the parent's run.
     pub(crate) seq: u64,
     /// Who sent it (an agent's path, or a person).
@@ -330,6 +362,19 @@ pub(crate) struct WireLetter {
 }
 
 impl WireLetter {
+    /// The letter as the worker's agent reads it: sent now, by `from`.
+    pub(crate) fn to_letter(&self) -> crate::jobs::mailbox::Letter {
+        crate::jobs::mailbox::Letter {
+            seq: self.seq,
+            from: self.from.clone(),
+            sender: None,
+            sent: std::time::SystemTime::now(),
+            text: self.text.clone(),
+            mode: self.mode,
+            due: 0,
+        }
+    }
+
     /// The letters of a job's mail as Redis held them (`job` names it in the warning
     /// for one that is not a letter, which is dropped).
     pub(crate) fn read_all(lines: Vec<String>, job: &str) -> Vec<WireLetter> {
@@ -432,6 +477,7 @@ impl JobOutcome {
             cost_usd,
             duration_ms: outcome.duration.as_millis() as u64,
             worker: worker.into(),
+            history: None,
         }
     }
 
@@ -485,6 +531,9 @@ impl JobData {
             depth: spec.depth,
             traceparent: spec.traceparent,
             heartbeat: None,
+            keep_history: false,
+            history: None,
+            letters: Vec::new(),
             unknown: Default::default(),
         }
     }

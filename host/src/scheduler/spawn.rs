@@ -10,7 +10,9 @@ use crate::config::{AgentLimits, Profile};
 use crate::events::SpawnMode;
 use crate::jobs::slots::Reservation;
 use crate::jobs::spawn_request::SpawnRequest;
-use crate::jobs::{compose_task, narrow, ChildAsk, ChildSpec, JobHandle, JobId, Tree};
+use crate::jobs::{
+    compose_task, narrow, Again, Backend, ChildAsk, ChildSpec, History, JobHandle, JobId, Tree,
+};
 use crate::outcome::AgentOutcome;
 use crate::plugin::ToolAccess;
 
@@ -168,8 +170,11 @@ impl Scheduler {
                 job.finish(outcome);
                 return;
             }
-            let mut next: Option<Wake> = Some(Box::new(move || launch(start)));
-            while let Some(run) = next.take() {
+            let mut next = Some(match remote {
+                Some(backend) => Next::There(backend, None),
+                None => Next::Here(Box::new(move || launch(start))),
+            });
+            while let Some(step) = next.take() {
                 let permit = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => None,
@@ -181,18 +186,13 @@ impl Scheduler {
                 };
                 // The job gives its slots back once its end is published.
                 job.hold(permit);
-                let ended = match &remote {
-                    Some(backend) => backend.run(&job, spec.clone()).await.into(),
-                    None => {
-                        job.start();
-                        run().await
-                    }
-                };
-                let Some(wake) = ended.wake else {
-                    job.finish(ended.outcome);
+                let (outcome, again) = step.run(&job, &spec).await;
+                let Some(again) = again else {
+                    job.finish(outcome);
                     return;
                 };
-                job.rest(ended.outcome);
+                let earlier = outcome.clone();
+                job.rest(outcome);
                 let woken = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => false,
@@ -204,7 +204,7 @@ impl Scheduler {
                     return;
                 }
                 slots = queue.reserve(&tree.slots, true);
-                next = Some(wake);
+                next = Some(again.woken(&job, earlier));
             }
         }
     }
@@ -303,6 +303,74 @@ impl Scheduler {
             parent: parent.place.id.clone(),
             depth: parent.depth + 1,
             traceparent: crate::telemetry::traceparent(&tracing::Span::current()),
+            again: None,
+            kept: Default::default(),
         }
     }
+}
+
+/// A child's next run: here (its first, or the wake of its resting conversation), or
+/// on a worker (a follow-up's with the history it rested with).
+enum Next {
+    Here(Wake),
+    There(Arc<dyn Backend>, Option<Again>),
+}
+
+/// How a child that finished ok may be resumed.
+enum Rested {
+    Here(Wake),
+    There(Arc<dyn Backend>, History),
+}
+
+impl Next {
+    /// Runs the child as `job` to its end: its outcome, and how it may be resumed.
+    async fn run(self, job: &JobHandle, spec: &ChildSpec) -> (AgentOutcome, Option<Rested>) {
+        match self {
+            Next::There(backend, again) => {
+                let spec = ChildSpec {
+                    again,
+                    ..spec.clone()
+                };
+                let kept = spec.kept.clone();
+                let outcome = backend.run(job, spec).await;
+                // Its history is held here while it rests, as a local agent's
+                // conversation is.
+                let history = lock(&kept).take();
+                let rests = history.filter(|_| job.place().tree.take_rest());
+                (
+                    outcome,
+                    rests.map(|history| Rested::There(backend, history)),
+                )
+            }
+            Next::Here(run) => {
+                job.start();
+                let ended = run().await;
+                (ended.outcome, ended.wake.map(Rested::Here))
+            }
+        }
+    }
+}
+
+impl Rested {
+    /// The run a follow-up woke `job` for, after it ended `earlier`.
+    fn woken(self, job: &JobHandle, earlier: AgentOutcome) -> Next {
+        match self {
+            Rested::Here(wake) => Next::Here(wake),
+            Rested::There(backend, history) => {
+                let number = job.place().mailbox.follow_ups();
+                let again = Again {
+                    history,
+                    earlier,
+                    number,
+                };
+                Next::There(backend, Some(again))
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

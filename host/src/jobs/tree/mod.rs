@@ -50,6 +50,8 @@ pub(crate) struct Tree {
     /// The queue job this run works for, on a worker (its sub-agent jobs are
     /// recorded under it, so a retry can cancel an earlier attempt's).
     pub(crate) queue_job: Option<String>,
+    /// On a worker, the conversation its root opens with and the one it leaves.
+    pub(crate) carried: super::carried::Carried,
     /// Where the run is journaled, when it is.
     pub(crate) journal: Option<Arc<Journal>>,
     /// How the run runs: live, resumed, replayed or forked.
@@ -119,13 +121,17 @@ impl Tree {
             limits,
             budget: super::budget::Budget::new(limits.budget_usd),
             next_id: AtomicU64::new(id_seed(&run_id)),
-            messages: AtomicU64::new(0),
+            // On a worker, the job's agents also read messages numbered in the parent's
+            // run: its own numbers start far above them, so a reading is never
+            // mistaken for another's.
+            messages: AtomicU64::new(if queue_job.is_some() { 1 << 40 } else { 0 }),
             requests: super::requests::Requests::new(limits.max_pending_requests, limits.answers),
             resting: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,
             run_id,
             queue_job,
+            carried: Default::default(),
             journal,
             mode: super::mode::Mode::Live,
             tool_sets: Mutex::default(),

@@ -132,6 +132,17 @@ impl RecordedAgent {
         !self.responses.contains_key(&turn) && self.turns() > turn
     }
 
+    /// Whether it ran in this run's process (its spec or responses are recorded
+    /// here), not on a worker.
+    pub fn ran_here(&self) -> bool {
+        self.spec || !self.responses.is_empty()
+    }
+
+    /// Whether it had recorded an end after turn `turn`.
+    pub fn ended_at(&self, turn: u32) -> bool {
+        self.finish_turns.contains(&turn)
+    }
+
     /// Whether it was running (or started and ended) in the earlier process.
     pub fn started(&self) -> bool {
         self.started_ms.is_some()
@@ -388,9 +399,16 @@ impl Resume {
                 text,
             } => {
                 self.max_message_seq = self.max_message_seq.max(seq);
+                let follow_up = mode == crate::events::MessageMode::FollowUp;
+                // Sent after the run ended (`warren resume --follow-up`): the run goes
+                // on, each ancestor of the agent that had finished brought back from
+                // its record.
+                if follow_up && self.agents.contains_key(&agent) && self.finished.take().is_some() {
+                    self.reopen_ancestors(&agent);
+                }
                 if let Some(agent) = self.agents.get_mut(&agent) {
                     // A follow-up resumed it: it runs again, to its next end.
-                    if mode == crate::events::MessageMode::FollowUp {
+                    if follow_up {
                         agent.finished = None;
                     }
                     agent.letters.push(RecordedLetter {
@@ -415,6 +433,22 @@ impl Resume {
             }
             _ => {}
         }
+    }
+
+    /// Each ancestor of agent `id` runs again (from its record, to bring the agent
+    /// back): its end is no longer its last.
+    fn reopen_ancestors(&mut self, id: &str) {
+        let mut parent = self.agents.get(id).and_then(|a| a.intro.parent.clone());
+        while let Some(agent) = parent.and_then(|p| self.agents.get_mut(&p)) {
+            agent.finished = None;
+            parent = agent.intro.parent.clone();
+        }
+    }
+
+    /// Applies the record of a message journaled since the journal was read (a
+    /// follow-up `warren resume` sends).
+    pub(crate) fn sent(&mut self, ts_ms: u64, record: Record) {
+        self.message(ts_ms, record);
     }
 
     /// A model response (`model_response`): counted as spent and kept for its agent.
