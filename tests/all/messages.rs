@@ -751,6 +751,7 @@ async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model
         .filter(|e| e["text"].as_str().is_some_and(|t| t.contains("ANSWER")))
         .count();
     assert_eq!(finished, 2, "{events:?}");
+    replays_the_same(&world);
 }
 
 /// `warren send ARGS` run in `dir`, as from another terminal.

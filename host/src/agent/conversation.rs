@@ -70,7 +70,7 @@ impl Agent {
     }
 
     /// Whether this agent, having finished ok with `progress`, may be resumed by a
-    /// follow-up: a sub-agent run here (not a worker's queue job, not a replay) with
+    /// follow-up: a sub-agent (in a replay, one the recording woke again) with
     /// turns and follow-ups left, while the run has room for its conversation
     /// ([`MAX_RESTING`](crate::jobs::tree::MAX_RESTING); the place is taken now).
     pub(super) fn may_rest(&self, progress: &Progress) -> bool {
@@ -79,8 +79,17 @@ impl Agent {
             && !self.place.root
             && progress.turns < self.limits.max_turns
             && self.place.mailbox.follow_ups() < limits.max_follow_ups
-            && !matches!(self.mode(), AgentMode::Replayed(..))
+            && self.rests_in_replay(progress.turns)
             && self.place.tree.take_rest()
+    }
+
+    /// In a replay, whether the recording has this agent run again after it finished
+    /// at turn `turns` (a follow-up woke it): only then does it rest.
+    fn rests_in_replay(&self, turns: u32) -> bool {
+        match self.mode() {
+            AgentMode::Replayed(_, recorded) => recorded.is_some_and(|a| a.turns() > turns),
+            _ => true,
+        }
     }
 
     /// The conversation of an agent starting on `task`: its first request, and in a

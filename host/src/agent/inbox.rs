@@ -129,17 +129,14 @@ impl Agent {
             AgentMode::Replayed(_, Some(recorded)) => (recorded, u32::MAX),
             _ => return,
         };
+        let replayed = matches!(self.mode(), AgentMode::Replayed(..));
         for letter in &recorded.letters {
-            let sent = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms);
-            let restored = Letter {
-                seq: letter.seq,
-                from: letter.from.clone(),
-                sender: letter.sender.clone(),
-                sent,
-                text: letter.text.clone(),
-                mode: letter.mode,
-                due: letter.delivered.unwrap_or(unread),
-            };
+            // In a replay, a follow-up an agent sent to wake this one after it finished
+            // is left when the sender's call is replayed, so this one rests first.
+            if replayed && recorded.woken_by(letter) {
+                continue;
+            }
+            let restored = restored(letter, letter.delivered.unwrap_or(unread));
             // Accepted before: no limit refuses it now.
             let _ = self.place.mailbox.post(restored, Room::UNBOUNDED, || {});
         }
@@ -156,6 +153,19 @@ impl Agent {
                 is_error: true,
             });
         }
+    }
+}
+
+/// A recorded message as it was sent, first readable in turn `due` (0: the next).
+pub(super) fn restored(letter: &crate::journal::resume::RecordedLetter, due: u32) -> Letter {
+    Letter {
+        seq: letter.seq,
+        from: letter.from.clone(),
+        sender: letter.sender.clone(),
+        sent: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms),
+        text: letter.text.clone(),
+        mode: letter.mode,
+        due,
     }
 }
 

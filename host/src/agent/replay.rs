@@ -221,6 +221,7 @@ impl Agent {
         let observed =
             call.name == "list_agents" || super::spawn_tools::is_message_tool(&call.name);
         if (replay.tools == crate::jobs::ReplayTools::Recorded && !spawn) || observed {
+            self.send_waking_follow_up(call);
             return self.served_as_recorded(call, outcome, recorded_result);
         }
         // So is a background spawn's place in the queue: the child is spawned again, and
@@ -257,6 +258,35 @@ impl Agent {
             );
         }
         result
+    }
+
+    /// A recorded `message_agent` call that woke an agent resting after it finished:
+    /// the follow-up is left for it now, as the recorded run left it, so the agent
+    /// rests and wakes where it did (its first result reached its parent first).
+    fn send_waking_follow_up(&self, call: &ToolCall) {
+        if !super::spawn_tools::is_message_tool(&call.name) {
+            return;
+        }
+        let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments) else {
+            return;
+        };
+        let (Some(to), Some(text)) = (args["job_id"].as_str(), args["message"].as_str()) else {
+            return;
+        };
+        let to = crate::jobs::JobId(to.to_string());
+        let Some(agent) = self.place.tree.mode.recorded(&to) else {
+            return;
+        };
+        let me = Some(self.place.id.0.as_str());
+        let waking = agent.letters.iter().find(|letter| {
+            agent.woken_by(letter) && letter.sender.as_deref() == me && letter.text == text
+        });
+        if let Some(letter) = waking {
+            let letter = super::inbox::restored(letter, 0);
+            self.runtime
+                .scheduler
+                .leave_as_recorded(&self.place.tree, &to, letter);
+        }
     }
 
     /// Stops the replay at `call`, which the recording has no result for: the recording

@@ -147,6 +147,28 @@ impl Scheduler {
     }
 }
 
+impl Scheduler {
+    /// Leaves a replayed run's recorded `letter` for agent `to`, as the recording
+    /// did (a follow-up wakes it if it rests), with no limit or receipt: it was
+    /// accepted then.
+    pub(crate) fn leave_as_recorded(&self, tree: &Arc<Tree>, to: &JobId, letter: Letter) {
+        let Some(job) = tree.job(to) else {
+            return;
+        };
+        tree.record(|| Record::MessageSent {
+            agent: to.0.clone(),
+            seq: letter.seq,
+            from: letter.from.clone(),
+            sender: letter.sender.clone(),
+            mode: letter.mode,
+            text: letter.text.clone(),
+        });
+        let _ = job
+            .mailbox
+            .post(letter, Room::UNBOUNDED, || tree.requeue(to));
+    }
+}
+
 /// Agent `to` of `tree`, when `sender` may send it `text` in `mode`; else why not.
 fn admit(
     tree: &Tree,

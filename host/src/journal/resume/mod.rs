@@ -132,6 +132,16 @@ impl RecordedAgent {
         !self.responses.contains_key(&turn) && self.turns() > turn
     }
 
+    /// Whether `letter` is a follow-up an agent sent that woke it after it finished
+    /// (read in the turn after one of its recorded ends).
+    pub fn woken_by(&self, letter: &RecordedLetter) -> bool {
+        letter.mode == crate::events::MessageMode::FollowUp
+            && letter.sender.is_some()
+            && letter
+                .delivered
+                .is_some_and(|turn| self.ended_at(turn.saturating_sub(1)))
+    }
+
     /// Whether it ran in this run's process (its spec or responses are recorded
     /// here), not on a worker.
     pub fn ran_here(&self) -> bool {
