@@ -57,7 +57,7 @@ fn write_project(dir: &Path) -> anyhow::Result<()> {
     std::fs::write(
         dir.join("warren.toml"),
         "[plugins]\nbuiltins = false\n\n[models.scripted]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
-         [defaults]\nmax_concurrent = 256\nmax_concurrent_total = 4096\nmax_depth = 2\ntimeout_s = 600\n\n\
+         [defaults]\nmax_concurrent = 256\nmax_concurrent_total = 4096\nmax_depth = 2\nmax_agents = 20000\ntimeout_s = 600\n\n\
          [queue]\n\n[profiles.main]\ntools = []\n[profiles.lead]\ntools = []\n[profiles.leaf]\ntools = []\n",
     )?;
     std::fs::write(

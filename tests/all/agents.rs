@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -620,6 +621,49 @@ async fn the_budget_is_shared_by_the_tree() {
     );
     let root = requests_with(&server, "ROOT-TASK");
     assert_eq!(root.len(), 1);
+}
+
+/// `[defaults] max_agents` bounds the agents of a run, the root included: with 3, a
+/// reply of three spawns gets two children and a refusal naming the key, and the
+/// root goes on with the two results.
+#[tokio::test]
+async fn max_agents_stops_a_larger_tree_naming_the_key() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    server.route(
+        "ROOT-TASK",
+        calls(&[
+            spawn("worker", "A-TASK"),
+            spawn("worker", "B-TASK"),
+            spawn("worker", "C-TASK"),
+        ]),
+    );
+    for task in ["A-TASK", "B-TASK", "C-TASK"] {
+        server.route(task, answer(&format!("{task} DONE")));
+    }
+    // Which spawn is refused depends on how the three calls interleave.
+    server.respond_with(Arc::new(|body: &Value| {
+        let all = body["messages"].to_string();
+        let done = ["A-TASK DONE", "B-TASK DONE", "C-TASK DONE"];
+        Some(match done.iter().filter(|d| all.contains(*d)).count() {
+            2 => answer("ROOT-DONE"),
+            _ => calls(&[("await_agents", json!({"job_ids": "*"}))]),
+        })
+    }));
+    let text = config(&server, "max_agents = 3\nmax_concurrent = 3", "");
+    let (report, _) = run(&world, &text, "ROOT-TASK").await;
+    assert_eq!(report.root.text, "ROOT-DONE", "{:?}", report.root);
+    assert_eq!(report.agents.len(), 3, "the root and two children");
+    let refused = requests_with(&server, "max_agents");
+    let results = tool_results(refused.last().expect("the refusal reached the root"));
+    let refusal = results.iter().find(|r| r.contains("max_agents")).unwrap();
+    assert!(
+        refusal.contains("this run holds 3 agents") && refusal.contains("max_agents = 3"),
+        "{refusal}"
+    );
+    let asked = ["A-TASK", "B-TASK", "C-TASK"].iter();
+    let children = asked.filter(|t| !requests_with(&server, &format!("{t} DONE")).is_empty());
+    assert_eq!(children.count(), 2, "two children ran");
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ use super::approval::Approval;
 use super::capabilities::{self, RawCapabilities};
 use super::error::ConfigError;
 use super::limits::{
-    AgentLimits, AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests,
-    QueuedMessages, RunConcurrency, RunLimits, Turns,
+    AgentLimits, AgentSeconds, Agents, Depth, FollowUps, HostConcurrency, MessageKib,
+    PendingRequests, QueuedMessages, RunConcurrency, RunLimits, Turns,
 };
 use super::models::model_name;
 use super::output_schema::OutputSchema;
@@ -53,6 +53,8 @@ pub(super) struct RawDefaults {
     max_follow_ups: Option<FollowUps>,
     /// Approvals and questions that may wait at once in one run.
     max_pending_requests: Option<PendingRequests>,
+    /// Agents one run may hold.
+    max_agents: Option<Agents>,
     /// `[defaults.capabilities]`, under every profile's own.
     #[serde(default)]
     pub(super) capabilities: RawCapabilities,
@@ -83,6 +85,7 @@ impl RawDefaults {
             max_pending_requests: self
                 .max_pending_requests
                 .map_or(d.max_pending_requests, |v| v.0 as usize),
+            max_agents: self.max_agents.map_or(d.max_agents, |v| v.0 as usize),
             answers: d.answers,
         }
     }

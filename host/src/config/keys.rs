@@ -8,12 +8,12 @@
 use super::approval::DEFAULT_APPROVAL_TIMEOUT_S;
 use super::journal::{RunMib, DEFAULT_JOURNAL_DIR, DEFAULT_MAX_RUN_MIB};
 use super::limits::{
-    AgentSeconds, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests, QueuedMessages,
-    RunConcurrency, ToolCount, ToolKib, Turns, DEFAULT_MAX_CONCURRENT,
-    DEFAULT_MAX_CONCURRENT_TOTAL, DEFAULT_MAX_DEPTH, DEFAULT_MAX_DESCRIPTION_KB,
-    DEFAULT_MAX_FOLLOW_UPS, DEFAULT_MAX_MESSAGE_KB, DEFAULT_MAX_PENDING_REQUESTS,
-    DEFAULT_MAX_PROFILE_TOOLS_KB, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_MAX_SCHEMA_KB,
-    DEFAULT_MAX_TOOLS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_S,
+    AgentSeconds, Agents, Depth, FollowUps, HostConcurrency, MessageKib, PendingRequests,
+    QueuedMessages, RunConcurrency, ToolCount, ToolKib, Turns, DEFAULT_MAX_AGENTS,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_CONCURRENT_TOTAL, DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_DESCRIPTION_KB, DEFAULT_MAX_FOLLOW_UPS, DEFAULT_MAX_MESSAGE_KB,
+    DEFAULT_MAX_PENDING_REQUESTS, DEFAULT_MAX_PROFILE_TOOLS_KB, DEFAULT_MAX_QUEUED_MESSAGES,
+    DEFAULT_MAX_SCHEMA_KB, DEFAULT_MAX_TOOLS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_S,
 };
 use super::plugins::DEFAULT_PLUGIN_DIR;
 use super::profile::MAX_PROFILE_DESCRIPTION_BYTES;
@@ -192,6 +192,7 @@ pub(crate) const KEYS: &[Key] = &[
     bounded(&DEFAULTS, "budget_usd", Absent("no cap"), Dollars::BOUNDS, "cost cap of a whole run, shared by the tree"),
     bounded(&DEFAULTS, "max_message_kb", Int(DEFAULT_MAX_MESSAGE_KB as u64), MessageKib::BOUNDS, "KiB one `message_agent` message may hold; a longer one is rejected, naming this key"),
     bounded(&DEFAULTS, "max_queued_messages", Int(DEFAULT_MAX_QUEUED_MESSAGES as u64), QueuedMessages::BOUNDS, "messages that may wait unread in one agent's mailbox; one more is rejected, naming this key"),
+    bounded(&DEFAULTS, "max_agents", Int(DEFAULT_MAX_AGENTS as u64), Agents::BOUNDS, "agents one run's process may hold, the root included, over the run's whole life (a tree of 100 children of 100 each is 10,101); one more spawn is refused, naming this key. On a worker, each job's tree counts against the worker's own"),
     bounded(&DEFAULTS, "max_follow_ups", Int(DEFAULT_MAX_FOLLOW_UPS as u64), FollowUps::BOUNDS, "follow-ups (message_agent mode \"follow_up\") that may wake one agent after it finished, each resuming it with its history; one more is rejected, naming this key (0: finished agents take none)"),
     bounded(&DEFAULTS, "max_pending_requests", Int(DEFAULT_MAX_PENDING_REQUESTS as u64), PendingRequests::BOUNDS, "approvals and questions that may wait for a person at once in one run; one more is denied (or unanswered), naming this key"),
     key(&CAPABILITIES, "fs", List(&[]), "granted directories, each `{ host, guest, mode }` (below)"),

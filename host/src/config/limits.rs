@@ -27,6 +27,8 @@ pub(super) type QueuedMessages = Bounded<1, 1024>;
 pub(super) type FollowUps = Bounded<0, 1024>;
 /// Requests for a person that may wait at once in one run.
 pub(super) type PendingRequests = Bounded<1, 1024>;
+/// `[defaults] max_agents`.
+pub(super) type Agents = Bounded<1, 1_000_000>;
 /// `[plugins] max_tools`.
 pub(super) type ToolCount = Bounded<1, 100_000>;
 /// `[plugins] max_*_kb`.
@@ -50,6 +52,9 @@ pub(crate) const DEFAULT_MAX_QUEUED_MESSAGES: usize = 32;
 pub(crate) const DEFAULT_MAX_FOLLOW_UPS: usize = 8;
 /// Requests for a person that may wait at once in one run.
 pub(crate) const DEFAULT_MAX_PENDING_REQUESTS: usize = 16;
+/// `[defaults] max_agents`: a tree of 100 children of 100 each fits, in about 80 MiB
+/// in one process.
+pub(crate) const DEFAULT_MAX_AGENTS: usize = 10_000;
 /// `[plugins] max_tools`.
 pub(crate) const DEFAULT_MAX_TOOLS: usize = 256;
 /// `[plugins] max_description_kb`.
@@ -99,6 +104,8 @@ pub struct RunLimits {
     pub max_follow_ups: usize,
     /// Approvals and questions that may wait for a person at once (default 16).
     pub max_pending_requests: usize,
+    /// Agents one run's process may hold, the root included (default 10,000).
+    pub max_agents: usize,
     /// Who answers them when no person is asked (`warren run --approve`; default:
     /// deny at once).
     pub(crate) answers: super::approval::AnswerPolicy,
@@ -115,6 +122,7 @@ impl Default for RunLimits {
             max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
             max_follow_ups: DEFAULT_MAX_FOLLOW_UPS,
             max_pending_requests: DEFAULT_MAX_PENDING_REQUESTS,
+            max_agents: DEFAULT_MAX_AGENTS,
             answers: super::approval::AnswerPolicy::Deny,
         }
     }

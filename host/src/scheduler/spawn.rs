@@ -69,6 +69,7 @@ impl Scheduler {
         // registered, so it cannot stay queued forever.
         let mut access = ToolAccess::new(profile.clone())
             .map_err(|e| format!("cannot prepare the sub-agent: {e:#}"))?;
+        parent.place.tree.take_agent_place()?;
         let job = parent.place.child(
             &base.name,
             &request.task,

@@ -40,6 +40,9 @@ pub(crate) struct Tree {
     /// Finished agents keeping their conversation for a follow-up (at most
     /// [`MAX_RESTING`]).
     resting: AtomicU64,
+    /// Sub-agents spawned in this process (the root not counted): at most
+    /// `max_agents - 1`.
+    spawned: AtomicU64,
     /// Cancels the whole run.
     pub(crate) cancel: CancellationToken,
     /// Where the run's events go.
@@ -127,6 +130,7 @@ impl Tree {
             messages: AtomicU64::new(if queue_job.is_some() { 1 << 40 } else { 0 }),
             requests: super::requests::Requests::new(limits.max_pending_requests, limits.answers),
             resting: AtomicU64::new(0),
+            spawned: AtomicU64::new(0),
             cancel: CancellationToken::new(),
             events,
             run_id,
@@ -302,6 +306,23 @@ impl Tree {
                 (n < MAX_RESTING).then_some(n + 1)
             })
             .is_ok()
+    }
+
+    /// Takes the place of one more sub-agent of this run, within `[defaults]
+    /// max_agents` (the root holds one); why not when the run holds that many.
+    pub(crate) fn take_agent_place(&self) -> Result<(), String> {
+        let max = self.limits.max_agents as u64;
+        self.spawned
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n + 1 < max).then_some(n + 1)
+            })
+            .map(drop)
+            .map_err(|n| {
+                format!(
+                    "spawn refused: this run holds {} agents, the root included, the most it may ([defaults] max_agents = {max}); raise it in warren.toml for a larger tree",
+                    n + 1
+                )
+            })
     }
 
     /// Gives back a place [`Tree::take_rest`] took: its agent was woken, or ended
