@@ -56,6 +56,15 @@ pub(crate) fn terminal_width() -> usize {
         .unwrap_or(80)
 }
 
+/// The terminal's height in rows (`None` when stderr is not a terminal: nothing
+/// bounds what is drawn).
+pub(crate) fn terminal_height() -> Option<usize> {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|size| usize::from(size.ws_row))
+        .filter(|rows| *rows > 0)
+}
+
 /// stdout's reader went away (a closed pipe): nobody is left to read the rest, so the
 /// command stops and exits with success, without a message.
 #[derive(Debug, thiserror::Error)]

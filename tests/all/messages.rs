@@ -1116,6 +1116,64 @@ async fn in_tmux_the_live_tree_shows_an_agents_messages_unread_then_read() {
     screen_with("total cost");
 }
 
+/// The live tree of 61 agents in a 30-row terminal (tmux): it cannot be redrawn in
+/// place whole, so it collapses to the root, the counts per state and the running
+/// agents first, and redraws there as they finish.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_tmux_a_tree_taller_than_the_terminal_collapses_to_counts() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    config(&world, &server);
+    let profiles = world.path("warren.toml");
+    let written = std::fs::read_to_string(&profiles).unwrap().replace(
+        "[defaults]\n",
+        "[defaults]\nmax_concurrent = 60\nmax_concurrent_total = 64\n",
+    );
+    std::fs::write(&profiles, written).unwrap();
+    let spawns: Vec<(&str, Value)> = (0..60)
+        .map(|i| {
+            (
+                "spawn_agent",
+                json!({"profile": "worker", "task": format!("CHILD-{i}")}),
+            )
+        })
+        .collect();
+    server.route("ROOT-TASK", calls(&spawns));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let children = gate.clone();
+    server.respond_with(Arc::new(move |body: &Value| {
+        let all = body["messages"].to_string();
+        if is_worker(body) {
+            let done = Reply::answer("CHILD-DONE", (1, 1));
+            return Some(Reply::Gated(children.clone(), Box::new(done)));
+        }
+        Some(match all.matches("CHILD-DONE").count() {
+            60 => Reply::answer("ROOT-DONE", (1, 1)),
+            _ => calls(&[("await_agents", json!({"job_ids": "*"}))]),
+        })
+    }));
+    let command = format!(
+        "cd {} && env -u WARREN_CONFIG RUST_LOG=warn {} run --progress tty ROOT-TASK; sleep 60",
+        world.dir.path().display(),
+        env!("CARGO_BIN_EXE_warren"),
+    );
+    let tmux = crate::support::Tmux::start("warren-test-tall", &command, (160, 30));
+    let running = tmux.screen_with("61 agents: 60 running");
+    assert_eq!(running.matches("61 agents:").count(), 1, "{running}");
+    assert!(running.contains("more not shown"), "{running}");
+    // Redrawn in place: one frame fills the screen, its root on the first row.
+    assert!(running.lines().next().unwrap().contains(" main "), "{running}");
+    gate.add_permits(60);
+    tmux.screen_with("total cost");
+    // The last frame, then the table of the root and 39 children, not all 61.
+    let all = tmux.history();
+    assert!(
+        all.contains("61 agents: 0 running · 0 queued · 60 ok · 0 failed"),
+        "{all}"
+    );
+    assert!(all.contains("… 21 more agents, not listed"), "{all}");
+}
+
 /// The ids of the agents `agent_queued` records name in `lines`, root first.
 fn agent_ids(lines: &[Value]) -> Vec<String> {
     lines

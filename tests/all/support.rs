@@ -283,6 +283,12 @@ impl Tmux {
         }
     }
 
+    /// The screen and everything scrolled off it.
+    pub(crate) fn history(&self) -> String {
+        let all = self.run(&["capture-pane", "-p", "-S", "-", "-t", &self.name]);
+        String::from_utf8_lossy(&all.stdout).into_owned()
+    }
+
     /// Types `keys` (tmux key names: `y`, `Enter`).
     pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.name];

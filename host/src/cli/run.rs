@@ -15,7 +15,7 @@ use crate::cli::ui::{plain_line, AgentTree, ProgressMode};
 use crate::config::AnswerPolicy;
 use crate::config::Config;
 use crate::events::{Event, EventStream};
-use crate::host::{Run, RunReport};
+use crate::host::{AgentReport, Run, RunReport};
 use crate::outcome::AgentState;
 use crate::term::outln;
 
@@ -309,7 +309,27 @@ fn summary(report: &RunReport) -> String {
         "\n{:<8} {:<8} {:<14} {:<16} {:>5} {:>9} {:>9} {:>8}  {}\n",
         "agent", "parent", "profile", "state", "turns", "tokens", "cost", "time", "description"
     );
-    for job in &report.agents {
+    // A large tree's table keeps the root and the agents that did not end ok first,
+    // up to MAX_SUMMARY_ROWS; `warren show` lists every one.
+    let not_ok = |job: &&AgentReport| {
+        job.outcome
+            .as_ref()
+            .is_none_or(|o| o.state != AgentState::Ok)
+    };
+    let rows: Vec<&AgentReport> = match report.agents.len() > MAX_SUMMARY_ROWS {
+        false => report.agents.iter().collect(),
+        true => {
+            let (root, rest) = report.agents.split_at(1);
+            let (failed, ok): (Vec<&AgentReport>, Vec<&AgentReport>) =
+                rest.iter().partition(not_ok);
+            root.iter()
+                .chain(failed)
+                .chain(ok)
+                .take(MAX_SUMMARY_ROWS)
+                .collect()
+        }
+    };
+    for job in &rows {
         let (state, turns, tokens, cost, time) = match &job.outcome {
             Some(o) => (
                 o.state.as_str().to_string(),
@@ -336,9 +356,20 @@ fn summary(report: &RunReport) -> String {
             job.id, parent, job.profile, state, turns, tokens, cost, time
         ));
     }
+    if rows.len() < report.agents.len() {
+        let more = report.agents.len() - rows.len();
+        out.push_str(&format!(
+            "… {more} more agents, not listed (`warren show {}` lists all)\n",
+            report.run_id
+        ));
+    }
     out.push_str(&format!("total cost ${:.4}\n", report.cost_usd));
     out
 }
+
+/// Rows of the table printed after a run: a larger tree's lists the root and the
+/// agents that did not end ok first.
+const MAX_SUMMARY_ROWS: usize = 40;
 
 /// Feeds the event stream to the progress view, the JSONL log and the web view until
 /// the root ends.

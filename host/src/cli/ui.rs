@@ -16,11 +16,11 @@ use std::io::Write;
 use std::sync::PoisonError;
 
 use crate::events::{AgentIntro, Answered, Event, EventRecord};
-use crate::jobs::run_state::{Activity, RunState};
+use crate::jobs::run_state::{Activity, AgentProgress, RunState};
 use crate::jobs::Phase;
 use crate::outcome::AgentState;
 use crate::sandbox::ToolOutcome;
-use crate::term::{terminal_width, DRAWN};
+use crate::term::{terminal_height, terminal_width, DRAWN};
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 /// Characters of the root's streamed text kept under the tree.
@@ -106,6 +106,25 @@ impl AgentTree {
         } else {
             "├─ "
         };
+        out.push(format!(
+            "{prefix}{branch}{}",
+            self.agent_line(agent, now_ms)
+        ));
+        let children = self.state.children(id);
+        let child_prefix = if top {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        };
+        for (i, child) in children.iter().enumerate() {
+            let last = i + 1 == children.len();
+            self.push_lines(child, &child_prefix, last, false, now_ms, out);
+        }
+    }
+
+    /// One agent's line: its id, profile, state or what it does, and its figures.
+    fn agent_line(&self, agent: &AgentProgress, now_ms: u64) -> String {
+        let id = &agent.id;
         let status = match agent.duration_ms {
             Some(duration_ms) => {
                 let mark = if agent.state == AgentState::Ok.as_str() {
@@ -145,17 +164,52 @@ impl AgentTree {
             0 => format!(" · ✉ {} read", agent.messages),
             unread => format!(" · ✉ {} ({unread} unread)", agent.messages),
         };
-        out.push(format!("{prefix}{branch}{id} {name} {status}{mail}"));
-        let children = self.state.children(id);
-        let child_prefix = if top {
-            String::new()
-        } else {
-            format!("{prefix}{}", if last { "   " } else { "│  " })
-        };
-        for (i, child) in children.iter().enumerate() {
-            let last = i + 1 == children.len();
-            self.push_lines(child, &child_prefix, last, false, now_ms, out);
+        format!("{id} {name} {status}{mail}")
+    }
+
+    /// The tree in at most `rows` lines: whole when it fits, else collapsed to the
+    /// root, the count of agents in each state, and the running and failed agents
+    /// first, as many as fit.
+    pub(crate) fn lines_within(&self, rows: usize) -> Vec<String> {
+        let total = self.state.agents().count();
+        if total <= rows {
+            return self.lines();
         }
+        let now_ms = crate::events::now_ms();
+        let (mut running, mut failed, mut ok, mut queued) = (Vec::new(), Vec::new(), 0, 0);
+        let mut root = None;
+        for agent in self.state.agents() {
+            match (agent.parent.is_none(), agent.duration_ms, agent.state) {
+                (true, ..) => root = Some(agent),
+                (_, None, "queued") => queued += 1,
+                (_, None, _) => running.push(agent),
+                (_, Some(_), state) if state == AgentState::Ok.as_str() => ok += 1,
+                (_, Some(_), _) => failed.push(agent),
+            }
+        }
+        let mut out: Vec<String> = root
+            .map(|r| self.agent_line(r, now_ms))
+            .into_iter()
+            .collect();
+        out.push(format!(
+            "{total} agents: {} running · {queued} queued · {ok} ok · {} failed (too many to show: the running and failed first; `warren show` lists all)",
+            running.len(),
+            failed.len()
+        ));
+        let room = rows.saturating_sub(out.len() + 1);
+        let shown: Vec<&AgentProgress> =
+            running.iter().chain(&failed).take(room).copied().collect();
+        out.extend(
+            shown
+                .iter()
+                .map(|a| format!("├─ {}", self.agent_line(a, now_ms))),
+        );
+        let hidden = running.len() + failed.len() - shown.len();
+        out.push(format!(
+            "└─ … {} more not shown ({hidden} running or failed, {ok} ok, {queued} queued)",
+            total - out.len() + 1
+        ));
+        out
     }
 
     /// Redraws the tree in place on stderr (a terminal).
@@ -189,11 +243,19 @@ impl AgentTree {
     fn draw(&mut self, with_text: bool) -> std::io::Result<()> {
         self.frame += 1;
         let width = terminal_width();
-        let mut lines = self.lines();
-        if with_text && !self.root_text.trim().is_empty() {
-            lines.push(String::new());
-            lines.extend(self.root_text.lines().map(|l| format!("  {l}")));
-        }
+        let text: Vec<String> = match with_text && !self.root_text.trim().is_empty() {
+            true => std::iter::once(String::new())
+                .chain(self.root_text.lines().map(|l| format!("  {l}")))
+                .collect(),
+            false => Vec::new(),
+        };
+        // A frame taller than the terminal cannot be redrawn in place: the tree is
+        // collapsed to what fits under the text and prompt.
+        let below = text.len() + self.prompt.as_ref().map_or(0, |p| p.lines().count());
+        let rows =
+            terminal_height().map_or(usize::MAX, |rows| rows.saturating_sub(below + 1).max(4));
+        let mut lines = self.lines_within(rows);
+        lines.extend(text);
         let mut drawn = DRAWN.lock().unwrap_or_else(PoisonError::into_inner);
         let mut frame = String::new();
         if *drawn > 0 {
@@ -377,5 +439,69 @@ mod tests {
             .map(|line| line.split(" p ").next().unwrap().to_string())
             .collect();
         assert_eq!(shape, ["r", "├─ a", "│  └─ a1", "└─ b"]);
+    }
+
+    /// A tree taller than the terminal collapses to the root, the counts per state
+    /// and the running and failed agents first, within the rows it has.
+    #[test]
+    fn a_tree_taller_than_the_terminal_shows_counts_and_the_running_and_failed_first() {
+        use crate::outcome::AgentOutcome;
+        let mut tree = AgentTree::default();
+        let mut events = vec![queued("r", None)];
+        let started = |id: &str| {
+            Event::AgentStarted(AgentIntro {
+                agent: id.into(),
+                parent: Some("r".into()),
+                profile: "p".into(),
+                task: String::new(),
+                label: None,
+                mode: None,
+            })
+        };
+        for i in 0..30 {
+            let id = format!("c{i:02}");
+            events.push(queued(&id, Some("r")));
+            if i < 25 {
+                events.push(started(&id));
+            }
+            let state = match i {
+                0..10 => Some(AgentState::Ok),
+                10..13 => Some(AgentState::Error),
+                _ => None,
+            };
+            if let Some(state) = state {
+                let outcome = AgentOutcome {
+                    state,
+                    ..AgentOutcome::cancelled_before_start()
+                };
+                events.push(Event::agent_finished(&id, &outcome));
+            }
+        }
+        for event in events {
+            tree.apply(&EventRecord {
+                ts_ms: 0,
+                run: "r".into(),
+                event,
+            });
+        }
+        assert_eq!(tree.lines_within(40).len(), 31, "it fits: whole");
+        let lines = tree.lines_within(10);
+        assert_eq!(lines.len(), 10, "{lines:#?}");
+        assert!(lines[0].starts_with("r p "), "{lines:#?}");
+        assert!(
+            lines[1].starts_with("31 agents: 12 running · 5 queued · 10 ok · 3 failed"),
+            "{lines:#?}"
+        );
+        // The running ones (c13 to c24) first, as many as fit.
+        let shown: Vec<&str> = lines[2..9].iter().map(|l| &l[7..10]).collect();
+        assert_eq!(
+            shown,
+            ["c13", "c14", "c15", "c16", "c17", "c18", "c19"],
+            "{lines:#?}"
+        );
+        assert!(
+            lines[9].contains("23 more not shown (8 running or failed, 10 ok, 5 queued)"),
+            "{lines:#?}"
+        );
     }
 }
