@@ -1162,7 +1162,10 @@ async fn in_tmux_a_tree_taller_than_the_terminal_collapses_to_counts() {
     assert_eq!(running.matches("61 agents:").count(), 1, "{running}");
     assert!(running.contains("more not shown"), "{running}");
     // Redrawn in place: one frame fills the screen, its root on the first row.
-    assert!(running.lines().next().unwrap().contains(" main "), "{running}");
+    assert!(
+        running.lines().next().unwrap().contains(" main "),
+        "{running}"
+    );
     gate.add_permits(60);
     tmux.screen_with("total cost");
     // The last frame, then the table of the root and 39 children, not all 61.

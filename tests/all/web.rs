@@ -338,3 +338,63 @@ async fn the_api_carries_each_calls_sandbox_figures_and_the_runs_limits() {
     assert!(spawned.get("fuel_used").is_none(), "{spawned}");
     assert!(spawned["output_bytes"].as_u64().unwrap() > 0, "{spawned}");
 }
+
+/// A finished run of 1,201 agents (more than the tree draws at once) served by
+/// `warren view`: only the rows in view are in the page, the keyboard reaches and
+/// selects the last agent, and scrolling draws the rows that come into view. The
+/// times to the first row and to the last agent selected are printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_runs_tree_draws_only_the_rows_in_view() {
+    use std::fmt::Write as _;
+    let world = World::new();
+    let mut script = String::new();
+    // Five turns of 240 spawns (a reply runs at most 256 calls).
+    for turn in 0..5 {
+        script.push_str("[[turns]]\nprofile = \"main\"\ntool_calls = [\n");
+        for i in turn * 240..(turn + 1) * 240 {
+            let _ = writeln!(
+                script,
+                "  {{ name = \"spawn_agent\", arguments = {{ profile = \"worker\", task = \"CHILD {i}\" }} }},"
+            );
+        }
+        script.push_str("]\n\n");
+    }
+    script.push_str("[[turns]]\nprofile = \"main\"\ntool_calls = [{ name = \"await_agents\", arguments = { job_ids = \"*\" } }]\n\n");
+    script.push_str("[[turns]]\nprofile = \"main\"\ntext = \"all done\"\n\n");
+    for _ in 0..1200 {
+        script.push_str("[[turns]]\nprofile = \"worker\"\nwhen = \"CHILD\"\ntext = \"done\"\n\n");
+    }
+    std::fs::write(world.path("script.toml"), script).unwrap();
+    world.config(
+        "[models.fake]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\n\
+         [defaults]\nmax_concurrent = 200\nmax_concurrent_total = 200\nmax_turns = 10\n\n\
+         [profiles.main]\ntools = []\n\n[profiles.worker]\ntools = []\n",
+    );
+    let run = warren(&world, &["run", "--progress", "none", "go"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout).trim(), "all done");
+    // Every child ended ok, and stays so in the journal after the process exited
+    // (children resting for follow-ups were recorded again as errors at its exit).
+    let shown = warren(&world, &["show", "last"]);
+    assert!(
+        !text(&shown.stdout).contains('✗'),
+        "{}",
+        text(&shown.stdout)
+    );
+    let served = Served::start(world.dir.path(), &["view", "last"]);
+    let url = served.url.clone();
+    let figures = Arc::new(std::sync::Mutex::new(String::new()));
+    let printed = figures.clone();
+    tokio::task::spawn_blocking(move || {
+        browse("large", &url, "web-view-large.png", |line| {
+            if line.starts_with('{') {
+                *printed.lock().unwrap() = line.to_string();
+            }
+        })
+    })
+    .await
+    .unwrap();
+    let figures: Value = serde_json::from_str(&figures.lock().unwrap()).unwrap();
+    assert_eq!(figures["agents"], 1201, "{figures}");
+    println!("the web view of 1,201 agents: {figures}");
+}

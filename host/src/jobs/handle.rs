@@ -219,7 +219,14 @@ impl JobHandle {
 
 impl Drop for JobHandle {
     fn drop(&mut self) {
-        if self.done.is_some() {
+        // A resting job's end is published already: dropped (its process exits, its
+        // task with it), it stays as it ended.
+        let resting = self
+            .place
+            .tree
+            .job(&self.place.id)
+            .is_some_and(|job| matches!(job.phase, Phase::Done(_)));
+        if self.done.is_some() && !resting {
             self.end(AgentOutcome {
                 state: AgentState::Error,
                 error: Some("its task ended without an outcome (a bug in warren)".into()),
@@ -267,6 +274,33 @@ mod tests {
             waiter.join().unwrap(),
             "the next job got the slot before this one's end was published"
         );
+    }
+
+    /// A resting job dropped (its process exits before its parent's end retires it)
+    /// keeps the end it rested with: no second end, no error.
+    #[test]
+    fn a_resting_job_dropped_keeps_its_end() {
+        let tree = Tree::new(RunLimits::default());
+        let root = JobHandle::root(&tree, "main", "t");
+        let mut child = root
+            .place()
+            .child("worker", "c", None, SpawnMode::Background);
+        let id = child.id().clone();
+        child.start();
+        let mut events = tree.events.subscribe();
+        child.rest(AgentOutcome {
+            state: AgentState::Ok,
+            ..AgentOutcome::cancelled_before_start()
+        });
+        drop(child);
+        let Phase::Done(outcome) = tree.job(&id).unwrap().phase else {
+            panic!("not done")
+        };
+        assert_eq!(outcome.state, AgentState::Ok);
+        let ends = std::iter::from_fn(|| events.try_next())
+            .filter(|r| matches!(r.event, Event::AgentFinished { .. }))
+            .count();
+        assert_eq!(ends, 1);
     }
 
     #[tokio::test]

@@ -31,6 +31,16 @@
   let clockOffset = 0;        // server clock minus ours
   let orderDirty = false;
   let order = [];
+  let position = new Map();   // id -> its index in `order`
+  // Past VIRTUAL_AT agents only the rows in view (and OVERSCAN either side) are in
+  // the page, each ROW_PX high inside a spacer as tall as the whole tree.
+  const VIRTUAL_AT = 500;
+  const OVERSCAN = 20;
+  let virtual = false;
+  let rowPx = 0;
+  let windowSpan = '';
+  const spacer = document.createElement('div');
+  spacer.className = 'spacer';
   let selected = null;
   let scheduled = false;
   let timelineAt = 0;
@@ -89,7 +99,11 @@
   function reset(snapshot) {
     agents.clear(); kids.clear(); items.clear();
     $('tree').replaceChildren();
+    spacer.replaceChildren();
     order = [];
+    windowSpan = '';
+    virtual = false;
+    $('tree').classList.remove('virtual');
     const started = performance.now();
     for (const row of snapshot.agents) upsert(row);
     setRun(snapshot.run);
@@ -139,7 +153,9 @@
     scheduled = false;
     const started = performance.now();
     if (orderDirty) placeItems();
-    for (const id of dirty) drawItem(id);
+    if (virtual) placeWindow();
+    // A row out of view is drawn when it comes into view.
+    for (const id of dirty) if (!virtual || (items.get(id) && items.get(id).isConnected)) drawItem(id);
     if (selected && dirty.has(selected)) drawFacts();
     dirty.clear();
     drawRun();
@@ -170,6 +186,13 @@
   function placeItems() {
     orderDirty = false;
     order = treeOrder();
+    position = new Map(order.map((id, at) => [id, at]));
+    if (order.length > VIRTUAL_AT) {
+      if (!virtual) startVirtual();
+      spacer.style.height = (order.length * rowPx) + 'px';
+      windowSpan = '';
+      return;
+    }
     const fragment = document.createDocumentFragment();
     for (const id of order) {
       let item = items.get(id);
@@ -184,6 +207,61 @@
     if (!$('tree').querySelector('[tabindex="0"]') && order.length) {
       items.get(order[0]).tabIndex = 0;
     }
+  }
+
+  // The tree becomes a spacer as tall as every row, holding the rows in view.
+  function startVirtual() {
+    virtual = true;
+    const tree = $('tree');
+    tree.replaceChildren(spacer);
+    tree.classList.add('virtual');
+    const probe = itemFor(order[0]);
+    spacer.appendChild(probe);
+    rowPx = probe.offsetHeight || 40;
+    probe.remove();
+    tree.addEventListener('scroll', schedule);
+  }
+
+  // Puts in the page the rows in view (and OVERSCAN either side), and only those.
+  function placeWindow() {
+    const tree = $('tree');
+    const first = Math.max(0, Math.floor(tree.scrollTop / rowPx) - OVERSCAN);
+    const last = Math.min(order.length, Math.ceil((tree.scrollTop + tree.clientHeight) / rowPx) + OVERSCAN);
+    const span = first + ':' + last + ':' + order.length;
+    if (span === windowSpan) return;
+    windowSpan = span;
+    const shown = new Set(order.slice(first, last));
+    for (const child of [...spacer.children]) if (!shown.has(child.dataset.id)) child.remove();
+    for (let at = first; at < last; at++) {
+      const item = itemFor(order[at]);
+      item.style.top = (at * rowPx) + 'px';
+      if (!item.isConnected) { spacer.appendChild(item); drawItem(order[at]); }
+    }
+    if (!spacer.querySelector('[tabindex="0"]') && spacer.firstChild) spacer.firstChild.tabIndex = 0;
+  }
+
+  function itemFor(id) {
+    let item = items.get(id);
+    if (!item) {
+      item = makeItem(id);
+      items.set(id, item);
+      drawItem(id);
+    }
+    return item;
+  }
+
+  // Brings agent `id`'s row into the page (scrolling the tree to it if it is not in
+  // view) and returns it.
+  function reveal(id) {
+    if (virtual && position.has(id)) {
+      const tree = $('tree');
+      const top = position.get(id) * rowPx;
+      if (top < tree.scrollTop || top + rowPx > tree.scrollTop + tree.clientHeight) {
+        tree.scrollTop = Math.max(0, top - tree.clientHeight / 2);
+      }
+      placeWindow();
+    }
+    return items.get(id);
   }
 
   function makeItem(id) {
@@ -227,6 +305,9 @@
     if (!row || !item) return;
     const depth = row.depth || 0;
     item.setAttribute('aria-level', String(depth + 1));
+    const siblings = kids.get(row.parent && agents.has(row.parent) ? row.parent : null) || [];
+    item.setAttribute('aria-setsize', String(siblings.length));
+    item.setAttribute('aria-posinset', String(siblings.indexOf(id) + 1));
     item.style.paddingLeft = (0.4 + depth * 1.2) + 'em';
     item.dataset.state = row.state;
     const title = row.profile + (row.description ? ' (' + row.description + ')' : '');
@@ -273,7 +354,7 @@
   function select(id, focus) {
     if (selected && items.get(selected)) items.get(selected).setAttribute('aria-selected', 'false');
     selected = id;
-    const item = items.get(id);
+    const item = reveal(id);
     if (!item) return;
     item.setAttribute('aria-selected', 'true');
     moveFocus(item, focus);
@@ -285,6 +366,7 @@
 
   function moveFocus(item, focus) {
     for (const other of $('tree').querySelectorAll('[tabindex="0"]')) other.tabIndex = -1;
+    for (const other of items.values()) if (!other.isConnected) other.tabIndex = -1;
     item.tabIndex = 0;
     if (focus) item.focus();
   }
@@ -292,7 +374,7 @@
   $('tree').addEventListener('keydown', (e) => {
     const current = e.target.closest('[role="treeitem"]');
     if (!current) return;
-    const at = order.indexOf(current.dataset.id);
+    const at = position.get(current.dataset.id);
     const row = agents.get(current.dataset.id);
     let next = null;
     switch (e.key) {
@@ -306,7 +388,8 @@
       default: return;
     }
     e.preventDefault();
-    if (next && items.get(next)) moveFocus(items.get(next), true);
+    const target = next && reveal(next);
+    if (target) moveFocus(target, true);
   });
 
   function drawFacts() {
