@@ -31,7 +31,8 @@ use tracing::Instrument as _;
 
 use super::a2a_talk::{delivered, letter_text, refused, Asker};
 use super::a2a_wire::{
-    failed, find_event_end, read_bounded, result, unreachable_agent, Answer, Stop, MAX_READ,
+    cancelled, failed, find_event_end, lock, read_bounded, result, timed_out, unreachable_agent,
+    Answer, Stop, MAX_READ,
 };
 use crate::config::RemoteAgent;
 use crate::events::MessageMode;
@@ -67,6 +68,7 @@ pub(super) fn run(host: Host, start: Start, remote: RemoteAgent) -> AgentRun {
         interrupted: Mutex::default(),
         pending: Mutex::default(),
         in_flight: Mutex::default(),
+        naming: Mutex::default(),
     };
     let task = start.task.clone();
     episode(host, start, link, Some(task))
@@ -96,6 +98,8 @@ struct Link {
     pending: Mutex<VecDeque<Letter>>,
     /// The letter being passed on now.
     in_flight: Mutex<Option<Letter>>,
+    /// Whether a task was sent that the agent has not named yet.
+    naming: Mutex<bool>,
 }
 
 /// One run of the child: `text` (with `None`, the follow-ups that woke it) sent to
@@ -130,20 +134,21 @@ fn episode(host: Host, start: Start, mut link: Link, text: Option<String>) -> Ag
                 timeout_s: start.role.profile.approval.timeout_s,
                 profile: &name,
             };
-            let ended = tokio::select! {
-                ended = async {
-                    link.connect().await?;
+            let deadline = tokio::time::Instant::now() + timeout;
+            let connected = tokio::select! {
+                connected = link.connect() => connected,
+                () = place.cancel.cancelled() => Err(cancelled()),
+                () = tokio::time::sleep_until(deadline) => Err(timed_out(timeout)),
+            };
+            let ended = match connected {
+                Err(stop) => Err(stop),
+                Ok(()) => {
                     let text = match text {
                         Some(text) => text,
                         None => link.woken_by(&place),
                     };
-                    link.exchange(&asker, text).await
-                } => ended,
-                () = place.cancel.cancelled() => Err((AgentState::Cancelled, "cancelled".into())),
-                () = tokio::time::sleep(timeout) => Err((
-                    AgentState::TimedOut,
-                    format!("the remote A2A agent did not answer within timeout_s = {} s", timeout.as_secs()),
-                )),
+                    link.exchange_until(&asker, text, deadline, timeout).await
+                }
             };
             if ended.is_err() {
                 link.cancel_remote().await;
@@ -309,6 +314,35 @@ impl Link {
         }
     }
 
+    /// [`Link::exchange`], cut when the child is cancelled or at `deadline`. A task
+    /// sent but not yet named by the agent when it is cut is followed a little longer
+    /// (up to [`CANCEL_WAIT`]) to learn its id, so that it is cancelled too.
+    async fn exchange_until(
+        &self,
+        asker: &Asker<'_>,
+        text: String,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+    ) -> Result<String, Stop> {
+        let exchange = self.exchange(asker, text);
+        tokio::pin!(exchange);
+        let stop = tokio::select! {
+            ended = &mut exchange => return ended,
+            () = asker.place.cancel.cancelled() => cancelled(),
+            () = tokio::time::sleep_until(deadline) => timed_out(timeout),
+        };
+        let named = async {
+            while *lock(&self.naming) {
+                tokio::select! {
+                    _ = &mut exchange => break,
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+            }
+        };
+        let _ = tokio::time::timeout(CANCEL_WAIT, named).await;
+        Err(stop)
+    }
+
     /// A message of ours: `text`, to task `task` (else a new task), in the context.
     fn message(&self, text: &str, task: Option<&str>) -> Value {
         let mut message = json!({
@@ -332,6 +366,8 @@ impl Link {
         *lock(&self.current) = None;
         let mut answer = Answer::default();
         let mut message = message;
+        // Until the agent names the task, a cancel waits to learn its id.
+        *lock(&self.naming) = true;
         loop {
             self.send(&message, &mut answer, asker.place).await?;
             let Some(asked) = answer.asks() else {
@@ -382,6 +418,7 @@ impl Link {
         answer.take(result, place);
         if let Some(task) = &answer.task_id {
             lock(&self.current).get_or_insert_with(|| task.clone());
+            *lock(&self.naming) = false;
         }
         if let Some(context) = &answer.context_id {
             lock(&self.context).get_or_insert_with(|| context.clone());
@@ -557,10 +594,4 @@ impl Link {
             _ => tracing::warn!(task = %task, "could not cancel the remote A2A task"),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -200,6 +200,29 @@ pub(super) fn unreachable_agent(url: &str, error: &reqwest::Error) -> Stop {
     ))
 }
 
+/// How a remote child ends when it is cancelled.
+pub(super) fn cancelled() -> Stop {
+    (AgentState::Cancelled, "cancelled".into())
+}
+
+/// How a remote child ends when its agent does not answer within `timeout`.
+pub(super) fn timed_out(timeout: std::time::Duration) -> Stop {
+    (
+        AgentState::TimedOut,
+        format!(
+            "the remote A2A agent did not answer within timeout_s = {} s",
+            timeout.as_secs()
+        ),
+    )
+}
+
+/// `mutex`'s guard, whether or not a holder panicked.
+pub(super) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
