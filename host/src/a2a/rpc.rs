@@ -50,9 +50,12 @@ type Updates = tokio::sync::broadcast::Receiver<Value>;
 /// What a method answers: one result, or a stream of them.
 enum Answer {
     Result(Value),
+    /// The task, its changes, and for a new task its opening (the task as it was
+    /// when its changes began to be sent: they all follow it).
     Stream(
         std::sync::Arc<Task>,
         tokio::sync::broadcast::Receiver<Value>,
+        Option<Value>,
     ),
 }
 
@@ -127,7 +130,7 @@ impl Call<'_> {
                 hyper::StatusCode::OK,
                 &json!({"jsonrpc": "2.0", "id": id, "result": result}),
             ),
-            Ok(Answer::Stream(task, updates)) => stream(id, task, updates),
+            Ok(Answer::Stream(task, updates, opening)) => stream(id, task, updates, opening),
             Err(error) => failure(&id, error),
         }
     }
@@ -165,21 +168,26 @@ impl Call<'_> {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let history_length = history_length(configuration)?;
-        let (task, updates) = match message
+        let (task, updates, opening) = match message
             .get("taskId")
             .and_then(Value::as_str)
             .filter(|id| !id.is_empty())
         {
-            Some(id) => self.to_task(id, &text, data.first().copied()).await?,
+            Some(id) => {
+                let (task, updates) = self.to_task(id, &text, data.first().copied()).await?;
+                (task, updates, None)
+            }
             None => {
                 for data in &data {
                     text.push_str(&format!("\n{data}"));
                 }
-                self.new_task(message, &text)?
+                let (task, updates) = self.new_task(message, &text)?;
+                let opening = task.opening();
+                (task, updates, Some(opening))
             }
         };
         if streaming {
-            return Ok(Answer::Stream(task, updates));
+            return Ok(Answer::Stream(task, updates, opening));
         }
         if !immediately {
             task.settled().await;
@@ -324,7 +332,7 @@ impl Call<'_> {
             ));
         }
         let updates = task.subscribe();
-        Ok(Answer::Stream(task, updates))
+        Ok(Answer::Stream(task, updates, None))
     }
 
     /// Task `id`, held by this server; a task only its journal keeps is refused
@@ -398,6 +406,7 @@ fn stream(
     id: Value,
     task: std::sync::Arc<Task>,
     mut updates: tokio::sync::broadcast::Receiver<Value>,
+    opening: Option<Value>,
 ) -> hyper::Response<BoxBody> {
     let (sender, receiver) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
     let frame = move |result: &Value| {
@@ -405,13 +414,17 @@ fn stream(
         bytes::Bytes::from(format!("data: {response}\n\n"))
     };
     tokio::spawn(async move {
-        let first = task.state();
-        if sender
-            .send(frame(&json!({"task": task.wire(None).await})))
-            .await
-            .is_err()
-            || first.terminal()
-        {
+        // A new task opens as it was when its changes began to be sent (every one
+        // follows, so the stream never repeats what the opening holds); a task
+        // subscribed to later opens as it is now.
+        let (first, ended) = match opening {
+            Some(opening) => (opening, false),
+            None => {
+                let ended = task.state().terminal();
+                (task.wire(None).await, ended)
+            }
+        };
+        if sender.send(frame(&json!({"task": first}))).await.is_err() || ended {
             return;
         }
         loop {

@@ -238,6 +238,21 @@ impl Tasks {
 impl Task {
     /// The task as A2A writes it, with the last `history_length` messages of its
     /// history (all when `None`).
+    /// The task as it began: submitted, no artifacts, the client's message its
+    /// history (a new task's stream opens with it, then sends every change).
+    pub(super) fn opening(&self) -> Value {
+        json!({
+            "id": self.id,
+            "contextId": self.context_id,
+            "status": {
+                "state": State::Submitted.wire(),
+                "timestamp": crate::journal::iso8601(self.started),
+            },
+            "artifacts": [],
+            "history": [self.first],
+        })
+    }
+
     pub(super) async fn wire(&self, history_length: Option<usize>) -> Value {
         let history = self.history(history_length).await;
         let view = self.view.lock().expect("task poisoned");
