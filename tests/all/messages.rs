@@ -633,20 +633,10 @@ async fn a_message_read_before_a_sigkill_is_in_the_rebuilt_history_once() {
     assert_eq!(records(&after, "message_delivered"), 1, "{after:#?}");
 }
 
-/// The id in the newest `[ID: OK]` result block of `body`'s messages.
-pub(crate) fn finished_job(body: &Value) -> Option<String> {
-    let text = newest(body);
-    let (before, _) = text.split_once(": OK]")?;
-    Some(before.rsplit('[').next()?.to_string())
-}
-
-#[tokio::test]
-async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model() {
-    let world = World::new();
-    let server = FakeLlm::start().await;
-    config(&world, &server);
-    // The worker runs on a model of its own: a follow-up must not switch it to its
-    // parent's.
+/// [`config`], its `worker` on a model of its own (`small-model`, so a follow-up can
+/// be seen not to switch it to its parent's), and one follow-up per agent.
+fn config_with_small_worker(world: &World, server: &FakeLlm) {
+    config(world, server);
     let profiles = world.path("warren.toml");
     let mut written = std::fs::read_to_string(&profiles).unwrap();
     let small = format!(
@@ -662,6 +652,22 @@ async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model
         "system_prompt = \"You are a worker.\"\nmodel = \"small\"\n",
     );
     std::fs::write(&profiles, written).unwrap();
+}
+
+/// The id in the newest `[ID: OK]` result block of `body`'s messages.
+pub(crate) fn finished_job(body: &Value) -> Option<String> {
+    let text = newest(body);
+    let (before, _) = text.split_once(": OK]")?;
+    Some(before.rsplit('[').next()?.to_string())
+}
+
+#[tokio::test]
+async fn a_follow_up_resumes_a_finished_child_with_its_history_and_its_own_model() {
+    let world = World::new();
+    let server = FakeLlm::start().await;
+    // The worker runs on a model of its own: a follow-up must not switch it to its
+    // parent's.
+    config_with_small_worker(&world, &server);
     server.route(
         "ROOT-TASK",
         calls(&[(
@@ -1196,22 +1202,7 @@ fn agent_ids(lines: &[Value]) -> Vec<String> {
 async fn a_follow_up_to_a_child_of_a_finished_run_resumes_it_with_its_history() {
     let world = World::new();
     let server = FakeLlm::start().await;
-    config(&world, &server);
-    let profiles = world.path("warren.toml");
-    let mut written = std::fs::read_to_string(&profiles).unwrap();
-    let small = format!(
-        "[models.small]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"small-model\"\napi_key_env = \"CARGO_PKG_NAME\"\nstream = false\nmax_retries = 0\n\n",
-        server.base_url
-    );
-    written = written.replace(
-        "[defaults]\n",
-        &format!("{small}[defaults]\nmax_follow_ups = 1\n"),
-    );
-    written = written.replace(
-        "system_prompt = \"You are a worker.\"\n",
-        "system_prompt = \"You are a worker.\"\nmodel = \"small\"\n",
-    );
-    std::fs::write(&profiles, written).unwrap();
+    config_with_small_worker(&world, &server);
     server.route(
         "ROOT-TASK",
         calls(&[(

@@ -136,7 +136,7 @@ impl Agent {
             if replayed && recorded.woken_by(letter) {
                 continue;
             }
-            let restored = restored(letter, letter.delivered.unwrap_or(unread));
+            let restored = Letter::recorded(letter, letter.delivered.unwrap_or(unread));
             // Accepted before: no limit refuses it now.
             let _ = self.place.mailbox.post(restored, Room::UNBOUNDED, || {});
         }
@@ -153,19 +153,6 @@ impl Agent {
                 is_error: true,
             });
         }
-    }
-}
-
-/// A recorded message as it was sent, first readable in turn `due` (0: the next).
-pub(super) fn restored(letter: &crate::journal::resume::RecordedLetter, due: u32) -> Letter {
-    Letter {
-        seq: letter.seq,
-        from: letter.from.clone(),
-        sender: letter.sender.clone(),
-        sent: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms),
-        text: letter.text.clone(),
-        mode: letter.mode,
-        due,
     }
 }
 

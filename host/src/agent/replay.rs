@@ -282,7 +282,7 @@ impl Agent {
             agent.woken_by(letter) && letter.sender.as_deref() == me && letter.text == text
         });
         if let Some(letter) = waking {
-            let letter = super::inbox::restored(letter, 0);
+            let letter = crate::jobs::mailbox::Letter::recorded(letter, 0);
             self.runtime
                 .scheduler
                 .leave_as_recorded(&self.place.tree, &to, letter);

@@ -31,6 +31,20 @@ pub(crate) struct Letter {
 }
 
 impl Letter {
+    /// A letter as a run's journal recorded it, first readable in turn `due` (0: the
+    /// next).
+    pub(crate) fn recorded(letter: &crate::journal::resume::RecordedLetter, due: u32) -> Letter {
+        Letter {
+            seq: letter.seq,
+            from: letter.from.clone(),
+            sender: letter.sender.clone(),
+            sent: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms),
+            text: letter.text.clone(),
+            mode: letter.mode,
+            due,
+        }
+    }
+
     /// The receipt its sender is given once agent `to` read it in turn `turn`: the
     /// same words in a replay (no clock in it).
     pub(crate) fn receipt(&self, to: &str, turn: u32) -> String {

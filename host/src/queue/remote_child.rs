@@ -50,7 +50,7 @@ impl RemoteQueue {
             .into_iter()
             .flatten()
             .filter(|letter| letter.mode == MessageMode::FollowUp)
-            .map(restored)
+            .map(|letter| Letter::recorded(letter, 0))
             .collect();
         let mut end = self.run_once(job, spec.clone(), None).await;
         let mut follow_ups = follow_ups.into_iter();
@@ -94,19 +94,6 @@ impl RemoteQueue {
             end.history = None;
         }
         end
-    }
-}
-
-/// A follow-up as its journal recorded it, to send again.
-fn restored(letter: &crate::journal::resume::RecordedLetter) -> Letter {
-    Letter {
-        seq: letter.seq,
-        from: letter.from.clone(),
-        sender: letter.sender.clone(),
-        sent: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(letter.sent_ms),
-        text: letter.text.clone(),
-        mode: letter.mode,
-        due: 0,
     }
 }
 
