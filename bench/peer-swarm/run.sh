@@ -7,7 +7,8 @@
 # first run, from PyPI (requirements.txt). --unstreamed: warren's model gets
 # `stream = false`, so neither client streams. --journal-cost N: warren alone, N runs
 # with its run journal on and N with --no-journal (pairs in alternating order), and the
-# ratio of the medians with a bootstrap interval.
+# ratio of the medians with a bootstrap interval. --profile FILE: warren alone, once, under
+# perf record into FILE, and where its CPU went (breakdown.py).
 # Run with: bench/peer-swarm/run.sh [--unstreamed] target/release/warren PLUGINS_DIR
 # (the files plugin is taken from PLUGINS_DIR/files.wasm, e.g. in
 # target/wasm/wasm32-wasip2/release after scripts/build-plugins)

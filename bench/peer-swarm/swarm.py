@@ -18,6 +18,10 @@ and N times with --no-journal, in pairs whose order alternates (on, off, then of
 neither is always first), and the medians and their ratio are printed (what the
 journal costs; see docs/benchmarks.md), with each side's quartiles and a bootstrap
 interval of the ratio, as one run's CPU time varies by several per cent.
+
+With --profile FILE the SDK is left out too: warren runs once under `perf record`
+(4,000 samples a second, dwarf call graphs) into FILE, and breakdown.py prints where its
+CPU went, by task and by activity (perf comes from Debian's linux-perf package).
 """
 
 import argparse
@@ -62,6 +66,20 @@ class Server:
     def __exit__(self, *exc):
         self.process.terminate()
         self.process.wait()
+
+
+def profile(perf_data, argv, output, cwd, env):
+    """Runs argv under `perf record` into perf_data, then prints breakdown.py's table."""
+    if shutil.which("perf") is None:
+        sys.exit("--profile needs perf (apt-get install linux-perf)")
+    record = ["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384",
+              "-o", perf_data, "--", *argv]
+    measured = measure(record, output, cwd, env)
+    script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,tid,ip,sym"],
+                            capture_output=True, text=True, check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "breakdown.py")],
+                   input=script.stdout, text=True, check=True)
+    return measured
 
 
 def measure(argv, output, cwd, env=None):
@@ -127,6 +145,8 @@ def main():
     parser.add_argument("--unstreamed", action="store_true", help="warren's model gets stream = false")
     parser.add_argument("--journal-cost", type=int, metavar="N",
                         help="warren only: N runs with the journal on and N with --no-journal")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="warren only, once, under perf record into FILE; prints where its CPU went")
     parser.add_argument("warren", help="the warren binary (a release build)")
     parser.add_argument("plugins", help="a directory holding files.wasm (only that file is used)")
     args = parser.parse_args()
@@ -153,10 +173,19 @@ def main():
                     f.write(warren_config(server.port(), plugins, args.unstreamed))
                 env = dict(os.environ, WARREN_PEER_KEY="sk-peer-bench")
                 out = os.path.join(work, "warren.out")
-                measured = measure([warren, "run", "--config", config, "--profile", "main",
-                                    *extra, "gather"], out, work, env)
+                argv = [warren, "run", "--config", config, "--profile", "main", *extra, "gather"]
+                if args.profile:
+                    measured = profile(os.path.abspath(args.profile), argv, out, work, env)
+                else:
+                    measured = measure(argv, out, work, env)
             finished(out, "warren")
             return measured
+
+        if args.profile:
+            cpu, rss, _ = run_warren([])
+            print(f"warren under perf: {cpu * 1000 / n:.3f} ms of host CPU per sub-agent "
+                  f"(sampling included), peak RSS {rss / 1024:.0f} MiB")
+            return
 
         if args.journal_cost:
             on, off = [], []
