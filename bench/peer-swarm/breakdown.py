@@ -67,9 +67,10 @@ def classify(stack, classes, default):
     return default
 
 
-def main():
+def report(lines):
+    """Prints the shares of the samples in `lines` (perf script's output)."""
     by_task, by_activity, total = collections.Counter(), collections.Counter(), 0
-    for frames in samples(sys.stdin):
+    for frames in samples(lines):
         stack = " | ".join(frames)
         total += 1
         by_task[classify(stack, TASKS, "unattributed task")] += 1
@@ -84,4 +85,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    report(sys.stdin)

@@ -68,18 +68,20 @@ class Server:
         self.process.wait()
 
 
-def profile(perf_data, argv, output, cwd, env):
-    """Runs argv under `perf record` into perf_data, then prints breakdown.py's table."""
-    if shutil.which("perf") is None:
-        sys.exit("--profile needs perf (apt-get install linux-perf)")
-    record = ["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384",
-              "-o", perf_data, "--", *argv]
-    measured = measure(record, output, cwd, env)
-    script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,tid,ip,sym"],
-                            capture_output=True, text=True, check=True)
-    subprocess.run([sys.executable, os.path.join(HERE, "breakdown.py")],
-                   input=script.stdout, text=True, check=True)
-    return measured
+def perf_record(perf_data, argv):
+    """argv under `perf record` into perf_data (4,000 samples a second, dwarf call graphs)."""
+    return ["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf,16384",
+            "-o", perf_data, "--", *argv]
+
+
+def print_breakdown(perf_data):
+    """Prints breakdown.py's table of perf_data, streaming `perf script` into it."""
+    import breakdown
+    script = subprocess.Popen(["perf", "script", "-i", perf_data, "-F", "comm,tid,ip,sym"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    breakdown.report(script.stdout)
+    if script.wait() != 0:
+        sys.exit(f"perf script -i {perf_data} failed (exit {script.returncode})")
 
 
 def measure(argv, output, cwd, env=None):
@@ -143,13 +145,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", required=True, help="the Python with openai-agents installed")
     parser.add_argument("--unstreamed", action="store_true", help="warren's model gets stream = false")
-    parser.add_argument("--journal-cost", type=int, metavar="N",
-                        help="warren only: N runs with the journal on and N with --no-journal")
-    parser.add_argument("--profile", metavar="FILE",
-                        help="warren only, once, under perf record into FILE; prints where its CPU went")
+    alone = parser.add_mutually_exclusive_group()
+    alone.add_argument("--journal-cost", type=int, metavar="N",
+                       help="warren only: N runs with the journal on and N with --no-journal")
+    alone.add_argument("--profile", metavar="FILE",
+                       help="warren only, once, under perf record into FILE; prints where its CPU went")
     parser.add_argument("warren", help="the warren binary (a release build)")
     parser.add_argument("plugins", help="a directory holding files.wasm (only that file is used)")
     args = parser.parse_args()
+    if args.profile and shutil.which("perf") is None:
+        sys.exit("--profile needs perf (apt-get install linux-perf)")
     warren = os.path.abspath(args.warren)
     files = os.path.join(os.path.abspath(args.plugins), "files.wasm")
     if not os.path.isfile(files):
@@ -175,14 +180,14 @@ def main():
                 out = os.path.join(work, "warren.out")
                 argv = [warren, "run", "--config", config, "--profile", "main", *extra, "gather"]
                 if args.profile:
-                    measured = profile(os.path.abspath(args.profile), argv, out, work, env)
-                else:
-                    measured = measure(argv, out, work, env)
+                    argv = perf_record(os.path.abspath(args.profile), argv)
+                measured = measure(argv, out, work, env)
             finished(out, "warren")
             return measured
 
         if args.profile:
             cpu, rss, _ = run_warren([])
+            print_breakdown(os.path.abspath(args.profile))
             print(f"warren under perf: {cpu * 1000 / n:.3f} ms of host CPU per sub-agent "
                   f"(sampling included), peak RSS {rss / 1024:.0f} MiB")
             return
