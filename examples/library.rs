@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use warren::{
-    AssistantMessage, ChatRequest, ChatResponse, EventSink, LlmError, Message, Provider,
-    StreamEvent, ToolCall, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, EventSink, LlmError, Message, Provider, ToolCall,
+    Usage,
 };
 use warren::{Config, FsGrant, FsMode, Host, RunReport};
 
@@ -37,7 +37,7 @@ impl Provider for RuleModel {
             _ => root_turn(&request.messages),
         };
         if !message.text.is_empty() {
-            events.send(StreamEvent::TextDelta(message.text.clone()));
+            events.text(&message.text);
         }
         let usage = Usage {
             input_tokens: 100,

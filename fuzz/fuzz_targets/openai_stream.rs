@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use warren::fuzzing::openai_stream;
-use warren::{StreamEvent, Usage};
+use warren::fuzzing::{openai_stream, StreamEvent};
+use warren::Usage;
 
 fuzz_target!(|body: &[u8]| {
     let outcome = openai_stream(body);

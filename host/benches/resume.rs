@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
     let host = Host::load(Config::load(&config_path)?).await?;
     let started = Instant::now();
     let report = host
-        .start_with_run_id("main", "bench", None, Some(run_id), None)?
+        .start_with_run_id("main", "bench", run_id)?
         .wait()
         .await;
     let ran = started.elapsed();

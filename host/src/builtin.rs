@@ -4,47 +4,23 @@
 //! componentize-js). They load through the compile cache and run sandboxed exactly like
 //! plugin files.
 
-/// Name and component bytes of each built-in plugin.
-pub(crate) const BUILTINS: [(&str, &[u8]); 4] = [
-    (
-        "files",
-        include_bytes!(concat!(env!("OUT_DIR"), "/files.wasm")),
-    ),
-    (
-        "http",
-        include_bytes!(concat!(env!("OUT_DIR"), "/http.wasm")),
-    ),
-    (
-        "run-python",
-        include_bytes!(concat!(env!("OUT_DIR"), "/run-python.wasm")),
-    ),
-    (
-        "run-js",
-        include_bytes!(concat!(env!("OUT_DIR"), "/run-js.wasm")),
-    ),
-];
+/// The tables of the built-ins `build.rs` wrote in `OUT_DIR`, by name.
+macro_rules! builtins {
+    ($($name:literal),*) => {
+        /// Name and component bytes of each built-in plugin.
+        pub(crate) const BUILTINS: [(&str, &[u8]); [$($name),*].len()] =
+            [$(($name, include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".wasm")))),*];
 
-/// Each built-in's SHA-256 (hex), computed by `build.rs`: its name in the compile
-/// cache and in a run's journal, known without reading the embedded bytes (tens of
-/// megabytes for the interpreters, which a run that never computes never touches).
-const DIGESTS: [(&str, &str); 4] = [
-    (
-        "files",
-        include_str!(concat!(env!("OUT_DIR"), "/files.wasm.sha256")),
-    ),
-    (
-        "http",
-        include_str!(concat!(env!("OUT_DIR"), "/http.wasm.sha256")),
-    ),
-    (
-        "run-python",
-        include_str!(concat!(env!("OUT_DIR"), "/run-python.wasm.sha256")),
-    ),
-    (
-        "run-js",
-        include_str!(concat!(env!("OUT_DIR"), "/run-js.wasm.sha256")),
-    ),
-];
+        /// Each built-in's SHA-256 (hex), computed by `build.rs`: its name in the
+        /// compile cache and in a run's journal, known without reading the embedded
+        /// bytes (tens of megabytes for the interpreters, which a run that never
+        /// computes never touches).
+        const DIGESTS: [(&str, &str); [$($name),*].len()] =
+            [$(($name, include_str!(concat!(env!("OUT_DIR"), "/", $name, ".wasm.sha256")))),*];
+    };
+}
+
+builtins!("files", "http", "run-python", "run-js");
 
 /// The SHA-256 (hex) of built-in `name`'s component.
 pub(crate) fn digest(name: &str) -> Option<&'static str> {

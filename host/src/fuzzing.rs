@@ -14,7 +14,11 @@ use crate::llm::anthropic::Anthropic;
 use crate::llm::http::HttpApi;
 use crate::llm::openai::OpenAi;
 use crate::llm::sse::SseParser;
-use crate::llm::{ChatResponse, LlmError, ModelConfig, Secrets, StreamEvent};
+use crate::llm::{ChatResponse, LlmError, ModelConfig, Secrets};
+
+/// What the built-in providers stream beside the text (not the library's API: a
+/// provider given in code streams its text alone).
+pub use crate::llm::chat::StreamEvent;
 
 // `config` keeps `agent_files` private; the file names nothing else in the crate but
 // `crate::config::output_schema` and `crate::config::limits` (never `super::`), so it

@@ -5,12 +5,11 @@
 //! Layout, in layers (every `crate::` path points to a lower one; the table is
 //! checked by `tests/all/layers.rs`):
 //! - L0: `policy` (what a profile's tools may touch and use, as plain data: the
-//!   per-call limits declared once, grants, [`CapabilitySet`], the queue's ceiling),
+//!   per-call limits declared once, grants, capability sets, the queue's ceiling),
 //!   `builtin` (the embedded plugins), `llm` (providers with streaming, usage,
-//!   cost and retries), `term`, `listener` (the bounded TCP listener of the HTTP
-//!   servers);
+//!   cost and retries), `term`;
 //! - L1: `sandbox` (the wasmtime engine, a fresh store per call, capabilities
-//!   enforced);
+//!   enforced), `listener` (the bounded HTTP server of the web view, MCP and A2A);
 //! - L2: `outcome` (how an agent ended) and `telemetry` (logs and OTLP traces);
 //! - L3: `config` (`warren.toml`, profiles and agent files as plain validated
 //!   data) and `events` (the event bus, with typed states);
@@ -36,17 +35,21 @@
 //! in code ([`ConfigBuilder`], with typed grants: [`FsGrant`]), a [`Host`] loaded from
 //! it, with model providers ([`Provider`]) or a sub-agent backend ([`Backend`])
 //! supplied in code ([`HostBuilder`]), runs ([`Run`], [`RunReport`] with an
-//! [`AgentReport`] per agent) and sessions ([`Session`]), their events ([`Event`]),
-//! tools called directly in their sandbox ([`ToolRegistry`]), and one error type
-//! ([`Error`]). The command line's modules (`cli`, `doctor`, `init`, `scaffold`, `ui`)
-//! are the binary's. See `examples/library.rs` and docs/library.md; how many public
-//! items there are is held by `tests/all/surface.rs`.
+//! [`AgentReport`] per agent) and sessions ([`Session`]: tools called in their
+//! sandbox, sub-agents spawned, by the caller), their events ([`Event`]), and one error
+//! type ([`Error`]). The command line's modules (`cli`, `doctor`, `init`, `scaffold`,
+//! `ui`) are the binary's. See `examples/library.rs` and docs/library.md; how many
+//! public items there are is held by `tests/all/surface.rs`.
 //!
 //! `fuzzing` is compiled only under `--cfg fuzzing`: entry points for the fuzz targets
 //! in `fuzz/`.
 
 // Results go to stdout through `term::outln!`, which ends quietly on a closed pipe.
 #![warn(clippy::print_stdout)]
+// Without the `internals` feature (below) the sandbox's own API is reachable from no
+// public path, by design; the lint holds with it on, as the suite and
+// `cargo clippy --all-targets` build the crate.
+#![cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 
 mod a2a;
 mod agent;
@@ -79,10 +82,8 @@ mod web;
 // A configuration, from a file or made in code:
 pub use config::builder::ConfigBuilder;
 pub use config::error::ConfigError;
-pub use config::limits::AgentLimits;
-pub use config::profile::Profile;
 pub use config::Config;
-pub use policy::capabilities::{CapabilitySet, FsGrant, FsMode};
+pub use policy::capabilities::{FsGrant, FsMode};
 // A host, its runs and sessions, how they end, and what fails:
 pub use host::builder::HostBuilder;
 pub use host::error::Error;
@@ -95,27 +96,48 @@ pub use events::{AgentIntro, Event, EventRecord, EventStream, SpawnMode};
 // A model provider supplied in code:
 pub use llm::chat::{
     AssistantMessage, ChatRequest, ChatResponse, EventSink, FinishReason, Message, Provider,
-    Requester, StreamEvent, ToolCall, ToolDefinition, Usage,
+    Requester, ToolCall, ToolDefinition, Usage,
 };
 pub use llm::error::LlmError;
 // A sub-agent backend supplied in code:
 pub use jobs::child::{Backend, ChildSpec};
 pub use jobs::handle::JobHandle;
 pub use jobs::job::JobId;
-// Tools called directly, in their sandbox:
-pub use plugin::{ToolAccess, ToolRegistry};
-pub use sandbox::error::{OutputKind, ToolCallError, ToolOutcome};
-pub use sandbox::Sandbox;
+// How a tool call ended, as events carry it:
+pub use sandbox::error::ToolOutcome;
 
-// Not the library's API: what the benches (`host/benches/`) time that no public call
-// isolates (each says which bench it serves; `Sandbox::memory_slots` too). Counted by
-// `tests/all/surface.rs` like everything public.
+// Not the library's API, compiled only with the `internals` feature (host/Cargo.toml),
+// which the suite and the benches turn on: the sandbox called without an agent (an
+// embedder calls tools through a `Session`), and what the benches (`host/benches/`)
+// time that no public call isolates (each says which bench it serves;
+// `Sandbox::memory_slots` too).
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use config::{agent_dir::AgentFilesReport, limits::AgentLimits, profile::Profile};
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use host::bench::journal_peer_workload;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use llm::chat::StreamEvent;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use llm::request_encoder;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use plugin::{ToolAccess, ToolRegistry};
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use policy::capabilities::CapabilitySet;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use sandbox::error::{OutputKind, ToolCallError};
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use sandbox::phases::{totals as sandbox_phase_totals, PhaseTotals};
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub use sandbox::Sandbox;
 
 /// The `warren` binary's entry point (parse the arguments, run, report, exit code).
 /// Not part of the library's API: the command line is the binary's.

@@ -120,7 +120,7 @@ impl AgentOutcome {
     }
 
     /// A job cancelled before its agent started.
-    pub fn cancelled_before_start() -> AgentOutcome {
+    pub(crate) fn cancelled_before_start() -> AgentOutcome {
         AgentOutcome {
             state: AgentState::Cancelled,
             text: String::new(),

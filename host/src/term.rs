@@ -107,6 +107,14 @@ macro_rules! reportln {
 }
 pub(crate) use reportln;
 
+/// The first `max` characters of `text`, with `…` when cut.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
 /// `text` with every control character but line ends and tabs shown escaped (`\x1b`,
 /// `\u{9b}`), and the bidirectional overrides that reorder what is shown: text a
 /// model, a tool or a journal gave cannot drive the terminal it is printed on (OSC 52

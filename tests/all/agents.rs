@@ -71,7 +71,7 @@ async fn run(world: &World, text: &str, task: &str) -> (RunReport, Duration) {
     let host = Host::load(config).await.unwrap();
     let started = Instant::now();
     let report = host
-        .start_with_run_id("main", task, None, Some(RUN_ID), None)
+        .start_with_run_id("main", task, RUN_ID)
         .unwrap()
         .wait()
         .await;

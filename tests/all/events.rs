@@ -97,7 +97,7 @@ async fn the_event_sequence_mirrors_the_agent_tree() {
         .await
         .unwrap();
     let run = host
-        .start_with_run_id("main", "ROOT-TASK", None, Some("events-test"), None)
+        .start_with_run_id("main", "ROOT-TASK", "events-test")
         .unwrap();
     let mut stream = run.events();
     let root = run.root.to_string();

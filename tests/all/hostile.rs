@@ -257,9 +257,9 @@ fn profile_descriptions_over_the_cap_are_cut_or_refused_at_load() {
     let config = warren::Config::load(&path).unwrap();
     assert!(config.profile("small").is_ok());
     assert!(
-        config.agent_files.skipped.is_empty(),
+        config.agent_files().skipped.is_empty(),
         "{:?}",
-        config.agent_files.skipped
+        config.agent_files().skipped
     );
     for i in 0..4 {
         let profile = config.profile(&format!("huge{i}")).unwrap();

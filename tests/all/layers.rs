@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 /// crate). A module may name only modules of lower layers.
 const LAYERS: &[(&str, u8)] = &[
     // L0: vocabularies that know nothing of the rest of the crate: capability
-    // policy as plain data, model providers, embedded plugins, the terminal, the
-    // bounded listener of the HTTP servers.
+    // policy as plain data, model providers, embedded plugins, the terminal.
     ("builtin", 0),
     ("llm", 0),
     ("policy", 0),
     ("term", 0),
-    ("listener", 0),
-    // L1: the wasmtime engine.
+    // L1: the wasmtime engine; the bounded listener of the HTTP servers (which
+    // words their refusals with the terminal's text rules).
     ("sandbox", 1),
+    ("listener", 1),
     // L2: how an agent ended; logs and traces.
     ("outcome", 2),
     ("telemetry", 2),

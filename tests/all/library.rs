@@ -155,8 +155,12 @@ impl Backend for Elsewhere {
         AgentOutcome {
             state: AgentState::Ok,
             text: format!("ran elsewhere: {}", spec.task()),
+            output: None,
             error: None,
-            ..AgentOutcome::cancelled_before_start()
+            turns: 0,
+            usage: warren::Usage::default(),
+            cost_usd: 0.0,
+            duration: std::time::Duration::ZERO,
         }
     }
 }

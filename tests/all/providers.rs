@@ -247,7 +247,7 @@ async fn spawn_calls_shaped_like_other_systems_work() {
     ));
     let config = warren::Config::load(&config).unwrap();
     assert!(
-        config.profiles.is_empty(),
+        config.defined_profiles().is_empty(),
         "no [profiles]: main is implicit"
     );
     let host = warren::Host::load(config).await.unwrap();

@@ -279,24 +279,8 @@ impl Call<'_> {
     /// `CancelTask`: cancels the tree, and answers once it stopped (or after
     /// [`CANCEL_WAIT`]).
     async fn cancel(&self, params: &Value) -> Result<Answer, RpcError> {
-        let task = self
-            .live(
-                task_id(params)?,
-                TASK_NOT_CANCELABLE,
-                "has nothing to cancel",
-            )
-            .await?;
-        let state = task.state();
-        if state.terminal() {
-            return Err(RpcError(
-                TASK_NOT_CANCELABLE,
-                format!(
-                    "task {} has ended ({}): there is nothing to cancel",
-                    task.id,
-                    state.wire()
-                ),
-            ));
-        }
+        let refusals = ("has nothing to cancel", "there is nothing to cancel");
+        let task = self.running(params, TASK_NOT_CANCELABLE, refusals).await?;
         tracing::info!(task = %task.id, "A2A: a client cancels a task");
         task.cancel();
         let _ = tokio::time::timeout(CANCEL_WAIT, async {
@@ -313,26 +297,36 @@ impl Call<'_> {
 
     /// `SubscribeToTask`: the task's changes from now on, as a stream.
     async fn subscribe(&self, params: &Value) -> Result<Answer, RpcError> {
+        let refusals = (
+            "sends no more changes: read it with GetTask",
+            "read it with GetTask",
+        );
         let task = self
-            .live(
-                task_id(params)?,
-                UNSUPPORTED_OPERATION,
-                "sends no more changes: read it with GetTask",
-            )
+            .running(params, UNSUPPORTED_OPERATION, refusals)
             .await?;
-        let state = task.state();
-        if state.terminal() {
-            return Err(RpcError(
-                UNSUPPORTED_OPERATION,
-                format!(
-                    "task {} has ended ({}): read it with GetTask",
-                    task.id,
-                    state.wire()
-                ),
-            ));
-        }
         let updates = task.subscribe();
         Ok(Answer::Stream(task, updates, None))
+    }
+
+    /// Task `params.id`, held by this server and not ended; refused with `code`
+    /// otherwise, saying what a task only its journal keeps cannot do
+    /// (`refusals.0`) or what an ended one cannot (`refusals.1`).
+    async fn running(
+        &self,
+        params: &Value,
+        code: i64,
+        refusals: (&str, &str),
+    ) -> Result<std::sync::Arc<Task>, RpcError> {
+        let task = self.live(task_id(params)?, code, refusals.0).await?;
+        let state = task.state();
+        if state.terminal() {
+            let (id, state) = (&task.id, state.wire());
+            return Err(RpcError(
+                code,
+                format!("task {id} has ended ({state}): {}", refusals.1),
+            ));
+        }
+        Ok(task)
     }
 
     /// Task `id`, held by this server; a task only its journal keeps is refused

@@ -77,19 +77,10 @@ pub(crate) async fn serve(
         server: "A2A over HTTP",
         limit: "--max-connections",
     };
-    crate::listener::accept_loop(listener, limits, name, shutdown, |stream, peer, permit| {
-        let server = server.clone();
-        crate::listener::serve_http1(
-            stream,
-            peer,
-            limits.header_timeout,
-            permit,
-            "A2A over HTTP",
-            move |request| {
-                let server = server.clone();
-                async move { server.handle(request).await }
-            },
-        )
+    let serving = server.clone();
+    crate::listener::serve(listener, limits, name, shutdown, move |request| {
+        let server = serving.clone();
+        async move { server.handle(request).await }
     })
     .await;
     server.tasks.cancel_all();
@@ -184,33 +175,12 @@ impl Server {
         &self,
         request: &hyper::Request<hyper::body::Incoming>,
     ) -> Result<Owner, Box<hyper::Response<BoxBody>>> {
-        use crate::listener::auth::Refused;
         crate::listener::auth::admit(request.headers(), self.local, &self.auth).map_err(|refused| {
-            Box::new(match refused {
-                Refused::Origin(origin) => {
-                    let origin = crate::events::bounded(&origin, 200);
-                    tracing::warn!(%origin, "A2A over HTTP: refused a request from another origin");
-                    plain(
-                        hyper::StatusCode::FORBIDDEN,
-                        &format!(
-                            "Origin `{origin}` is not this server's: warren a2a accepts requests from loopback origins and http://{} only\n",
-                            self.local
-                        ),
-                    )
-                }
-                Refused::Token => {
-                    tracing::warn!("A2A over HTTP: refused a request without this server's bearer token");
-                    let mut response = plain(
-                        hyper::StatusCode::UNAUTHORIZED,
-                        "this A2A server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren a2a printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)\n",
-                    );
-                    response.headers_mut().insert(
-                        hyper::header::WWW_AUTHENTICATE,
-                        hyper::header::HeaderValue::from_static("Bearer realm=\"warren a2a\""),
-                    );
-                    response
-                }
-            })
+            Box::new(
+                refused.answer("warren a2a", "A2A", self.local, |status, text| {
+                    plain(status, &format!("{text}\n"))
+                }),
+            )
         })
     }
 }

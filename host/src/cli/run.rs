@@ -46,7 +46,7 @@ pub(super) async fn run(config_path: &Path, args: RunArgs) -> Result<(), Failure
     let host = load(config).await?;
     // The one unknown-model check (in `Host::start`) is a configuration error:
     // exit 2, as for a bad file.
-    let run = host.start_with_run_id(
+    let run = host.start_named(
         &args.profile,
         &args.task,
         args.model.as_deref(),

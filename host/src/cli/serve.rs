@@ -85,15 +85,9 @@ impl McpArgs {
     fn task_limits(&self) -> crate::mcp::TaskLimits {
         let default = crate::mcp::TaskLimits::default();
         crate::mcp::TaskLimits {
-            retention: self
-                .task_retention
-                .map_or(default.retention, std::time::Duration::from_secs),
-            max_tasks: self.max_tasks.map_or(default.max_tasks, |n| n as usize),
-            max_result_bytes: self
-                .task_result_limit
-                .map_or(default.max_result_bytes, |n| {
-                    usize::try_from(n).unwrap_or(usize::MAX)
-                }),
+            retention: seconds_or(self.task_retention, default.retention),
+            max_tasks: count_or(self.max_tasks, default.max_tasks),
+            max_result_bytes: count_or(self.task_result_limit, default.max_result_bytes),
         }
     }
 
@@ -192,16 +186,10 @@ pub(super) async fn a2a(config_path: &Path, args: A2aArgs) -> Result<(), Failure
     )?;
     let default = crate::a2a::A2aLimits::default();
     let limits = crate::a2a::A2aLimits {
-        max_connections: args
-            .max_connections
-            .map_or(default.max_connections, |n| n as usize),
-        header_timeout: args
-            .header_timeout
-            .map_or(default.header_timeout, std::time::Duration::from_secs),
-        max_tasks: args.max_tasks.map_or(default.max_tasks, |n| n as usize),
-        retention: args
-            .task_retention
-            .map_or(default.retention, std::time::Duration::from_secs),
+        max_connections: count_or(args.max_connections, default.max_connections),
+        header_timeout: seconds_or(args.header_timeout, default.header_timeout),
+        max_tasks: count_or(args.max_tasks, default.max_tasks),
+        retention: seconds_or(args.task_retention, default.retention),
     };
     let host = load(config).await?;
     let options = crate::a2a::A2aOptions {
@@ -255,4 +243,15 @@ fn shutdown_signals() -> (
             second.lock().await.recv().await;
         },
     )
+}
+
+/// A count flag's value, else `default` (a count past the address space is as many
+/// as there can be).
+fn count_or<N: TryInto<usize>>(flag: Option<N>, default: usize) -> usize {
+    flag.map_or(default, |n| n.try_into().unwrap_or(usize::MAX))
+}
+
+/// A flag given in seconds, else `default`.
+fn seconds_or(flag: Option<u64>, default: std::time::Duration) -> std::time::Duration {
+    flag.map_or(default, std::time::Duration::from_secs)
 }

@@ -19,7 +19,7 @@ use super::output_schema::OutputSchema;
 use super::profile::{join_prompt, turns_ceiling, Profile, ProfileNote, ProfileSource};
 use super::source::Source;
 use super::tool_selection::{ToolAliases, ToolSelection};
-use super::values::Dollars;
+use super::values::{count_or, Dollars};
 use crate::llm::ModelConfig;
 use crate::policy::CapabilitySet;
 
@@ -65,27 +65,15 @@ impl RawDefaults {
     pub(super) fn run_limits(&self) -> RunLimits {
         let d = RunLimits::default();
         RunLimits {
-            max_concurrent: self
-                .max_concurrent
-                .map_or(d.max_concurrent, |v| v.0 as usize),
-            max_concurrent_total: self
-                .max_concurrent_total
-                .map_or(d.max_concurrent_total, |v| v.0 as usize),
+            max_concurrent: count_or(self.max_concurrent, d.max_concurrent),
+            max_concurrent_total: count_or(self.max_concurrent_total, d.max_concurrent_total),
             max_depth: self.max_depth.map_or(d.max_depth, |v| v.0 as u32),
             budget_usd: self.budget_usd.map(|v| v.0),
-            max_message_kb: self
-                .max_message_kb
-                .map_or(d.max_message_kb, |v| v.0 as usize),
-            max_queued_messages: self
-                .max_queued_messages
-                .map_or(d.max_queued_messages, |v| v.0 as usize),
-            max_follow_ups: self
-                .max_follow_ups
-                .map_or(d.max_follow_ups, |v| v.0 as usize),
-            max_pending_requests: self
-                .max_pending_requests
-                .map_or(d.max_pending_requests, |v| v.0 as usize),
-            max_agents: self.max_agents.map_or(d.max_agents, |v| v.0 as usize),
+            max_message_kb: count_or(self.max_message_kb, d.max_message_kb),
+            max_queued_messages: count_or(self.max_queued_messages, d.max_queued_messages),
+            max_follow_ups: count_or(self.max_follow_ups, d.max_follow_ups),
+            max_pending_requests: count_or(self.max_pending_requests, d.max_pending_requests),
+            max_agents: count_or(self.max_agents, d.max_agents),
             answers: d.answers,
         }
     }

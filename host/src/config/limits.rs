@@ -87,7 +87,7 @@ impl Default for AgentLimits {
 
 /// Limits of a whole run: the root agent and every sub-agent below it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RunLimits {
+pub(crate) struct RunLimits {
     /// Sub-agents running at once; more are queued (default 3).
     pub max_concurrent: usize,
     /// Sub-agents running at once across every run of one host (default 32).

@@ -14,7 +14,7 @@
 //! `profile`, `output_schema`, `limits` and `error` are the types they produce. This file puts them
 //! together into a [`Config`].
 
-mod agent_dir;
+pub(crate) mod agent_dir;
 mod agent_files;
 mod approval;
 pub(crate) mod builder;
@@ -100,13 +100,13 @@ pub struct Config {
     /// Models by name (`[models.NAME]`), script paths resolved.
     pub(crate) models: BTreeMap<String, ModelConfig>,
     /// Profiles by name.
-    pub profiles: BTreeMap<String, Profile>,
+    pub(crate) profiles: BTreeMap<String, Profile>,
     /// Limits of every run.
     pub(crate) run_limits: RunLimits,
     /// `[queue]`: where sub-agent jobs go (in-process unless `redis` is set).
     pub(crate) queue: QueueConfig,
     /// Agent files that were skipped or are not agent files.
-    pub agent_files: AgentFilesReport,
+    pub(crate) agent_files: AgentFilesReport,
     /// Where runs are journaled (`[journal]`); `None`: they are not.
     pub(crate) journal_dir: Option<PathBuf>,
     /// How large one run's journal may grow, in bytes (`[journal] max_run_mib`): past
@@ -219,7 +219,32 @@ impl Config {
     /// is an implicit profile with every tool and the `[defaults]` capabilities (the
     /// root's profile by default: `[profiles]` and agent files are for sub-agents and
     /// need not define it).
+    #[cfg(not(feature = "internals"))]
+    pub(crate) fn profile(&self, name: &str) -> Result<Profile, ConfigError> {
+        self.profile_or_error(name)
+    }
+
+    /// The profile called `name` (as the crate's own `Config::profile`), for the
+    /// suite and the benches: a profile, as loaded, is not the library's API.
+    #[cfg(feature = "internals")]
     pub fn profile(&self, name: &str) -> Result<Profile, ConfigError> {
+        self.profile_or_error(name)
+    }
+
+    /// The profiles `[profiles]` and agent files define (not the implicit `main`),
+    /// for the suite.
+    #[cfg(feature = "internals")]
+    pub fn defined_profiles(&self) -> &BTreeMap<String, Profile> {
+        &self.profiles
+    }
+
+    /// Agent files that were skipped or are not agent files, for the suite.
+    #[cfg(feature = "internals")]
+    pub fn agent_files(&self) -> &AgentFilesReport {
+        &self.agent_files
+    }
+
+    fn profile_or_error(&self, name: &str) -> Result<Profile, ConfigError> {
         self.find_profile(name)
             .cloned()
             .ok_or_else(|| ConfigError::UnknownProfile {

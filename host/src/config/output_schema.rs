@@ -25,7 +25,7 @@ pub(crate) const MAX_REPORTED_ERRORS: usize = 10;
 
 /// A checked JSON Schema and its compiled validator.
 #[derive(Clone)]
-pub struct OutputSchema {
+pub(crate) struct OutputSchema {
     /// The schema as given, sent to the model and shown to the parent.
     schema: Arc<Value>,
     /// Compiled once, shared by every agent that has the schema.
@@ -51,7 +51,7 @@ impl OutputSchema {
     /// [`MAX_OUTPUT_SCHEMA_DEPTH`] deep, valid against its meta-schema, with no
     /// reference outside itself. The error says what is wrong, not where (the caller
     /// names the file, key or argument).
-    pub fn new(schema: Value) -> Result<OutputSchema, String> {
+    pub(crate) fn new(schema: Value) -> Result<OutputSchema, String> {
         if !schema.is_object() {
             return Err(format!(
                 "an output schema must be a JSON object (a JSON Schema), not {}",
@@ -86,7 +86,7 @@ impl OutputSchema {
     }
 
     /// A schema from JSON text (a file's, an argument's), bounded before it is parsed.
-    pub fn from_json(text: &str) -> Result<OutputSchema, String> {
+    pub(crate) fn from_json(text: &str) -> Result<OutputSchema, String> {
         if text.len() > MAX_OUTPUT_SCHEMA_BYTES * 4 {
             return Err(format!(
                 "the schema is {} bytes; an output schema is at most {MAX_OUTPUT_SCHEMA_BYTES} bytes of compact JSON (MAX_OUTPUT_SCHEMA_BYTES)",
@@ -98,17 +98,17 @@ impl OutputSchema {
     }
 
     /// The schema as given.
-    pub fn value(&self) -> &Value {
+    pub(crate) fn value(&self) -> &Value {
         &self.schema
     }
 
     /// The schema as given, shared.
-    pub fn shared(&self) -> Arc<Value> {
+    pub(crate) fn shared(&self) -> Arc<Value> {
         self.schema.clone()
     }
 
     /// The schema's compact JSON.
-    pub fn compact(&self) -> String {
+    pub(crate) fn compact(&self) -> String {
         self.schema.to_string()
     }
 
@@ -116,7 +116,7 @@ impl OutputSchema {
     /// [`MAX_REPORTED_ERRORS`], the rest counted), each naming where in the answer.
     /// An answer whose check would take more than [`MAX_SCHEMA_CHECK_STEPS`] is not
     /// checked: that is its one error.
-    pub fn check(&self, answer: &Value) -> Result<(), Vec<String>> {
+    pub(crate) fn check(&self, answer: &Value) -> Result<(), Vec<String>> {
         if let Err(unbounded) = schema_cost::steps(&self.schema, answer, MAX_SCHEMA_CHECK_STEPS) {
             let why = match unbounded {
                 Unbounded::Over(limit) => format!(

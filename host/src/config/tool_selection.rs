@@ -100,15 +100,6 @@ impl ToolSelection {
         }
     }
 
-    /// Exactly these tool names (and the spawn tools).
-    pub fn from_names(names: Vec<String>) -> Self {
-        ToolSelection {
-            allow: names,
-            deny: Vec::new(),
-            spawn: true,
-        }
-    }
-
     /// A selection from resolved parts.
     pub(crate) fn new(allow: Vec<String>, deny: Vec<String>, spawn: bool) -> Self {
         let spawn = spawn && !SPAWN_TOOLS.iter().any(|t| matches_any(&deny, t));

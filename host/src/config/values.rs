@@ -37,6 +37,14 @@ pub(crate) enum Bounds {
 #[serde(try_from = "i64")]
 pub(super) struct Bounded<const MIN: u64, const MAX: u64>(pub(super) u64);
 
+/// The count `bound` holds as written, else `default`.
+pub(super) fn count_or<const MIN: u64, const MAX: u64>(
+    bound: Option<Bounded<MIN, MAX>>,
+    default: usize,
+) -> usize {
+    bound.map_or(default, |v| v.0 as usize)
+}
+
 #[cfg(test)]
 impl<const MIN: u64, const MAX: u64> Bounded<MIN, MAX> {
     /// The bounds, for the key table.

@@ -479,13 +479,7 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The first `max` characters of `text`, with `…` when cut.
-pub(crate) fn bounded(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
+pub(crate) use crate::term::bounded;
 
 /// The first `SUMMARY_CHARS` characters of `text`, on one line.
 pub(crate) fn summarize(text: &str) -> String {

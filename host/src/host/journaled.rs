@@ -76,7 +76,7 @@ impl Host {
     /// every other agent is replayed until its requests leave the recording (when the
     /// forked agent's new result reaches it), then runs live from there.
     /// Returns the run and the recording.
-    pub fn replay(
+    pub(crate) fn replay(
         &self,
         journal: &std::path::Path,
         tools: crate::jobs::ReplayTools,

@@ -29,6 +29,7 @@ use crate::queue::client::RemoteQueue;
 use crate::sandbox::Sandbox;
 use crate::scheduler::{Role, RootStart, Scheduler};
 
+#[cfg(feature = "internals")]
 pub(crate) mod bench;
 pub(crate) mod builder;
 pub(crate) mod control;
@@ -190,7 +191,14 @@ impl Host {
 
     /// Starts a root agent with `profile` on `task`; `model` overrides the profile's.
     pub fn start(&self, profile: &str, task: &str, model: Option<&str>) -> Result<Run, Error> {
-        self.start_with_run_id(profile, task, model, None, None)
+        self.start_named(profile, task, model, None, None)
+    }
+
+    /// As [`Host::start`], with the run's id chosen (`warren run --run-id`), for the
+    /// suite and the benches: see [`Host::start_named`].
+    #[cfg(feature = "internals")]
+    pub fn start_with_run_id(&self, profile: &str, task: &str, id: &str) -> Result<Run, Error> {
+        self.start_named(profile, task, None, Some(id), None)
     }
 
     /// As [`Host::start`], with the run's id chosen by the caller (`None`: random). Job
@@ -198,7 +206,7 @@ impl Host {
     /// does, so the id must not be reused for unrelated runs. With `output_schema`,
     /// the root's answer is typed (`warren run --output-schema`): the profile's own
     /// schema, if it has one, is replaced for the root only.
-    pub fn start_with_run_id(
+    pub(crate) fn start_named(
         &self,
         profile: &str,
         task: &str,

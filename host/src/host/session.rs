@@ -135,7 +135,7 @@ impl Session {
     }
 
     /// The profile the session runs under.
-    pub fn profile(&self) -> &str {
+    pub(crate) fn profile(&self) -> &str {
         &self.root.profile.name
     }
 

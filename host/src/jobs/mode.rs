@@ -234,7 +234,7 @@ pub(crate) fn fork_profile(
 /// A fork (`warren replay --from`): the agent whose subtree runs live, and how it is
 /// changed.
 #[derive(Clone, Debug, Default)]
-pub struct Fork {
+pub(crate) struct Fork {
     /// The recorded agent's id.
     pub from: String,
     /// The profile it runs under instead (its parent still sees the one it asked for).
@@ -247,7 +247,7 @@ pub struct Fork {
 
 /// Where a replayed agent's tool results come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ReplayTools {
+pub(crate) enum ReplayTools {
     /// Run again in their sandboxes and compared with the recorded results (the
     /// default: a changed plugin or capability shows).
     #[default]

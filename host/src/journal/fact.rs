@@ -69,7 +69,7 @@ impl Record {
     /// `agent_started`, whose event needs the job's introduction ([`Fact::AgentStarted`]).
     /// `tool` is the tool a `tool_finished` record's event names, which the record
     /// does not (other records' events ignore it).
-    pub fn event(&self, tool: &str) -> Option<Event> {
+    pub(crate) fn event(&self, tool: &str) -> Option<Event> {
         Some(match self {
             Record::AgentQueued(intro) if intro.parent.is_none() => return None,
             Record::AgentQueued(intro) => Event::AgentQueued(announced(intro)),

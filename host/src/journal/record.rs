@@ -18,7 +18,7 @@ pub(crate) const VERSION: u32 = 2;
 
 /// One line of a journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Line {
+pub(crate) struct Line {
     /// Milliseconds since the Unix epoch.
     pub ts_ms: u64,
     /// What happened.
@@ -29,7 +29,7 @@ pub struct Line {
 /// One boundary of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Record {
+pub(crate) enum Record {
     /// The run began.
     RunStarted {
         /// The format's version ([`VERSION`]).
@@ -283,7 +283,7 @@ pub enum Record {
 
 impl Record {
     /// The `agent_finished` record of agent `agent` ending with `outcome`.
-    pub fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Record {
+    pub(crate) fn agent_finished(agent: &str, outcome: &AgentOutcome) -> Record {
         Record::AgentFinished {
             agent: agent.to_string(),
             state: outcome.state,
@@ -300,7 +300,7 @@ impl Record {
 
     /// The agent and outcome an `agent_finished` record holds (cached tokens are not
     /// recorded); `None` for other records.
-    pub fn finished(&self) -> Option<(&str, AgentOutcome)> {
+    pub(crate) fn finished(&self) -> Option<(&str, AgentOutcome)> {
         let Record::AgentFinished {
             agent,
             state,
@@ -336,7 +336,7 @@ impl Record {
     }
 
     /// The agent the record is about (`None` for the run's start and end).
-    pub fn agent(&self) -> Option<&str> {
+    pub(crate) fn agent(&self) -> Option<&str> {
         match self {
             Record::AgentQueued(AgentIntro { agent, .. })
             | Record::AgentStarted { agent }
@@ -362,7 +362,7 @@ impl Record {
 /// A run's limits as it ran with them (`[defaults]`; a worker's job gets what was left
 /// of its parent run's budget).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecordedLimits {
+pub(crate) struct RecordedLimits {
     /// The cost cap of the whole tree, in US dollars; absent when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
@@ -384,7 +384,7 @@ impl From<&RunLimits> for RecordedLimits {
 
 /// A tool call as a model response recorded it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedCall {
+pub(crate) struct RecordedCall {
     /// The provider's id.
     pub id: String,
     /// Which tool.
@@ -395,7 +395,7 @@ pub struct RecordedCall {
 
 /// Where a fork comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkedFrom {
+pub(crate) struct ForkedFrom {
     /// The recorded run.
     pub run: String,
     /// The agent whose subtree runs live.
@@ -404,7 +404,7 @@ pub struct ForkedFrom {
 
 /// A tool's definition as offered to a model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RecordedToolDef {
+pub(crate) struct RecordedToolDef {
     /// Its name.
     pub name: String,
     /// Its description.
@@ -415,7 +415,7 @@ pub struct RecordedToolDef {
 
 /// The children a parent waited for when it tried to finish while they ran.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Drained {
+pub(crate) struct Drained {
     /// Those still running then, as the message to it named them.
     pub running: Vec<String>,
     /// Every child whose result the message carried, in order.

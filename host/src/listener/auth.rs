@@ -134,6 +134,46 @@ pub(crate) enum Refused {
     Token,
 }
 
+impl Refused {
+    /// The answer to the refused request, worded for `command` (`warren mcp`, `warren
+    /// a2a`) serving `what` (`MCP`, `A2A`) on `local`, its body made by `respond`: 403
+    /// naming the origin, or 401 with the bearer challenge of realm `command`.
+    pub(crate) fn answer<B>(
+        &self,
+        command: &str,
+        what: &str,
+        local: std::net::SocketAddr,
+        respond: impl FnOnce(http::StatusCode, &str) -> http::Response<B>,
+    ) -> http::Response<B> {
+        match self {
+            Refused::Origin(origin) => {
+                let origin = crate::term::bounded(origin, 200);
+                tracing::warn!(%origin, "{what} over HTTP: refused a request from another origin");
+                respond(
+                    http::StatusCode::FORBIDDEN,
+                    &format!("Origin `{origin}` is not this server's: {command} accepts requests from loopback origins and http://{local} only"),
+                )
+            }
+            Refused::Token => {
+                tracing::warn!(
+                    "{what} over HTTP: refused a request without this server's bearer token"
+                );
+                let mut response = respond(
+                    http::StatusCode::UNAUTHORIZED,
+                    &format!("this {what} server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token {command} printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)"),
+                );
+                let realm = format!("Bearer realm=\"{command}\"");
+                if let Ok(challenge) = http::HeaderValue::from_str(&realm) {
+                    response
+                        .headers_mut()
+                        .insert(http::header::WWW_AUTHENTICATE, challenge);
+                }
+                response
+            }
+        }
+    }
+}
+
 /// The credential of a request with `headers` to a server listening on `local`
 /// under `auth`: its `Origin` (if any) must be this server's ([`super::origin`]), and
 /// it must carry a token when one is needed. The one check of `warren mcp --http`

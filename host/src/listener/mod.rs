@@ -52,9 +52,32 @@ pub(crate) struct ServerName {
     pub(crate) limit: &'static str,
 }
 
+/// Serves HTTP/1.1 on `listener` until `shutdown` resolves, within `limits`: every
+/// request of every connection goes to `handle` (the web view, MCP over HTTP, A2A).
+pub(crate) async fn serve<H, R>(
+    listener: TcpListener,
+    limits: ListenLimits,
+    name: ServerName,
+    shutdown: impl Future<Output = ()>,
+    handle: H,
+) where
+    H: Fn(hyper::Request<Incoming>) -> R + Send + Sync + 'static,
+    R: Future<Output = hyper::Response<BoxBody>> + Send + 'static,
+{
+    let handle = Arc::new(handle);
+    accept_loop(listener, limits, name, shutdown, |stream, peer, permit| {
+        let handle = handle.clone();
+        let timeout = limits.header_timeout;
+        serve_http1(stream, peer, timeout, permit, name.server, move |request| {
+            handle(request)
+        })
+    })
+    .await;
+}
+
 /// Accepts connections on `listener` until `shutdown` resolves, within `limits`,
 /// handing each to `connection` with the permit it holds until it ends.
-pub(crate) async fn accept_loop<F, C>(
+async fn accept_loop<F, C>(
     listener: TcpListener,
     limits: ListenLimits,
     name: ServerName,
@@ -119,7 +142,7 @@ pub(crate) async fn accept_loop<F, C>(
 /// Serves HTTP/1.1 on `stream` with `handle` for each request, closing it when a
 /// request's headers take longer than `header_timeout` (or the connection idles that
 /// long between requests); holds `permit` until the connection ends.
-pub(crate) async fn serve_http1<H, R>(
+async fn serve_http1<H, R>(
     stream: TcpStream,
     peer: SocketAddr,
     header_timeout: Duration,

@@ -384,19 +384,13 @@ fn tools_wire<S: Serializer>(tools: &&[ToolDefinition], serializer: S) -> Result
     }))
 }
 
-/// Messages has no structured-output parameter: a typed answer is a tool call.
 #[async_trait::async_trait]
 impl HttpApi for Anthropic {
-    const ANSWERS_BY_TOOL: bool = true;
-
     fn http(&self) -> &Http {
         &self.http
     }
 
-    /// The request body, as documented for Messages, serialised once (every retry
-    /// sends the same bytes) and straight from the request: a parent's history can
-    /// hold thousands of messages, so no `Value` tree is built and dropped per turn,
-    /// and a tool call's input is checked, not parsed into one.
+    /// Messages' body; a tool call's input is checked, not parsed into a `Value`.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
             model: self.http.model(),
@@ -411,6 +405,11 @@ impl HttpApi for Anthropic {
 
     fn error_in(answer: &Value) -> Option<&Value> {
         (answer["type"] == "error").then(|| &answer["error"])
+    }
+
+    /// Messages has no structured-output parameter: a typed answer is a tool call.
+    fn typed_by_tool(&self) -> bool {
+        true
     }
 
     fn read_json(&self, value: &Value, events: &EventSink) -> Result<ChatResponse, LlmError> {

@@ -209,7 +209,9 @@ impl Price {
     }
 }
 
-/// Something that happened while the answer streamed.
+/// Something that happened while the answer streamed, as the built-in providers
+/// report it (the agent watches the text; the suite and the fuzz targets check the
+/// rest against the assembled response).
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEvent {
     /// A piece of text.
@@ -222,8 +224,10 @@ pub enum StreamEvent {
     Finish(FinishReason),
 }
 
-/// Where stream events go, as they are read: a function called on the reading task
-/// (no channel or task between the stream and its watcher), or nowhere.
+/// Where a streamed answer goes as it is read: a function called on the reading task
+/// (no channel or task between the stream and its watcher), or nowhere. A provider
+/// given in code passes its text as it arrives ([`EventSink::text`]); its tool calls,
+/// usage and finish reason are its [`ChatResponse`]'s.
 pub struct EventSink(Option<Box<dyn Fn(StreamEvent) + Send + Sync>>);
 
 impl EventSink {
@@ -237,9 +241,12 @@ impl EventSink {
         EventSink(Some(Box::new(watch)))
     }
 
-    /// Passes `event` to whoever watches (a provider streaming its answer).
-    pub fn send(&self, event: StreamEvent) {
-        emit(self, event);
+    /// Passes a piece of the answer's text, as it streamed, to whoever watches (the
+    /// run's `text_delta` events).
+    pub fn text(&self, piece: &str) {
+        if let Some(watch) = &self.0 {
+            watch(StreamEvent::TextDelta(piece.to_string()));
+        }
     }
 
     /// Sends every event to the returned receiver.

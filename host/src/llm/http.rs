@@ -76,14 +76,12 @@ impl Http {
 /// What an HTTP provider says its own way; the [`Provider`] around it is the same.
 #[async_trait::async_trait]
 pub(crate) trait HttpApi: Send + Sync {
-    /// Whether a typed answer is asked for as a tool call (see
-    /// [`Provider::answers_by_tool`]).
-    const ANSWERS_BY_TOOL: bool;
-
     /// Its transport and config.
     fn http(&self) -> &Http;
 
-    /// The request body, serialised once: every retry sends the same bytes.
+    /// The request body, as the API documents it, serialised once (every retry sends
+    /// the same bytes) and straight from the request: a parent's history can hold
+    /// thousands of messages, so no `Value` tree is built and dropped per turn.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes;
 
     /// The API's error object, when a whole (not streamed) answer is one.
@@ -95,6 +93,12 @@ pub(crate) trait HttpApi: Send + Sync {
         answer: &serde_json::Value,
         events: &EventSink,
     ) -> Result<ChatResponse, LlmError>;
+
+    /// Whether a typed answer is asked for as a tool call (see
+    /// [`Provider::answers_by_tool`]): by an API with no structured-output parameter.
+    fn typed_by_tool(&self) -> bool {
+        false
+    }
 
     /// Reads a streamed response, reporting its events as they come.
     async fn read_stream(
@@ -115,7 +119,7 @@ impl<A: HttpApi> Provider for A {
     }
 
     fn answers_by_tool(&self) -> bool {
-        A::ANSWERS_BY_TOOL
+        self.typed_by_tool()
     }
 
     fn request_digest(&self, request: &ChatRequest) -> Option<String> {

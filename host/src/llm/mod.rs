@@ -25,6 +25,7 @@ mod transport;
 
 use std::sync::Arc;
 
+#[cfg(feature = "internals")]
 use self::http::HttpApi as _;
 
 pub(crate) use self::chat::{
@@ -58,14 +59,14 @@ pub(crate) fn connect(
 }
 
 /// What [`request_encoder`] returns: a request in, its body out.
-#[doc(hidden)]
+#[cfg(feature = "internals")]
 pub(crate) type RequestEncoder = Box<dyn Fn(&ChatRequest) -> bytes::Bytes>;
 
 /// A function encoding the request body `provider` (`openai` or `anthropic`) sends
 /// for a request, to a model of default settings. Not for embedders: `cargo bench
 /// --bench request_bodies` times the encoding of a long history alone, which a whole
 /// request (network, model) would drown; the providers themselves are the crate's.
-#[doc(hidden)]
+#[cfg(feature = "internals")]
 pub fn request_encoder(provider: &str) -> Result<RequestEncoder, LlmError> {
     let config: ModelConfig = toml::from_str(&format!("provider = {provider:?}\nmodel = \"m\"\n"))
         .map_err(|error| LlmError::Config {

@@ -157,33 +157,18 @@ pub(super) async fn serve(
     // stderr, as every message of warren mcp: stdout is never used.
     eprintln!("warren mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}");
     tracing::info!(%local, ?limits, "MCP over HTTP: listening");
-    let header_timeout = limits.header_timeout;
-    crate::listener::accept_loop(
-        listener,
-        ListenLimits {
-            max_connections: limits.max_connections,
-            header_timeout,
-        },
-        ServerName {
-            server: "MCP over HTTP",
-            limit: "--max-connections",
-        },
-        shutdown,
-        |stream, peer, permit| {
-            let (service, gate) = (service.clone(), gate.clone());
-            crate::listener::serve_http1(
-                stream,
-                peer,
-                header_timeout,
-                permit,
-                "MCP over HTTP",
-                move |request| {
-                    let (service, gate) = (service.clone(), gate.clone());
-                    async move { gate.handle(&service, request).await }
-                },
-            )
-        },
-    )
+    let limits = ListenLimits {
+        max_connections: limits.max_connections,
+        header_timeout: limits.header_timeout,
+    };
+    let name = ServerName {
+        server: "MCP over HTTP",
+        limit: "--max-connections",
+    };
+    crate::listener::serve(listener, limits, name, shutdown, move |request| {
+        let (service, gate) = (service.clone(), gate.clone());
+        async move { gate.handle(&service, request).await }
+    })
     .await;
     stop.cancel();
     Ok(())
@@ -290,30 +275,8 @@ impl Gate {
             *response.status_mut() = hyper::StatusCode::NOT_FOUND;
             return Err(Box::new(response));
         }
-        use crate::listener::auth::Refused;
-        crate::listener::auth::admit(request.headers(), self.local, &self.auth).map_err(|refused| {
-            Box::new(match refused {
-                Refused::Origin(origin) => refusal(
-                    hyper::StatusCode::FORBIDDEN,
-                    &format!(
-                        "Origin `{}` is not this server's: warren mcp accepts requests from loopback origins and http://{} only",
-                        crate::events::bounded(&origin, 200),
-                        self.local
-                    ),
-                ),
-                Refused::Token => {
-                    let mut response = refusal(
-                        hyper::StatusCode::UNAUTHORIZED,
-                        "this MCP server needs its bearer token: send `Authorization: Bearer TOKEN`, with the token warren mcp printed at start (or the one given by --token-file or WARREN_MCP_TOKEN)",
-                    );
-                    response.headers_mut().insert(
-                        hyper::header::WWW_AUTHENTICATE,
-                        hyper::header::HeaderValue::from_static("Bearer realm=\"warren mcp\""),
-                    );
-                    response
-                }
-            })
-        })
+        crate::listener::auth::admit(request.headers(), self.local, &self.auth)
+            .map_err(|refused| Box::new(refused.answer("warren mcp", "MCP", self.local, refusal)))
     }
 
     async fn handle(

@@ -195,7 +195,8 @@ pub struct Sandbox {
     /// The most handles one call may hold, from the descriptor budget.
     max_call_handles: u64,
     /// Whether the pooling allocator is in use (it falls back when the machine
-    /// refuses the address-space reservation).
+    /// refuses the address-space reservation): the call benches say so.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pooling: bool,
     /// Whether pooled slots are reset in place (no swap; see `engine::reset_in_place`).
     resets_in_place: bool,
@@ -275,7 +276,7 @@ impl Sandbox {
     /// given back to the kernel, or on demand where the machine refused the pool's
     /// address-space reservation. Not for embedders: the call benches print it beside
     /// their figures, which depend on it.
-    #[doc(hidden)]
+    #[cfg(feature = "internals")]
     pub fn memory_slots(&self) -> &'static str {
         match (self.pooling, self.resets_in_place) {
             (true, true) => "memory slots: pooled, reset in place (no swap)",

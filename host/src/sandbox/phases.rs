@@ -4,12 +4,14 @@
 //! tearing down (result checks, dropping the store, which resets its memory slot).
 //! Four relaxed atomic additions per call; read by `cargo bench --bench fresh_calls`
 //! and `--bench code_tools`, the only readers outside the crate: the breakdown is
-//! inside the sandbox, where no public call can time it, so [`totals`] and
-//! [`PhaseTotals`] (opaque but for its `Display`, the mean of each phase per call)
-//! are public, hidden from the documented API.
+//! inside the sandbox, where no public call can time it, so `totals` and
+//! `PhaseTotals` (opaque but for its `Display`, the mean of each phase per call)
+//! are compiled for them alone (the `internals` feature).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+#[cfg(feature = "internals")]
+use std::time::Duration;
+use std::time::Instant;
 
 /// Cumulative phase times of every call that instantiated.
 pub(crate) static PHASES: Phases = Phases::new();
@@ -22,6 +24,7 @@ pub(crate) struct Phases {
 
 /// A snapshot of [`Phases`]: calls, and the total time of each phase. Subtract two to
 /// time a stretch of calls; its `Display` is the mean of each phase per call.
+#[cfg(feature = "internals")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhaseTotals {
     /// Calls that got as far as an instance.
@@ -36,6 +39,7 @@ pub struct PhaseTotals {
     teardown: Duration,
 }
 
+#[cfg(feature = "internals")]
 impl std::fmt::Display for PhaseTotals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mean = |total: Duration| total.as_secs_f64() * 1e6 / self.calls.max(1) as f64;
@@ -75,6 +79,7 @@ impl Phases {
 }
 
 /// The totals so far; subtract two snapshots to time a stretch of calls.
+#[cfg(feature = "internals")]
 pub fn totals() -> PhaseTotals {
     let nanos = |i: usize| Duration::from_nanos(PHASES.nanos[i].load(Ordering::Relaxed));
     PhaseTotals {
@@ -86,6 +91,7 @@ pub fn totals() -> PhaseTotals {
     }
 }
 
+#[cfg(feature = "internals")]
 impl std::ops::Sub for PhaseTotals {
     type Output = PhaseTotals;
 

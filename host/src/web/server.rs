@@ -99,19 +99,9 @@ pub(super) async fn serve(
         server: "web view",
         limit: "web::MAX_CONNECTIONS",
     };
-    crate::listener::accept_loop(listener, limits, name, shutdown, |stream, peer, permit| {
+    crate::listener::serve(listener, limits, name, shutdown, move |request| {
         let shared = shared.clone();
-        crate::listener::serve_http1(
-            stream,
-            peer,
-            limits.header_timeout,
-            permit,
-            name.server,
-            move |request| {
-                let shared = shared.clone();
-                async move { handle(&shared, request).await }
-            },
-        )
+        async move { handle(&shared, request).await }
     })
     .await;
 }
@@ -171,13 +161,13 @@ async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
         }
         (&Method::POST, ["api", "agents", agent, "message"]) => {
             let agent = agent.to_string();
-            message(shared, run.as_deref(), &agent, request.into_body())
+            relay(shared, run.as_deref(), request.into_body(), message(&agent))
                 .await
                 .map(ok_json)
         }
         (&Method::POST, ["api", "requests", id, "answer"]) => {
             let id = id.to_string();
-            answer(shared, run.as_deref(), &id, request.into_body())
+            relay(shared, run.as_deref(), request.into_body(), answer(&id))
                 .await
                 .map(ok_json)
         }
@@ -332,40 +322,46 @@ fn cancel(shared: &Shared, run: Option<&str>, agent: &str) -> Result<Value, Fail
 /// `max_message_kb`, is checked by the run).
 const MAX_MESSAGE_BODY: usize = 1 << 20;
 
-/// A person's message to agent `agent` of the run `run` names, through the run's
-/// control socket; answered with its receipt.
-async fn message(
+/// A person's POST to the run `run` names, made into a request by `asked` and sent
+/// through the run's control socket; answered with the run's reply (a message's
+/// receipt, what became of an answer).
+async fn relay(
     shared: &Shared,
     run: Option<&str>,
-    agent: &str,
     body: Incoming,
+    asked: impl FnOnce(&Value) -> ControlRequest,
 ) -> Result<Value, Failure> {
-    let asked = posted(body).await?;
-    let request = SendRequest {
-        agent: agent.to_string(),
-        message: asked["message"].as_str().unwrap_or_default().to_string(),
-        mode: asked["mode"].as_str().map(str::to_string),
-        from: "the web view".into(),
-    };
-    control_request(shared, run, ControlRequest::Send(request)).await
+    let request = asked(&posted(body).await?);
+    control_request(shared, run, request).await
 }
 
-/// A person's answer to request `id` of the run `run` names, through the run's
-/// control socket; answered with what became of it.
-async fn answer(
-    shared: &Shared,
-    run: Option<&str>,
-    id: &str,
-    body: Incoming,
-) -> Result<Value, Failure> {
-    let asked = posted(body).await?;
-    let request = AnswerRequest {
-        request: id.to_string(),
-        verdict: asked["verdict"].as_str().unwrap_or_default().to_string(),
-        text: asked["text"].as_str().unwrap_or_default().to_string(),
-        by: "web".into(),
-    };
-    control_request(shared, run, ControlRequest::Answer(request)).await
+/// A person's message to agent `agent`, from its POST's body.
+fn message(agent: &str) -> impl FnOnce(&Value) -> ControlRequest + '_ {
+    move |asked| {
+        ControlRequest::Send(SendRequest {
+            agent: agent.to_string(),
+            message: text_of(asked, "message"),
+            mode: asked["mode"].as_str().map(str::to_string),
+            from: "the web view".into(),
+        })
+    }
+}
+
+/// A person's answer to request `id`, from its POST's body.
+fn answer(id: &str) -> impl FnOnce(&Value) -> ControlRequest + '_ {
+    move |asked| {
+        ControlRequest::Answer(AnswerRequest {
+            request: id.to_string(),
+            verdict: text_of(asked, "verdict"),
+            text: text_of(asked, "text"),
+            by: "web".into(),
+        })
+    }
+}
+
+/// The string `key` of a POST's body (empty when it is missing).
+fn text_of(asked: &Value, key: &str) -> String {
+    asked[key].as_str().unwrap_or_default().to_string()
 }
 
 /// A POST's JSON body, at most [`MAX_MESSAGE_BODY`] bytes.

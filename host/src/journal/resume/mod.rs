@@ -18,7 +18,7 @@ use super::record::{Drained, Line, Record, RecordedCall, RecordedToolDef};
 
 /// A model response as recorded.
 #[derive(Clone, Debug)]
-pub struct RecordedResponse {
+pub(crate) struct RecordedResponse {
     /// Its text.
     pub text: String,
     /// Reasoning the model showed.
@@ -49,14 +49,14 @@ pub struct RecordedResponse {
 
 /// A tool call as recorded: started, and perhaps finished.
 #[derive(Clone, Debug, Default)]
-pub struct RecordedTool {
+pub(crate) struct RecordedTool {
     /// Its result or typed error, when its end was recorded; `None`: in doubt.
     pub finished: Option<(ToolOutcome, String)>,
 }
 
 /// One agent's records.
 #[derive(Debug)]
-pub struct RecordedAgent {
+pub(crate) struct RecordedAgent {
     /// Its registration.
     pub intro: AgentIntro,
     /// When it started.
@@ -86,7 +86,7 @@ pub struct RecordedAgent {
 
 /// A message left for an agent, as recorded.
 #[derive(Clone, Debug)]
-pub struct RecordedLetter {
+pub(crate) struct RecordedLetter {
     /// Its number in the run.
     pub seq: u64,
     /// Who sent it.
@@ -105,36 +105,36 @@ pub struct RecordedLetter {
 
 impl RecordedAgent {
     /// The recorded response to turn `turn` (1-based).
-    pub fn response(&self, turn: u32) -> Option<&RecordedResponse> {
+    pub(crate) fn response(&self, turn: u32) -> Option<&RecordedResponse> {
         self.responses.get(&turn)
     }
 
     /// The recorded call `call_id` of turn `turn`.
-    pub fn tool(&self, turn: u32, call_id: &str) -> Option<&RecordedTool> {
+    pub(crate) fn tool(&self, turn: u32, call_id: &str) -> Option<&RecordedTool> {
         self.tools.get(&(turn, call_id.to_string()))
     }
 
     /// Wall time it had run before the run's process died.
-    pub fn time_spent(&self) -> Duration {
+    pub(crate) fn time_spent(&self) -> Duration {
         self.started_ms.map_or(Duration::ZERO, |started| {
             Duration::from_millis(self.last_ms.saturating_sub(started))
         })
     }
 
     /// Its last recorded turn (0: none).
-    pub fn turns(&self) -> u32 {
+    pub(crate) fn turns(&self) -> u32 {
         self.responses.keys().next_back().copied().unwrap_or(0)
     }
 
     /// Whether an interrupt cut its turn `turn`: no response was recorded for it, and
     /// one was for a later turn.
-    pub fn was_cut(&self, turn: u32) -> bool {
+    pub(crate) fn was_cut(&self, turn: u32) -> bool {
         !self.responses.contains_key(&turn) && self.turns() > turn
     }
 
     /// Whether `letter` is a follow-up an agent sent that woke it after it finished
     /// (read in the turn after one of its recorded ends).
-    pub fn woken_by(&self, letter: &RecordedLetter) -> bool {
+    pub(crate) fn woken_by(&self, letter: &RecordedLetter) -> bool {
         letter.mode == crate::events::MessageMode::FollowUp
             && letter.sender.is_some()
             && letter
@@ -144,24 +144,24 @@ impl RecordedAgent {
 
     /// Whether it ran in this run's process (its spec or responses are recorded
     /// here), not on a worker.
-    pub fn ran_here(&self) -> bool {
+    pub(crate) fn ran_here(&self) -> bool {
         self.spec || !self.responses.is_empty()
     }
 
     /// Whether it had recorded an end after turn `turn`.
-    pub fn ended_at(&self, turn: u32) -> bool {
+    pub(crate) fn ended_at(&self, turn: u32) -> bool {
         self.finish_turns.contains(&turn)
     }
 
     /// Whether it was running (or started and ended) in the earlier process.
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.started_ms.is_some()
     }
 }
 
 /// A run's journal, read for resuming.
 #[derive(Debug)]
-pub struct Resume {
+pub(crate) struct Resume {
     /// The run's id.
     pub run: String,
     /// The root's task.
@@ -201,7 +201,7 @@ pub struct Resume {
 
 impl Resume {
     /// The resume state of the run whose journal holds `lines`.
-    pub fn new(lines: Vec<Line>) -> anyhow::Result<Resume> {
+    pub(crate) fn new(lines: Vec<Line>) -> anyhow::Result<Resume> {
         let mut lines = lines.into_iter();
         let Some(Line {
             record:
@@ -516,19 +516,19 @@ impl Resume {
     }
 
     /// Agent `id`'s records.
-    pub fn agent(&self, id: &str) -> Option<&RecordedAgent> {
+    pub(crate) fn agent(&self, id: &str) -> Option<&RecordedAgent> {
         self.agents.get(id)
     }
 
     /// Every recorded agent, in the order they were registered.
-    pub fn agents_in_order(&self) -> impl Iterator<Item = &RecordedAgent> {
+    pub(crate) fn agents_in_order(&self) -> impl Iterator<Item = &RecordedAgent> {
         self.order.iter().filter_map(|id| self.agents.get(id))
     }
 
     /// The recorded id of the next job registered under `parent` (`None`: the root)
     /// with `profile` and `task`, taken so no other job gets it; `None` when there is
     /// no such recorded job left (the job is new).
-    pub fn claim(&self, parent: Option<&str>, profile: &str, task: &str) -> Option<String> {
+    pub(crate) fn claim(&self, parent: Option<&str>, profile: &str, task: &str) -> Option<String> {
         let mut unclaimed = self.unclaimed.lock().expect("resume state poisoned");
         let ids = unclaimed.get_mut(&parent.map(str::to_string))?;
         let at = ids.iter().position(|id| {
@@ -540,13 +540,13 @@ impl Resume {
     }
 
     /// Whether `id` is a recorded job's (a new job must not take it).
-    pub fn is_recorded(&self, id: &str) -> bool {
+    pub(crate) fn is_recorded(&self, id: &str) -> bool {
         self.ids.contains(id)
     }
 
     /// Whether `record` is in the journal already (a resumed job's registration,
     /// start, spec and end, and a system prompt, are not written twice).
-    pub fn has(&self, record: &Record) -> bool {
+    pub(crate) fn has(&self, record: &Record) -> bool {
         let agent = |id: &str| self.agents.get(id);
         match record {
             Record::AgentQueued(intro) => agent(&intro.agent).is_some(),

@@ -121,15 +121,11 @@ impl OpenAi {
 
 #[async_trait::async_trait]
 impl HttpApi for OpenAi {
-    const ANSWERS_BY_TOOL: bool = false;
-
     fn http(&self) -> &Http {
         &self.http
     }
 
-    /// The request body, as documented for Chat Completions, serialised once (every
-    /// retry sends the same bytes) and straight from the request: a parent's history
-    /// can hold thousands of messages, so no `Value` tree is built and dropped per turn.
+    /// Chat Completions' body, usage asked for when streamed.
     fn request_body(&self, request: &ChatRequest) -> bytes::Bytes {
         let body = Body {
             model: self.http.model(),

@@ -10,12 +10,8 @@ use crate::events::Answered;
 impl RemoteQueue {
     /// Leaves `letter` for the agent of running job `id`, for its worker's next look.
     pub(crate) async fn post_mail(&self, id: &str, letter: &WireLetter) -> anyhow::Result<()> {
-        let mut conn = self.queue.connection().connection();
         let key = self.config.mail_key(id);
-        redis::pipe()
-            .rpush(&key, serde_json::to_string(letter)?)
-            .expire(&key, self.config.marker_ttl_s() as i64)
-            .query_async::<()>(&mut conn)
+        self.post(&key, serde_json::to_string(letter)?)
             .await
             .context("leaving the message in Redis")
     }
@@ -23,14 +19,20 @@ impl RemoteQueue {
     /// Leaves a person's `answer` for the request an agent of running job `id` waits
     /// on, for its worker's next look.
     pub(crate) async fn post_answer(&self, id: &str, answer: &Answered) -> anyhow::Result<()> {
-        let mut conn = self.queue.connection().connection();
         let key = self.config.answers_key(id);
-        redis::pipe()
-            .rpush(&key, serde_json::to_string(answer)?)
-            .expire(&key, self.config.marker_ttl_s() as i64)
-            .query_async::<()>(&mut conn)
+        self.post(&key, serde_json::to_string(answer)?)
             .await
             .context("leaving the answer in Redis")
+    }
+
+    /// Appends `line` to list `key`, which lives as long as a job's markers.
+    async fn post(&self, key: &str, line: String) -> redis::RedisResult<()> {
+        let mut conn = self.queue.connection().connection();
+        redis::pipe()
+            .rpush(key, line)
+            .expire(key, self.config.marker_ttl_s() as i64)
+            .query_async::<()>(&mut conn)
+            .await
     }
 
     /// A look at running job `id`: why it must stop, if it must ([`StopRequest::of`]),
