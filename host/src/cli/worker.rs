@@ -30,9 +30,9 @@ use tokio::sync::watch;
 
 use super::worker_job::{job_start, read_job, unnamed_jobs_profile};
 use crate::config::{names_or_none, QueueConfig};
-use crate::events::Event;
+use crate::events::{Event, EventStream};
 use crate::host::{Host, Run, RunReport};
-use crate::jobs::History;
+use crate::jobs::{History, Tree};
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::queue::client::RemoteQueue;
 use crate::queue::wire::{
@@ -303,12 +303,7 @@ async fn watch_run(
             }
         }
     };
-    while let Ok(Some(record)) = tokio::time::timeout(Duration::from_millis(1), events.next()).await
-    {
-        if !matches!(record.event, Event::Lagged { .. }) {
-            batch.push(record.event);
-        }
-    }
+    take_last_events(&mut events, &tree, &mut batch).await;
     Watched {
         report,
         run_id,
@@ -316,6 +311,28 @@ async fn watch_run(
         handing_back,
         ended_elsewhere,
         batch,
+    }
+}
+
+/// Adds the events published before the run ended to `batch`: those waiting, and,
+/// while a sub-agent of `tree` is still ending, those that come within a millisecond
+/// of each other. With none left (each publishes its end before it stops counting)
+/// nothing more can come, and the job's end is not held back waiting for it.
+async fn take_last_events(events: &mut EventStream, tree: &Tree, batch: &mut Vec<Event>) {
+    let settled = tree.active_subagents() == 0;
+    loop {
+        let next = match events.try_next() {
+            Some(record) => Some(record),
+            None if settled => None,
+            None => tokio::time::timeout(Duration::from_millis(1), events.next())
+                .await
+                .ok()
+                .flatten(),
+        };
+        let Some(record) = next else { return };
+        if !matches!(record.event, Event::Lagged { .. }) {
+            batch.push(record.event);
+        }
     }
 }
 

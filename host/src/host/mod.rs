@@ -373,7 +373,11 @@ impl Host {
             access,
         };
         let (root, handle) = self.parts.scheduler.start_root(&tree, root);
-        self::control::serve(self.parts.clone(), tree.clone(), root.clone());
+        // A queue job's messages and answers come through its parent's run (Redis):
+        // its own run, on a worker, opens no control socket.
+        if tree.queue_job.is_none() {
+            self::control::serve(self.parts.clone(), tree.clone(), root.clone());
+        }
         Ok(Run {
             tree,
             root,

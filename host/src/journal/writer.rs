@@ -62,6 +62,9 @@ struct Batch {
     failed: bool,
     /// Set when the journal is dropped: the writer writes what is left and ends.
     closed: bool,
+    /// Set when the run's end waits for the batch ([`Journal::flush`]): it is written
+    /// at once, as nothing more is coming to share the write with.
+    urgent: bool,
     /// Set, to the record's size, when a record was longer than a journal line may
     /// be: the batch ends with `journal_full` in its place, and nothing more is
     /// recorded.
@@ -184,43 +187,53 @@ impl Journal {
 
     /// Appends `record` with the next batch, without waiting.
     pub(crate) fn record(&self, record: Record) {
-        self.send(Some(&record), None, false);
+        self.send(Some(&record), None, false, false);
     }
 
     /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
     /// not synced: it survives the death of the process from then on.
     pub(crate) async fn record_written(&self, record: Record) {
-        self.send_and_wait(Some(&record), false).await;
+        self.send_and_wait(Some(&record), false, false).await;
     }
 
     /// Appends `record` and waits until it is on disk.
     pub(crate) async fn record_durably(&self, record: Record) {
-        self.send_and_wait(Some(&record), true).await;
+        self.send_and_wait(Some(&record), true, false).await;
     }
 
     /// Waits until every record sent so far is written (not synced): a reader of
     /// the file sees them.
     pub(crate) async fn written(&self) {
-        self.send_and_wait(None, false).await;
+        self.send_and_wait(None, false, false).await;
     }
 
-    /// Waits until every record sent so far is on disk.
+    /// Waits until every record sent so far is on disk, written at once rather than
+    /// after [`COMMIT_DELAY`]: the run has ended, and nothing more is coming to share
+    /// the write with (a worker runs each job as a run, whose end would otherwise
+    /// wait for the delay).
     pub(crate) async fn flush(&self) {
-        self.send_and_wait(None, true).await;
+        self.send_and_wait(None, true, true).await;
     }
 
     /// Appends `record` (if any) and waits until its batch is written (synced, with
-    /// `sync`).
-    async fn send_and_wait(&self, record: Option<&Record>, sync: bool) {
+    /// `sync`; at once, with `now`).
+    async fn send_and_wait(&self, record: Option<&Record>, sync: bool, now: bool) {
         let (done, wait) = oneshot::channel();
-        self.send(record, Some(done), sync);
+        self.send(record, Some(done), sync, now);
         let _ = wait.await;
     }
 
     /// Adds `record` (if any) to the batch, and `waiter` to those told when it is
-    /// written (synced, with `sync`); rings the writer when it is idle and the batch
-    /// begins, or someone starts waiting on it.
-    fn send(&self, record: Option<&Record>, waiter: Option<oneshot::Sender<()>>, sync: bool) {
+    /// written (synced, with `sync`; at once, with `now`); rings the writer when it is
+    /// idle and the batch begins, or someone starts waiting on it, or the batch is
+    /// due at once.
+    fn send(
+        &self,
+        record: Option<&Record>,
+        waiter: Option<oneshot::Sender<()>>,
+        sync: bool,
+        now: bool,
+    ) {
         let mut batch = self.shared.lock();
         if batch.failed || batch.oversized.is_some() {
             drop(batch);
@@ -251,7 +264,8 @@ impl Journal {
             Some(waiter) => {
                 batch.waiters.push(waiter);
                 batch.sync |= sync;
-                batch.waiters.len() == 1
+                batch.urgent |= now;
+                batch.waiters.len() == 1 || now
             }
             None => false,
         };
@@ -369,6 +383,7 @@ fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
         let waiters = std::mem::take(&mut batch.waiters);
         let sync = std::mem::take(&mut batch.sync);
         batch.since = None;
+        batch.urgent = false;
         let failed = batch.failed;
         let oversized = batch.oversized;
         drop(batch);
@@ -398,7 +413,8 @@ fn write_batches(out: &mut Output, shared: &Shared, path: &Path) {
 }
 
 /// Waits until the batch is due: [`WRITE_DELAY`] after `start`, or [`COMMIT_DELAY`]
-/// after it began once someone waits for it, or at once when the journal is closed.
+/// after it began once someone waits for it, or at once when the journal is closed or
+/// the run's end waits for it.
 fn gather<'a>(
     shared: &'a Shared,
     mut batch: MutexGuard<'a, Batch>,
@@ -410,7 +426,7 @@ fn gather<'a>(
             _ => start + WRITE_DELAY,
         };
         let left = due.saturating_duration_since(Instant::now());
-        if left.is_zero() || batch.closed {
+        if left.is_zero() || batch.closed || batch.urgent {
             return batch;
         }
         batch = shared

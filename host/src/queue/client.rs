@@ -249,6 +249,9 @@ impl RemoteQueue {
             .query_async(&mut conn)
             .await
             .context("reading the earlier attempt's sub-agent jobs")?;
+        if children.is_empty() {
+            return Ok(0); // the first attempt, or one that spawned nothing
+        }
         for child in &children {
             self.cancel(child).await?;
         }

@@ -430,8 +430,8 @@ impl Tree {
         table.jobs.get_mut(id).is_some_and(Job::deliver)
     }
 
-    /// Sub-agents queued or running (the root excluded).
-    #[cfg(test)]
+    /// Sub-agents queued or running (the root excluded). A job's end is published
+    /// before it stops counting, so none left means every end was published.
     pub(crate) fn active_subagents(&self) -> usize {
         self.jobs.lock().expect("job table poisoned").active
     }
