@@ -175,23 +175,25 @@ async fn process(shared: &Shared, mut job: Job, token: JobToken) -> Result<Value
     let worker = &shared.name;
     let (data, base) = read_job(&shared.host, worker, &job, &id)?;
     let queue = &shared.queue;
-    if queue.cancel_requested(&id).await {
+    let refused = |error: anyhow::Error| {
+        bullmq::Error::ProcessingError(format!(
+            "cannot cancel the sub-agents of an earlier attempt: {error:#}"
+        ))
+    };
+    let (cancel, earlier) = queue.before_start(&id).await.map_err(refused)?;
+    if cancel {
         let outcome = AgentOutcome::cancelled_before_start();
         return Err(cancelled(&mut job, &outcome, 0.0, worker).await);
     }
-    match queue.cancel_children_of(&id).await {
-        Ok(0) => {}
-        Ok(n) => {
-            let line =
-                format!("worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt");
-            tracing::info!(job = %id, "{line}");
-            let _ = job.log(&line).await;
-        }
-        Err(error) => {
-            return Err(bullmq::Error::ProcessingError(format!(
-                "cannot cancel the sub-agents of an earlier attempt: {error:#}"
-            )))
-        }
+    queue
+        .abandon_children(&id, &earlier)
+        .await
+        .map_err(refused)?;
+    if !earlier.is_empty() {
+        let n = earlier.len();
+        let line = format!("worker {worker}: cancelled {n} sub-agent job(s) of an earlier attempt");
+        tracing::info!(job = %id, "{line}");
+        let _ = job.log(&line).await;
     }
     let started = match job_start(&shared.host, worker, &id, &data, base)? {
         Err(reason) => Err(reason),
@@ -256,7 +258,7 @@ async fn watch_run(
     let mut batch: Vec<Event> = Vec::new();
     let mut flush = tokio::time::interval(EVENT_BATCH);
     let mut poll = tokio::time::interval(CANCEL_POLL);
-    let mut heartbeat = tokio::time::interval(HEARTBEAT_POLL);
+    let mut heartbeat = heartbeat_looks();
     // Set when the parent process is gone and the job was cancelled for it.
     let mut orphaned: Option<String> = None;
     let mut hand_back = shared.hand_back.clone();
@@ -268,7 +270,9 @@ async fn watch_run(
             Some(record) = events.next() => {
                 batch.extend(Some(record.event).filter(|e| !matches!(e, Event::Lagged { .. })));
             }
-            _ = flush.tick() => send_events(job, &run_id, &mut batch).await,
+            _ = flush.tick() => {
+                send_events(job, &run_id, &mut batch).await;
+            }
             _ = poll.tick(), if ended_elsewhere.is_none() => {
                 match look_at_job(shared, id, &tree, &root).await {
                     Some(StopRequest::Parent) => {
@@ -312,6 +316,14 @@ async fn watch_run(
         ended_elsewhere,
         batch,
     }
+}
+
+/// When to look at the parent's heartbeat: every [`HEARTBEAT_POLL`], the first a
+/// beat in, so a short job spends no round trip on it and an orphan (its parent gone
+/// for `parent_timeout_s`) is found at most a beat later.
+fn heartbeat_looks() -> tokio::time::Interval {
+    let first = tokio::time::Instant::now() + HEARTBEAT_POLL;
+    tokio::time::interval_at(first, HEARTBEAT_POLL)
 }
 
 /// Adds the events published before the run ended to `batch`: those waiting, and,
@@ -384,13 +396,14 @@ async fn finish(
             ))),
         };
     }
-    send_events(job, &watched.run_id, &mut watched.batch).await;
     // A result finished while Redis restarts is saved once it is back, not lost to a
-    // failed write.
-    shared
-        .queue
-        .wait_until_reachable(Duration::from_secs(60))
-        .await;
+    // failed write (the last events reaching it say it is there).
+    if !send_events(job, &watched.run_id, &mut watched.batch).await {
+        shared
+            .queue
+            .wait_until_reachable(Duration::from_secs(60))
+            .await;
+    }
     let report = watched.report;
     tracing::info!(job = %id, state = report.root.state.as_str(), "finished");
     if let Some(why) = watched.ended_elsewhere {
@@ -466,15 +479,20 @@ fn outcome_value(
 
 /// Sends the batched events as one progress update (BullMQ publishes it on the
 /// queue's event stream, where the parent reads it).
-async fn send_events(job: &mut Job, run: &str, batch: &mut Vec<Event>) {
+/// Whether they reached Redis (`false` too when there were none).
+async fn send_events(job: &mut Job, run: &str, batch: &mut Vec<Event>) -> bool {
     if batch.is_empty() {
-        return;
+        return false;
     }
     let events = std::mem::take(batch);
-    if let Err(error) = job
+    match job
         .update_progress(JobProgress::Object(events_progress(run, &events)))
         .await
     {
-        tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");
+        Ok(_) => true,
+        Err(error) => {
+            tracing::debug!(job = %job.id(), %error, "could not send events (Redis unreachable?)");
+            false
+        }
     }
 }

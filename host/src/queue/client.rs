@@ -237,22 +237,36 @@ impl RemoteQueue {
         }
     }
 
-    /// Cancels the sub-agent jobs an earlier attempt of job `owner` enqueued (its
-    /// worker died or handed it back): the new attempt starts its own, and nothing
-    /// would read theirs. They stay listed as abandoned ([`RemoteQueue::abandoned`]),
-    /// so the parent accounts for each. Returns how many there were.
-    pub(crate) async fn cancel_children_of(&self, owner: &str) -> anyhow::Result<usize> {
+    /// Before job `id` runs, in one round trip: whether its parent asked for it to be
+    /// cancelled, and the sub-agent jobs an earlier attempt of it enqueued (its worker
+    /// died or handed it back), for [`RemoteQueue::abandon_children`].
+    pub(crate) async fn before_start(&self, id: &str) -> anyhow::Result<(bool, Vec<String>)> {
         let mut conn = self.queue.connection().connection();
-        let key = self.config.children_key(owner);
-        let children: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(&key)
+        let (cancel, children): (u32, Vec<String>) = redis::pipe()
+            .exists(self.config.cancel_key(id))
+            .cmd("SMEMBERS")
+            .arg(self.config.children_key(id))
             .query_async(&mut conn)
             .await
-            .context("reading the earlier attempt's sub-agent jobs")?;
+            .context("reading the job's cancel flag and an earlier attempt's sub-agent jobs")?;
+        Ok((cancel > 0, children))
+    }
+
+    /// Cancels `children`, the sub-agent jobs an earlier attempt of job `owner`
+    /// enqueued: the new attempt starts its own, and nothing would read theirs. They
+    /// stay listed as abandoned ([`RemoteQueue::abandoned`]), so the parent accounts
+    /// for each.
+    pub(crate) async fn abandon_children(
+        &self,
+        owner: &str,
+        children: &[String],
+    ) -> anyhow::Result<()> {
         if children.is_empty() {
-            return Ok(0); // the first attempt, or one that spawned nothing
+            return Ok(()); // the first attempt, or one that spawned nothing
         }
-        for child in &children {
+        let mut conn = self.queue.connection().connection();
+        let key = self.config.children_key(owner);
+        for child in children {
             self.cancel(child).await?;
         }
         let abandoned = self.config.abandoned_key(owner);
@@ -269,7 +283,7 @@ impl RemoteQueue {
             .ignore()
             .query_async::<()>(&mut conn)
             .await?;
-        Ok(children.len())
+        Ok(())
     }
 
     /// The sub-agent jobs earlier attempts of job `owner` enqueued and a later
@@ -325,12 +339,6 @@ impl RemoteQueue {
             .await
             .ok()
             .map(|n| n > 0)
-    }
-
-    /// Whether the parent asked for job `id` to be cancelled (not when Redis does not
-    /// answer: the worker asks again).
-    pub(crate) async fn cancel_requested(&self, id: &str) -> bool {
-        self.exists(&self.config.cancel_key(id)).await == Some(true)
     }
 
     /// Whether the parent process with heartbeat `id` is gone (its key expired).
