@@ -158,7 +158,7 @@ fn text(said: &str) -> Value {
 }
 
 fn bounded(said: &str) -> String {
-    crate::events::bounded(said, MAX_PART)
+    crate::term::bounded(said, MAX_PART)
 }
 
 fn stamped(mut message: Value, of: &Of<'_>) -> Value {

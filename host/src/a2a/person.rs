@@ -30,7 +30,7 @@ pub(super) fn request_message(request: &PersonRequest) -> Value {
             "Approval needed: agent {} calls `{}` with {}. It could touch: {}. Reply `approve`, `always` (approve `{}` for the rest of this task) or `deny REASON`; unanswered, it is denied at {deadline} UTC.",
             request.path,
             request.tool,
-            crate::events::bounded(&request.arguments, MAX_LINE),
+            crate::term::bounded(&request.arguments, MAX_LINE),
             request.touches.join("; "),
             request.tool,
         ),

@@ -83,7 +83,7 @@ impl Call<'_> {
                     VERSION_NOT_SUPPORTED,
                     format!(
                         "A2A-Version `{}` is not supported: warren a2a speaks A2A 1.0",
-                        crate::events::bounded(version, 40)
+                        crate::term::bounded(version, 40)
                     ),
                 ),
             );
@@ -122,7 +122,7 @@ impl Call<'_> {
             )),
             other => Err(RpcError(
                 METHOD_NOT_FOUND,
-                format!("no method `{}`: warren a2a serves SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask", crate::events::bounded(other, 80)),
+                format!("no method `{}`: warren a2a serves SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask", crate::term::bounded(other, 80)),
             )),
         };
         match answer {
@@ -145,7 +145,7 @@ impl Call<'_> {
             if role != "ROLE_USER" {
                 return Err(invalid(&format!(
                     "`params.message.role` must be ROLE_USER, not {}",
-                    crate::events::bounded(role, 40)
+                    crate::term::bounded(role, 40)
                 )));
             }
         }
@@ -382,7 +382,7 @@ fn invalid(why: &str) -> RpcError {
 fn not_found(id: &str) -> RpcError {
     RpcError(
         TASK_NOT_FOUND,
-        format!("no task `{}` of this credential (a task's run stays in `warren runs`; with journaling off, an ended task is forgotten after --task-retention seconds)", crate::events::bounded(id, 80)),
+        format!("no task `{}` of this credential (a task's run stays in `warren runs`; with journaling off, an ended task is forgotten after --task-retention seconds)", crate::term::bounded(id, 80)),
     )
 }
 

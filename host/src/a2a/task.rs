@@ -490,7 +490,7 @@ impl Task {
         let Some((_, line)) = progress.update(event) else {
             return;
         };
-        let message = agent_message(&crate::events::bounded(&line, MAX_LINE), None);
+        let message = agent_message(&crate::term::bounded(&line, MAX_LINE), None);
         // While a request waits, the status stays the request.
         if view.state != State::InputRequired {
             self.set_status(&mut view, State::Working, message);
@@ -515,7 +515,7 @@ impl Task {
             AgentState::Cancelled => State::Canceled,
             _ => State::Failed,
         };
-        let answer = crate::events::bounded(&root.text, MAX_ANSWER);
+        let answer = crate::term::bounded(&root.text, MAX_ANSWER);
         if state == State::Completed {
             let mut parts = vec![json!({"text": answer})];
             if let Some(output) = &root.output {

@@ -501,7 +501,7 @@ impl Link {
         if !status.is_success() {
             return Err(failed(format!(
                 "the remote A2A agent answered {method} with HTTP {status}: {}",
-                crate::events::bounded(&String::from_utf8_lossy(&body), 300)
+                crate::term::bounded(&String::from_utf8_lossy(&body), 300)
             )));
         }
         let response: Value = serde_json::from_slice(&body).map_err(|e| {

@@ -35,10 +35,10 @@ impl Asker<'_> {
         asked: &str,
     ) -> Result<String, Stop> {
         let (asker, place) = (self, self.place);
-        let call_id = format!("{}-{number}", crate::events::bounded(task, 100));
+        let call_id = format!("{}-{number}", crate::term::bounded(task, 100));
         let key = format!("{}/a2a/{call_id}/{asked}", place.id);
         let digest = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-        let question = crate::events::bounded(
+        let question = crate::term::bounded(
             &format!("(the remote A2A agent `{}` asks) {asked}", asker.profile),
             MAX_QUESTION,
         );
@@ -66,7 +66,7 @@ impl Asker<'_> {
             Verdict::Answer if !answer.text.trim().is_empty() => Ok(answer.text),
             _ => Err(failed(format!(
                 "the remote A2A agent asked for input (\"{}\"), and {}",
-                crate::events::bounded(asked, 300),
+                crate::term::bounded(asked, 300),
                 super::person_wait::unanswered(&answer)
             ))),
         }

@@ -149,7 +149,7 @@ pub(super) fn result(mut response: Value, method: &str) -> Result<Value, Stop> {
     if let Some(error) = response.get("error") {
         return Err(failed(format!(
             "the remote A2A agent refused {method}: {} ({})",
-            crate::events::bounded(error["message"].as_str().unwrap_or_default(), 500),
+            crate::term::bounded(error["message"].as_str().unwrap_or_default(), 500),
             error["code"]
         )));
     }

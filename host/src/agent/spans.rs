@@ -2,8 +2,9 @@
 //! what it answered, as the GenAI conventions' messages and the plain input and output
 //! trace UIs show, bounded.
 
-use crate::events::{bounded, RESULT_CHARS};
+use crate::events::RESULT_CHARS;
 use crate::outcome::AgentOutcome;
+use crate::term::bounded;
 
 /// What an agent was asked, on its span: the GenAI conventions' messages and the plain
 /// input trace UIs show, bounded. Only built when spans are exported.

@@ -326,7 +326,7 @@ fn print_record(record: Record) -> anyhow::Result<()> {
 
 /// `text` on one line, cut at `max` characters.
 fn one_line(text: &str, max: usize) -> String {
-    crate::events::bounded(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+    crate::term::bounded(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
 /// The code of a `run_python` or `run_js` call, as the model wrote it, framed, on the

@@ -478,8 +478,8 @@ fn outcome_value(
 }
 
 /// Sends the batched events as one progress update (BullMQ publishes it on the
-/// queue's event stream, where the parent reads it).
-/// Whether they reached Redis (`false` too when there were none).
+/// queue's event stream, where the parent reads it), and says whether they reached
+/// Redis (`false` too when there were none).
 async fn send_events(job: &mut Job, run: &str, batch: &mut Vec<Event>) -> bool {
     if batch.is_empty() {
         return false;

@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 use crate::llm::Usage;
 use crate::outcome::{AgentOutcome, AgentState};
 use crate::sandbox::{CallFigures, ToolOutcome};
+use crate::term::bounded;
 
 mod person;
 
@@ -478,8 +479,6 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
-
-pub(crate) use crate::term::bounded;
 
 /// The first `SUMMARY_CHARS` characters of `text`, on one line.
 pub(crate) fn summarize(text: &str) -> String {

@@ -83,7 +83,7 @@ pub(crate) fn result_block(job: &Job) -> String {
                     "\nNot delivered (it ended first): message #{} from {}: {}",
                     letter.seq,
                     letter.from,
-                    crate::events::bounded(&letter.text, 200)
+                    crate::term::bounded(&letter.text, 200)
                 ));
             }
             block

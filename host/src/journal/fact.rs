@@ -132,7 +132,7 @@ impl Record {
                 seq: *seq,
                 from: from.clone(),
                 mode: *mode,
-                text: crate::events::bounded(text, crate::events::RESULT_CHARS),
+                text: crate::term::bounded(text, crate::events::RESULT_CHARS),
             },
             Record::InputRequested(request) => Event::InputRequested(request.clone()),
             Record::InputAnswered(answered) => Event::InputAnswered(answered.clone()),

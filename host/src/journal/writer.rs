@@ -74,6 +74,17 @@ struct Batch {
     idle: bool,
 }
 
+/// What a waiter waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Its batch written (within [`COMMIT_DELAY`]), not synced.
+    Written,
+    /// Its batch synced (within [`COMMIT_DELAY`]).
+    Synced,
+    /// Its batch synced at once: the run's end ([`Journal::flush`]).
+    SyncedNow,
+}
+
 /// The batch and the writer's bell, shared by the journal and its writer thread.
 #[derive(Default)]
 struct Shared {
@@ -187,24 +198,24 @@ impl Journal {
 
     /// Appends `record` with the next batch, without waiting.
     pub(crate) fn record(&self, record: Record) {
-        self.send(Some(&record), None, false, false);
+        self.send(Some(&record), None);
     }
 
     /// Appends `record` and waits until it is written (within [`COMMIT_DELAY`]),
     /// not synced: it survives the death of the process from then on.
     pub(crate) async fn record_written(&self, record: Record) {
-        self.send_and_wait(Some(&record), false, false).await;
+        self.send_and_wait(Some(&record), Wait::Written).await;
     }
 
     /// Appends `record` and waits until it is on disk.
     pub(crate) async fn record_durably(&self, record: Record) {
-        self.send_and_wait(Some(&record), true, false).await;
+        self.send_and_wait(Some(&record), Wait::Synced).await;
     }
 
     /// Waits until every record sent so far is written (not synced): a reader of
     /// the file sees them.
     pub(crate) async fn written(&self) {
-        self.send_and_wait(None, false, false).await;
+        self.send_and_wait(None, Wait::Written).await;
     }
 
     /// Waits until every record sent so far is on disk, written at once rather than
@@ -212,32 +223,24 @@ impl Journal {
     /// the write with (a worker runs each job as a run, whose end would otherwise
     /// wait for the delay).
     pub(crate) async fn flush(&self) {
-        self.send_and_wait(None, true, true).await;
+        self.send_and_wait(None, Wait::SyncedNow).await;
     }
 
-    /// Appends `record` (if any) and waits until its batch is written (synced, with
-    /// `sync`; at once, with `now`).
-    async fn send_and_wait(&self, record: Option<&Record>, sync: bool, now: bool) {
-        let (done, wait) = oneshot::channel();
-        self.send(record, Some(done), sync, now);
-        let _ = wait.await;
+    /// Appends `record` (if any) and waits until its batch is as `wait` says.
+    async fn send_and_wait(&self, record: Option<&Record>, wait: Wait) {
+        let (done, written) = oneshot::channel();
+        self.send(record, Some((done, wait)));
+        let _ = written.await;
     }
 
-    /// Adds `record` (if any) to the batch, and `waiter` to those told when it is
-    /// written (synced, with `sync`; at once, with `now`); rings the writer when it is
-    /// idle and the batch begins, or someone starts waiting on it, or the batch is
-    /// due at once.
-    fn send(
-        &self,
-        record: Option<&Record>,
-        waiter: Option<oneshot::Sender<()>>,
-        sync: bool,
-        now: bool,
-    ) {
+    /// Adds `record` (if any) to the batch, and `waiter` to those told when it is as
+    /// the waiter's [`Wait`] says; rings the writer when it is idle and the batch
+    /// begins, or someone starts waiting on it, or the batch is due at once.
+    fn send(&self, record: Option<&Record>, waiter: Option<(oneshot::Sender<()>, Wait)>) {
         let mut batch = self.shared.lock();
         if batch.failed || batch.oversized.is_some() {
             drop(batch);
-            if let Some(waiter) = waiter {
+            if let Some((waiter, _)) = waiter {
                 let _ = waiter.send(());
             }
             return;
@@ -261,11 +264,11 @@ impl Journal {
             }
         }
         let hurried = match waiter {
-            Some(waiter) => {
+            Some((waiter, wait)) => {
                 batch.waiters.push(waiter);
-                batch.sync |= sync;
-                batch.urgent |= now;
-                batch.waiters.len() == 1 || now
+                batch.sync |= wait != Wait::Written;
+                batch.urgent |= wait == Wait::SyncedNow;
+                batch.waiters.len() == 1 || wait == Wait::SyncedNow
             }
             None => false,
         };

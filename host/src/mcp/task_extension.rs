@@ -123,7 +123,7 @@ pub(super) async fn update(
                 format!(
                     "task `{}` has no input request `{}` outstanding",
                     update.task_id,
-                    crate::events::bounded(&key, 100)
+                    crate::term::bounded(&key, 100)
                 ),
                 None,
             ));
@@ -179,7 +179,7 @@ async fn leave_message(
         return Err(invalid(format!(
             "{}: task `{id}` has no agent `{}`",
             field("agent"),
-            crate::events::bounded(&agent.0, 40)
+            crate::term::bounded(&agent.0, 40)
         )));
     }
     let receipt = session

@@ -332,7 +332,7 @@ impl Tasks {
                 "failed",
                 result["content"][0]["text"]
                     .as_str()
-                    .map(|text| crate::events::bounded(text, 500).to_string()),
+                    .map(|text| crate::term::bounded(text, 500).to_string()),
             ),
             State::Cancelled => (
                 "cancelled",
@@ -370,7 +370,7 @@ impl Tasks {
                     -32602,
                     format!(
                         "no task `{}` (it may have expired: a finished task is kept {} s)",
-                        crate::events::bounded(id, 100),
+                        crate::term::bounded(id, 100),
                         self.limits.retention.as_secs()
                     ),
                 )
